@@ -1,0 +1,36 @@
+# mdrag: every target installs what it needs into .venv first.
+VENV    := .venv
+PY      := $(VENV)/bin/python
+MDRAG   := $(VENV)/bin/mdrag
+NOTES   ?= examples/notes
+# Where pip finds the CPU build of torch. Empty: the default index (on these machines it
+# resolves to a local CPU wheel). Elsewhere: TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
+RUN_DIR := .run
+
+.PHONY: install run test lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first, pinned to the CPU build: otherwise pip pulls gigabytes of CUDA packages.
+	$(PY) -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+# The main job on the embedded default (Milvus Lite, bundled model): index NOTES and search it.
+run: install
+	MDRAG_MILVUS_URI=$(CURDIR)/$(RUN_DIR)/milvus.db $(MDRAG) reindex $(NOTES)
+	MDRAG_MILVUS_URI=$(CURDIR)/$(RUN_DIR)/milvus.db $(MDRAG) search "how do I restore a database backup" --threshold 0.3 -k 3
+
+test: install
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check mdrag tests bench
+	$(VENV)/bin/mypy mdrag
+
+clean:
+	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache

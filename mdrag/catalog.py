@@ -1,0 +1,96 @@
+"""Catalog: the in-memory map of every indexed file to its record, loaded from the store once."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from mdrag.store import FileRecord
+
+
+class Catalog:
+    """What the index holds, per file; the single writer updates it, searches read it.
+
+    Searches trust a vector row only when its file_hash is the catalog's current hash for
+    its file: while the writer swaps one version of a note for the next, search sees
+    either the old version or the new one, never a mix.
+    """
+
+    def __init__(self, records: dict[str, FileRecord] | None = None) -> None:
+        self._records = dict(records or {})
+        self._transient: dict[str, str] = {}  # path -> pending | processing (not persisted)
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> FileRecord | None:
+        return self._records.get(path)
+
+    def visible_hash(self, path: str) -> str | None:
+        record = self._records.get(path)
+        return record.file_hash if record is not None and record.status == "indexed" else None
+
+    def put(self, record: FileRecord) -> None:
+        with self._lock:
+            self._records[record.file_path] = record
+            self._transient.pop(record.file_path, None)
+
+    def remove(self, path: str) -> None:
+        with self._lock:
+            self._records.pop(path, None)
+            self._transient.pop(path, None)
+
+    def mark(self, paths: list[str], state: str) -> None:
+        """Record that files are queued (pending) or being indexed (processing)."""
+        with self._lock:
+            for path in paths:
+                self._transient[path] = state
+
+    def clear_marks(self, paths: list[str]) -> None:
+        with self._lock:
+            for path in paths:
+                self._transient.pop(path, None)
+
+    def reset(self, records: dict[str, FileRecord] | None = None) -> None:
+        with self._lock:
+            self._records = dict(records or {})
+            self._transient.clear()
+
+    def paths(self) -> list[str]:
+        return list(self._records)
+
+    def paths_under(self, directory: Path) -> list[str]:
+        prefix = str(directory).rstrip("/") + "/"
+        return [p for p in list(self._records) if p.startswith(prefix)]
+
+    def records(self) -> list[FileRecord]:
+        return list(self._records.values())
+
+    def status_counts(self) -> dict[str, int]:
+        with self._lock:
+            counts = Counter(r.status for r in self._records.values())
+            for path, state in self._transient.items():
+                previous = self._records.get(path)
+                if previous is not None:
+                    counts[previous.status] -= 1
+                counts[state] += 1
+        return {status: n for status, n in counts.items() if n > 0}
+
+    def section_count(self) -> int:
+        return sum(r.section_count for r in list(self._records.values()) if r.status == "indexed")
+
+    def last_indexed_at(self) -> float:
+        return max((r.indexed_at for r in list(self._records.values())), default=0.0)
+
+    def failed(self) -> list[FileRecord]:
+        return sorted(
+            (r for r in list(self._records.values()) if r.status == "failed"),
+            key=lambda r: r.file_path,
+        )
+
+    def with_status(self, path: str, status: str) -> FileRecord | None:
+        record = self._records.get(path)
+        return replace(record, status=status) if record else None
+
+    def __len__(self) -> int:
+        return len(self._records)

@@ -1,0 +1,295 @@
+"""CLI: `mdrag serve|search|reindex|status`; talks to the daemon when it runs, else opens the index itself.
+
+Imports stay light (no torch, no pymilvus) so that a search through the daemon starts fast;
+the heavy modules load only when a command has to open the index in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+import click
+
+from mdrag.config import Config, load_config
+from mdrag.errors import MdragError, ServerNotRunningError
+
+
+class Backend(Protocol):
+    """What the commands need: the daemon over its socket, or a Service in this process."""
+
+    def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]: ...
+
+
+class LocalBackend:
+    """Opens the index in this process (only when no daemon holds it)."""
+
+    def __init__(self, config: Config) -> None:
+        from mdrag.service import Service  # heavy: torch, sentence-transformers, pymilvus
+
+        self.service = Service(config)
+
+    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self.service.search(params)
+
+    def status(self) -> dict[str, Any]:
+        return {"daemon": None, **self.service.status()}
+
+    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]:
+        with _progress_bar() as progress:
+            report = self.service.reindex(paths or None, force=force, rebuild=rebuild, progress=progress)
+        return report.to_dict()
+
+    def close(self) -> None:
+        self.service.close()
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Any]:
+    """A tqdm bar on a terminal (files, sections/s, ETA); a log line now and then otherwise."""
+    if not sys.stderr.isatty():
+        from loguru import logger
+
+        last = [0.0]
+
+        def log_progress(done: int, total: int, sections: int) -> None:
+            if time.monotonic() - last[0] > 5 or done == total:
+                last[0] = time.monotonic()
+                logger.info("indexed {}/{} files, {} sections embedded", done, total, sections)
+
+        yield log_progress
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="file", dynamic_ncols=True, file=sys.stderr)
+    started = time.monotonic()
+
+    def update(done: int, total: int, sections: int) -> None:
+        bar.total = total
+        bar.n = done
+        rate = sections / max(time.monotonic() - started, 1e-6)
+        bar.set_postfix_str(f"{sections} sections, {rate:.0f} sections/s", refresh=False)
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+@contextmanager
+def open_backend(config: Config, need_daemon: bool = False) -> Iterator[Backend]:
+    """The daemon when one answers on the socket, else the index opened here."""
+    from mdrag.client import DaemonClient
+
+    client = DaemonClient(config.server_socket_path)
+    if client.alive():
+        yield client
+        return
+    if need_daemon:
+        raise ServerNotRunningError(
+            f"no mdrag daemon answers on {config.server_socket_path}; start it with `mdrag serve`"
+        )
+    backend = LocalBackend(config)
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+def _load(ctx: click.Context, **overrides: Any) -> Config:
+    config: Config = ctx.obj["config"]
+    return config.with_overrides(**overrides)
+
+
+def _configure_logging(config: Config, quiet: bool) -> None:
+    from mdrag.log import configure_logging
+
+    explicit = os.environ.get("MDRAG_LOG_LEVEL") or config.source != "defaults"
+    configure_logging("WARNING" if quiet and not explicit else config.log_level)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
+@click.version_option(package_name="mdrag")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None) -> None:
+    """Local semantic search over markdown notes."""
+    ctx.obj = {"config": load_config(config_path)}
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--force", is_flag=True, help="Re-read every file even if its hash is unchanged.")
+@click.option("--rebuild", is_flag=True, help="Drop the index and build it again from the files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run's report as one JSON object.")
+@click.pass_context
+def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bool, as_json: bool) -> None:
+    """Index the notes under the roots (or only PATHS); report what changed."""
+    config = _load(ctx)
+    absolute = [os.path.abspath(os.path.expanduser(p)) for p in paths]
+    if absolute and not config.roots:
+        # With no roots configured, the folders named here are the roots.
+        config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
+    _configure_logging(config, quiet=as_json)
+    with open_backend(config) as backend:
+        report = backend.reindex(absolute, force, rebuild)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(
+        f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}, "
+        f"deleted {report['deleted']}, failed {len(report['failed'])}; "
+        f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
+    )
+    for failure in report["failed"]:
+        click.echo(f"  failed {failure['file_path']}: {failure['error']}")
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("-k", "--top-k", type=int, help="How many hits at most (1-100).")
+@click.option("--threshold", type=float, help="Minimum cosine similarity (0-1).")
+@click.option("--mode", type=click.Choice(["hybrid", "dense", "keyword"]), help="Retrieval mode.")
+@click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat for any of several).")
+@click.option("--path", "path_prefix", help="Only notes under this path.")
+@click.option("--json", "as_json", is_flag=True, help="Print the response as one JSON object.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str | None,
+    top_k: int | None,
+    threshold: float | None,
+    mode: str | None,
+    tags: tuple[str, ...],
+    path_prefix: str | None,
+    as_json: bool,
+) -> None:
+    """Find the sections of your notes closest in meaning to QUERY."""
+    config = _load(ctx)
+    _configure_logging(config, quiet=True)
+    params: dict[str, Any] = {"query": query or ""}
+    for key, value in (("top_k", top_k), ("threshold", threshold), ("mode", mode)):
+        if value is not None:
+            params[key] = value
+    if tags:
+        params["tags"] = list(tags)
+    if path_prefix:
+        params["path_prefix"] = os.path.abspath(os.path.expanduser(path_prefix))
+    from mdrag.protocol import SearchParams
+
+    SearchParams.parse(params)  # fail fast on a bad query, before any index is opened
+    with open_backend(config) as backend:
+        response = backend.search(params)
+    if as_json:
+        click.echo(json.dumps(response, indent=2, ensure_ascii=False))
+        return
+    _print_hits(response)
+
+
+def _print_hits(response: dict[str, Any]) -> None:
+    results = response["results"]
+    if not results:
+        click.echo(f"No results: {response.get('message') or 'nothing matched'}.")
+        return
+    cwd = os.getcwd()
+    for hit in results:
+        path = (
+            os.path.relpath(hit["file_path"], cwd) if hit["file_path"].startswith(cwd) else hit["file_path"]
+        )
+        heading = hit["heading_path"] or hit["metadata"].get("title", "")
+        click.echo(
+            click.style(f"{hit['confidence_score']:.3f}", fg="green")
+            + f"  {path}:{hit['start_line']}"
+            + (click.style(f"  {heading}", fg="cyan") if heading else "")
+        )
+        text = hit["section_text"]
+        if text.startswith("#"):  # the heading is on the line above already
+            text = text.partition("\n")[2]
+        snippet = " ".join(text.split())
+        click.echo(textwrap.indent(textwrap.shorten(snippet, 240, placeholder=" …"), "       "))
+    click.echo(f"({len(results)} results in {response['execution_time_ms']:.0f} ms)")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Show what the index holds: documents by status, sections, failures."""
+    config = _load(ctx)
+    _configure_logging(config, quiet=True)
+    with open_backend(config) as backend:
+        report = backend.status()
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    _print_status(report)
+
+
+def _print_status(report: dict[str, Any]) -> None:
+    daemon = report.get("daemon")
+    if daemon:
+        click.echo(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
+        click.echo(f"queue:     {daemon['queue_depth']} pending")
+    else:
+        click.echo("daemon:    not running (read the index directly)")
+    click.echo(f"roots:     {', '.join(report['roots']) or '(none configured)'}")
+    docs = report["documents"]
+    click.echo(
+        f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")"
+    )
+    click.echo(f"sections:  {report['sections']}")
+    last = report.get("last_indexed_at")
+    click.echo(
+        f"last indexed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last)) if last else 'never'}"
+    )
+    click.echo(f"model:     {report['model']}")
+    store = report["store"]
+    click.echo(
+        f"store:     {store['uri']}" + ("" if store.get("full_text_search", True) else " (dense only)")
+    )
+    if report["failed"]:
+        click.echo(f"failed files ({len(report['failed'])}):")
+        for failure in report["failed"]:
+            click.echo(f"  {failure['file_path']}: {failure['error']}")
+    if report.get("warnings"):
+        click.echo(f"warnings ({len(report['warnings'])}):")
+        for warning in report["warnings"]:
+            click.echo(f"  {warning['file_path']}: {warning['warning']}")
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def main() -> None:
+    """Console entry point: MdragErrors become `Error: ...` and exit 1; bugs stay tracebacks."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except MdragError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""Configuration: one YAML file, then MDRAG_* environment variables, then flags; validated once."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mdrag.errors import ConfigError
+
+SEARCH_MODES = ("hybrid", "dense", "keyword")
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(base) / "mdrag"
+
+
+def default_milvus_uri() -> str:
+    return str(default_data_dir() / "milvus.db")
+
+
+def default_socket_path() -> str:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "mdrag", "mdrag.sock")
+    # Without a login session's runtime dir, a per-user directory under /tmp (made 0700).
+    return f"/tmp/mdrag-{os.getuid()}/mdrag.sock"
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
+    return Path(base) / "mdrag" / "config.yaml"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting mdrag reads; dotted YAML keys map onto the flat attribute names below."""
+
+    roots: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    milvus_uri: str = field(default_factory=default_milvus_uri)
+    milvus_token: str = ""
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_device: str = "cpu"
+    embedding_batch_size: int = 64
+    sections_max_tokens: int = 1000
+    search_top_k: int = 10
+    search_threshold: float = 0.7
+    search_mode: str = "hybrid"
+    server_socket_path: str = field(default_factory=default_socket_path)
+    watch_debounce_ms: int = 500
+    watch_sweep_interval_s: float = 600.0
+    log_level: str = "INFO"
+    source: str = "defaults"  # where the values came from, for error messages
+
+    @property
+    def data_dir(self) -> Path:
+        """Where mdrag keeps its own state (the knowledge beside the index)."""
+        if _is_lite_uri(self.milvus_uri):
+            return Path(self.milvus_uri).expanduser().resolve().parent
+        return default_data_dir()
+
+    def with_overrides(self, **values: Any) -> Config:
+        """A copy with flag values applied (None means "not given") and validated again."""
+        given = {k: v for k, v in values.items() if v is not None}
+        if not given:
+            return self
+        raw = {k: getattr(self, k) for k in _ATTRS}
+        raw.update(given)
+        return _build(raw, {k: "command line" for k in given}, self.source)
+
+
+# Dotted YAML key -> attribute name, in the order the example file documents them.
+KEYS: dict[str, str] = {
+    "roots": "roots",
+    "exclude": "exclude",
+    "milvus.uri": "milvus_uri",
+    "milvus.token": "milvus_token",
+    "embedding.model": "embedding_model",
+    "embedding.device": "embedding_device",
+    "embedding.batch_size": "embedding_batch_size",
+    "sections.max_tokens": "sections_max_tokens",
+    "search.top_k": "search_top_k",
+    "search.threshold": "search_threshold",
+    "search.mode": "search_mode",
+    "server.socket_path": "server_socket_path",
+    "watch.debounce_ms": "watch_debounce_ms",
+    "watch.sweep_interval_s": "watch_sweep_interval_s",
+    "log.level": "log_level",
+}
+_ATTRS = {f.name for f in fields(Config)} - {"source"}
+_KEY_OF = {attr: key for key, attr in KEYS.items()}
+
+
+def env_name(key: str) -> str:
+    """`search.top_k` -> `MDRAG_SEARCH_TOP_K`."""
+    return "MDRAG_" + key.upper().replace(".", "_")
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Find and load the configuration: --config PATH, $MDRAG_CONFIG, the user file, defaults."""
+    explicit = path or os.environ.get("MDRAG_CONFIG")
+    chosen = Path(explicit).expanduser() if explicit else default_config_path()
+    raw: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    source = "defaults"
+    if explicit or chosen.exists():
+        if not chosen.is_file():
+            raise ConfigError(f"config file {chosen} does not exist")
+        source = str(chosen)
+        raw, origin = _read_yaml(chosen)
+    for key, attr in KEYS.items():
+        name = env_name(key)
+        if name in os.environ:
+            raw[attr] = _from_env(attr, os.environ[name])
+            origin[attr] = f"environment variable {name}"
+    return _build(raw, origin, source)
+
+
+def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config file must be a mapping of keys to values")
+    raw: dict[str, Any] = {}
+    for key, value in _flatten(data).items():
+        if key not in KEYS:
+            raise ConfigError(f"{path}: unknown key '{key}' (known: {', '.join(KEYS)})")
+        raw[KEYS[key]] = value
+    return raw, {attr: str(path) for attr in raw}
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and dotted not in KEYS:
+            flat.update(_flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def _from_env(attr: str, value: str) -> Any:
+    if attr in ("roots", "exclude"):
+        return [part for part in value.split(os.pathsep) if part.strip()]
+    return value
+
+
+def _build(raw: dict[str, Any], origin: dict[str, str], source: str) -> Config:
+    values: dict[str, Any] = {}
+    for attr, value in raw.items():
+        where = origin.get(attr, source)
+        values[attr] = _coerce(attr, value, where)
+    config = replace(Config(), **values, source=source)
+    _validate(config, origin)
+    return config
+
+
+def _fail(attr: str, where: str, problem: str) -> ConfigError:
+    return ConfigError(f"{where}: {_KEY_OF[attr]}: {problem}")
+
+
+def _coerce(attr: str, value: Any, where: str) -> Any:
+    default = getattr(Config(), attr)
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise _fail(attr, where, f"expected a list, got {value!r}")
+        items = []
+        for item in value:
+            if not isinstance(item, str) or not item.strip():
+                raise _fail(attr, where, f"every entry must be a non-empty string, got {item!r}")
+            items.append(item.strip())
+        return tuple(items)
+    if isinstance(default, bool) or value is None:
+        raise _fail(attr, where, "a value is required")
+    if isinstance(default, int):
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise _fail(attr, where, f"expected a whole number, got {value!r}") from None
+    if isinstance(default, float):
+        try:
+            return float(str(value).strip())
+        except ValueError:
+            raise _fail(attr, where, f"expected a number, got {value!r}") from None
+    text = str(value).strip()
+    if not text and attr != "milvus_token":
+        raise _fail(attr, where, "must not be empty")
+    return text
+
+
+def _is_lite_uri(uri: str) -> bool:
+    return "://" not in uri
+
+
+def _validate(config: Config, origin: dict[str, str]) -> None:
+    def where(attr: str) -> str:
+        return origin.get(attr, config.source)
+
+    uri = config.milvus_uri
+    if "://" in uri:
+        parsed = urllib.parse.urlparse(uri)
+        if parsed.scheme not in ("http", "https", "tcp", "grpc") or not parsed.hostname:
+            raise _fail(
+                "milvus_uri",
+                where("milvus_uri"),
+                f"{uri!r} is not a Milvus server URL such as http://localhost:19530",
+            )
+    elif not uri.endswith(".db") or any(c in uri for c in "\n\r\0"):
+        raise _fail(
+            "milvus_uri",
+            where("milvus_uri"),
+            f"{uri!r} is neither a Milvus Lite database path ending in .db "
+            "nor a server URL such as http://localhost:19530",
+        )
+    if not 1 <= config.search_top_k <= 100:
+        raise _fail("search_top_k", where("search_top_k"), f"must be 1-100, got {config.search_top_k}")
+    if not 0.0 <= config.search_threshold <= 1.0:
+        raise _fail(
+            "search_threshold",
+            where("search_threshold"),
+            f"must be between 0 and 1, got {config.search_threshold}",
+        )
+    if config.search_mode not in SEARCH_MODES:
+        raise _fail("search_mode", where("search_mode"), f"must be one of {', '.join(SEARCH_MODES)}")
+    if not 50 <= config.sections_max_tokens <= 100_000:
+        raise _fail(
+            "sections_max_tokens",
+            where("sections_max_tokens"),
+            f"must be 50-100000, got {config.sections_max_tokens}",
+        )
+    if not 1 <= config.embedding_batch_size <= 4096:
+        raise _fail("embedding_batch_size", where("embedding_batch_size"), "must be 1-4096")
+    if not 0 <= config.watch_debounce_ms <= 60_000:
+        raise _fail("watch_debounce_ms", where("watch_debounce_ms"), "must be 0-60000")
+    if config.watch_sweep_interval_s < 0:
+        raise _fail("watch_sweep_interval_s", where("watch_sweep_interval_s"), "must be >= 0 (0 = off)")
+    if config.log_level.upper() not in LOG_LEVELS:
+        raise _fail("log_level", where("log_level"), f"must be one of {', '.join(LOG_LEVELS)}")
+    if len(config.server_socket_path.encode()) > 100:
+        raise _fail(
+            "server_socket_path",
+            where("server_socket_path"),
+            "is longer than 100 bytes; unix sockets allow about 107, choose a shorter path",
+        )
+    for root in config.roots:
+        if not Path(root).expanduser().is_dir():
+            raise _fail("roots", where("roots"), f"{root} does not exist or is not a directory")

@@ -1,0 +1,53 @@
+"""The error hierarchy: every failure a user can meet and act on.
+
+MdragError                  anything the CLI reports as "Error: ..." with exit 1
+├── ConfigError             a bad configuration value (names the key and the file)
+├── QueryError              a search request outside its limits
+├── DocumentError           one file could not be read or parsed (recorded, never fatal)
+├── StoreError              Milvus could not be opened or answered with an error
+│   ├── StoreLockedError    the embedded database is held by another process
+│   └── SchemaMismatchError the collections were built with another model or layout
+├── ServerNotRunningError   no daemon answers on the socket
+├── AlreadyRunningError     a live daemon already serves the socket
+└── RemoteError             the daemon answered a request with an error
+"""
+
+
+class MdragError(Exception):
+    """Base of every error mdrag reports to a user rather than as a traceback."""
+
+
+class ConfigError(MdragError):
+    """A configuration value is missing, malformed or out of range."""
+
+
+class QueryError(MdragError):
+    """A search or request parameter is outside its documented limits."""
+
+
+class DocumentError(MdragError):
+    """A file could not be read or parsed as a markdown note."""
+
+
+class StoreError(MdragError):
+    """The vector store could not be opened or failed an operation."""
+
+
+class StoreLockedError(StoreError):
+    """The embedded Milvus Lite database is open in another process."""
+
+
+class SchemaMismatchError(StoreError):
+    """The collections on disk were built with another model, dimension or layout."""
+
+
+class ServerNotRunningError(MdragError):
+    """No daemon is listening on the configured socket."""
+
+
+class AlreadyRunningError(MdragError):
+    """Another daemon already serves the configured socket."""
+
+
+class RemoteError(MdragError):
+    """The daemon answered a request with an error."""

@@ -1,0 +1,351 @@
+"""Indexer: brings the store in line with the files (hash, section, embed, write, delete)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from loguru import logger
+
+from mdrag.catalog import Catalog
+from mdrag.document import Document, hash_bytes, parse_document, read_bytes
+from mdrag.embedder import Embedder
+from mdrag.errors import DocumentError
+from mdrag.scanner import NoteFilter
+from mdrag.sections import SECTIONING_VERSION, Section, Sectioner
+from mdrag.store import MAX_TAGS, FileRecord, Store, clip_bytes, doc_id
+
+BATCH_TEXTS = 512  # texts embedded per write batch: large, length-sorted model batches
+BATCH_FILES = 256  # and never more files than this per batch, so each write stays bounded
+
+Progress = Callable[[int, int, int], None]  # (files done, files total, sections embedded)
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did; `mdrag reindex --json` prints it."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: list[dict[str, str]] = field(default_factory=list)
+    sections_embedded: int = 0
+    sections_reused: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def merge(self, other: IndexReport) -> None:
+        for name in (
+            "added",
+            "updated",
+            "unchanged",
+            "deleted",
+            "sections_embedded",
+            "sections_reused",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failed.extend(other.failed)
+        self.seconds += other.seconds
+
+
+@dataclass
+class _Prepared:
+    """A changed file, read and sectioned, waiting for its vectors."""
+
+    path: str
+    is_new: bool
+    document: Document | None = None
+    sections: list[Section] = field(default_factory=list)
+    section_ids: list[str] = field(default_factory=list)
+    windows: list[list[str]] = field(default_factory=list)
+    title: str = ""
+    error: str = ""
+    file_hash: str = ""
+    size: int = 0
+
+
+class Indexer:
+    """The one writer of the index; a daemon owns one and feeds it every change."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: Store,
+        catalog: Catalog,
+        note_filter: NoteFilter,
+        max_tokens: int = 1000,
+    ) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.catalog = catalog
+        self.filter = note_filter
+        self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
+
+    # ---- public operations ---------------------------------------------------------------
+
+    def reconcile(
+        self,
+        paths: Iterable[Path] | None = None,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> IndexReport:
+        """Index every note under `paths` (default: all roots) and drop what vanished there."""
+        started = time.monotonic()
+        scope = None if paths is None else [Path(p).expanduser().resolve() for p in paths]
+        files = [str(p) for p in self.filter.scan(scope)]
+        seen = set(files)
+        if scope is None:
+            gone = [p for p in self.catalog.paths() if p not in seen]
+        else:
+            candidates: set[str] = set()
+            for target in scope:
+                candidates.update(self.catalog.paths_under(target))
+                if self.catalog.get(str(target)) is not None:
+                    candidates.add(str(target))
+            gone = sorted(p for p in candidates if p not in seen)
+        report = self.index_files(files, force=force, progress=progress)
+        report.deleted += self.remove(gone)
+        report.seconds = time.monotonic() - started
+        return report
+
+    def index_files(
+        self, paths: list[str], force: bool = False, progress: Progress | None = None
+    ) -> IndexReport:
+        """Bring these files up to date; a path that no longer exists is removed."""
+        started = time.monotonic()
+        report = IndexReport()
+        missing = [p for p in paths if not Path(p).is_file() or not self.filter.accepts(p)]
+        report.deleted += self.remove([p for p in missing if self.catalog.get(p) is not None])
+        present = [p for p in paths if p not in set(missing)]
+        done = 0
+        batch: list[_Prepared] = []
+        texts = 0
+        for prepared in self._prepare(present, force, report):
+            batch.append(prepared)
+            texts += sum(len(w) for w in prepared.windows)
+            if texts >= BATCH_TEXTS or len(batch) >= BATCH_FILES:
+                self._write(batch, report)
+                done += len(batch)
+                batch, texts = [], 0
+            if progress:
+                progress(done + len(batch) + report.unchanged, len(present), report.sections_embedded)
+        if batch:
+            self._write(batch, report)
+        if progress:
+            progress(len(present), len(present), report.sections_embedded)
+        report.seconds = time.monotonic() - started
+        return report
+
+    def remove(self, paths: list[str]) -> int:
+        """Forget these files: catalog first (search stops showing them), then rows, then metadata."""
+        paths = [p for p in paths if self.catalog.get(p) is not None]
+        if not paths:
+            return 0
+        for path in paths:
+            self.catalog.remove(path)
+        self.store.delete_vectors_of_paths(paths)
+        self.store.delete_metadata(paths)
+        for path in paths:
+            logger.info("removed {}", path)
+        return len(paths)
+
+    def repair(self) -> int:
+        """After an unclean stop: delete vector rows that no indexed file version owns."""
+        orphans = [
+            row["id"]
+            for row in self.store.iter_vector_keys()
+            if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]
+        ]
+        if orphans:
+            logger.warning("removing {} vector rows left by an unclean stop", len(orphans))
+            self.store.delete_vectors(orphans)
+        return len(orphans)
+
+    # ---- reading and sectioning ------------------------------------------------------------
+
+    def _prepare(self, paths: list[str], force: bool, report: IndexReport) -> Iterator[_Prepared]:
+        for path in paths:
+            known = self.catalog.get(path)
+            prepared = _Prepared(path=path, is_new=known is None)
+            try:
+                data = read_bytes(path)
+            except DocumentError as exc:
+                prepared.error = str(exc)
+                yield prepared
+                continue
+            prepared.file_hash, prepared.size = hash_bytes(data), len(data)
+            if known is not None and known.file_hash == prepared.file_hash and not force:
+                report.unchanged += 1
+                continue
+            self.catalog.mark([path], "processing")
+            try:
+                self._section(prepared, parse_document(path, data, prepared.file_hash))
+            except DocumentError as exc:
+                prepared.error = str(exc)
+            except Exception as exc:  # a parser bug on one strange file must not stop the run
+                logger.exception("unexpected error while parsing {}", path)
+                prepared.error = f"internal error while parsing: {exc!r}"
+            yield prepared
+
+    def _section(self, prepared: _Prepared, document: Document) -> None:
+        outline = self.sectioner.split(document.text, document.body_offset)
+        title = document.fm_text("title") or outline.first_h1 or Path(document.path).stem
+        prepared.document, prepared.sections, prepared.title = document, outline.sections, title
+        for section in outline.sections:
+            path = list(section.heading_path)
+            if not path or path[0] != title:
+                path.insert(0, title)
+            prefix = " > ".join(path)
+            body = section.body_text or section.heading
+            prepared.windows.append(self.embedder.windows(prefix, body))
+            key = "\0".join([self.embedder.model_id, str(SECTIONING_VERSION), prefix, body])
+            prepared.section_ids.append(
+                hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+            )
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def _write(self, batch: list[_Prepared], report: IndexReport) -> None:
+        """Write a batch so that search sees each file's old version, then its new one."""
+        vectors = self._vectors(batch, report)
+        new_rows: list[dict[str, Any]] = []
+        update_rows: list[dict[str, Any]] = []
+        metadata: list[dict[str, Any]] = []
+        keep: dict[str, set[str]] = {}
+        for prepared in batch:
+            rows = self._vector_rows(prepared, vectors)
+            (new_rows if prepared.is_new else update_rows).extend(rows)
+            keep[prepared.path] = {row["id"] for row in rows}
+            metadata.append(self._metadata_row(prepared, rows))
+        # 1. the new version's rows (invisible to search until the catalog names their hash)
+        self.store.insert_vectors(new_rows)
+        self.store.upsert_vectors(update_rows)
+        # 2. the durable record, then the in-memory switch that makes the new rows visible
+        self.store.upsert_metadata(metadata)
+        for prepared, row in zip(batch, metadata, strict=True):
+            self.catalog.put(_record(row))
+            if prepared.error:
+                report.failed.append({"file_path": prepared.path, "error": prepared.error})
+                logger.warning("failed {}: {}", prepared.path, prepared.error)
+            elif prepared.is_new:
+                report.added += 1
+            else:
+                report.updated += 1
+        # 3. the old version's rows, now unreachable
+        updated = [p.path for p in batch if not p.is_new]
+        if updated:
+            stale = [
+                r["id"]
+                for r in self.store.vector_keys_for_paths(updated)
+                if r["id"] not in keep[r["file_path"]]
+            ]
+            self.store.delete_vectors(stale)
+
+    def _vectors(self, batch: list[_Prepared], report: IndexReport) -> dict[tuple[str, int], np.ndarray]:
+        wanted = {
+            (sid, w): text
+            for p in batch
+            for sid, ws in zip(p.section_ids, p.windows, strict=True)
+            for w, text in enumerate(ws)
+        }
+        found: dict[tuple[str, int], Any] = {}
+        if len(self.catalog) and wanted:
+            found = self.store.vectors_for_sections([sid for sid, _ in wanted])
+        missing = [key for key in wanted if key not in found]
+        embedded = self.embedder.embed([wanted[key] for key in missing])
+        vectors = {key: np.asarray(found[key], dtype=np.float32) for key in wanted if key in found}
+        vectors.update(zip(missing, embedded, strict=True))
+        report.sections_embedded += len({sid for sid, _ in missing})
+        report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
+        return vectors
+
+    def _vector_rows(self, p: _Prepared, vectors: dict[tuple[str, int], np.ndarray]) -> list[dict[str, Any]]:
+        if p.document is None or p.error:
+            return []
+        tags = p.document.fm_list("tags")[:MAX_TAGS]
+        rows = []
+        for ordinal, (section, sid, windows) in enumerate(
+            zip(p.sections, p.section_ids, p.windows, strict=True)
+        ):
+            for w, text in enumerate(windows):
+                key = f"{p.path}\0{p.file_hash}\0{ordinal}\0{w}".encode("utf-8", "surrogateescape")
+                rows.append(
+                    {
+                        "id": hashlib.sha256(key).hexdigest()[:32],
+                        "section_id": sid,
+                        "doc_id": doc_id(p.path),
+                        "file_path": p.path,
+                        "file_hash": p.file_hash,
+                        "window_index": w,
+                        "section_heading": clip_bytes(section.heading, 4000),
+                        "heading_level": section.heading_level,
+                        "heading_path": clip_bytes(" > ".join(section.heading_path), 8000),
+                        "section_type": section.section_type,
+                        "chunk_index": section.chunk_index,
+                        "token_count": section.token_count,
+                        "start_position": section.start_position,
+                        "end_position": section.end_position,
+                        "start_line": section.start_line,
+                        "end_line": section.end_line,
+                        "title": clip_bytes(p.title, 4000),
+                        "tags": [clip_bytes(t, 500) for t in tags],
+                        "section_text": clip_bytes(section.text),
+                        "embedded_text": clip_bytes(text),
+                        "embedding": vectors[(sid, w)].tolist(),
+                    }
+                )
+        return rows
+
+    def _metadata_row(self, p: _Prepared, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        doc = p.document
+        if rows:
+            mean = np.mean([row["embedding"] for row in rows], axis=0)
+            doc_vector = (mean / (np.linalg.norm(mean) or 1.0)).tolist()
+        else:
+            # Milvus needs a vector in every row; a unit placeholder for files with no sections.
+            doc_vector = [1.0] + [0.0] * (self.store.dimension - 1)
+        return {
+            "doc_id": doc_id(p.path),
+            "file_path": p.path,
+            "file_hash": p.file_hash,
+            "size": p.size,
+            "status": "failed" if p.error else "indexed",
+            "error_message": clip_bytes(p.error, 8000),
+            "warning": clip_bytes(doc.warning if doc else "", 8000),
+            "frontmatter": doc.frontmatter if doc else {},
+            "title": clip_bytes(p.title or Path(p.path).stem, 4000),
+            "tags": [clip_bytes(t, 500) for t in (doc.fm_list("tags") if doc else [])][:MAX_TAGS],
+            "topics": [clip_bytes(t, 500) for t in (doc.fm_list("topics") if doc else [])][:MAX_TAGS],
+            "keywords": [clip_bytes(t, 500) for t in (doc.fm_list("keywords") if doc else [])][:MAX_TAGS],
+            "summary": clip_bytes(doc.fm_text("summary") if doc else ""),
+            "llm_hints": {"value": doc.frontmatter.get("llm_hints")} if doc else {},
+            "language": clip_bytes(doc.language if doc else "en", 30),
+            "word_count": doc.word_count if doc else 0,
+            "section_count": len(p.sections) if not p.error else 0,
+            "has_frontmatter": bool(doc and doc.has_frontmatter),
+            "created_at": doc.created_at if doc else 0.0,
+            "modified_at": doc.modified_at if doc else 0.0,
+            "indexed_at": time.time(),
+            "doc_vector": doc_vector,
+        }
+
+
+def _record(row: dict[str, Any]) -> FileRecord:
+    return FileRecord(
+        file_path=row["file_path"],
+        file_hash=row["file_hash"],
+        status=row["status"],
+        error_message=row["error_message"],
+        warning=row["warning"],
+        section_count=row["section_count"],
+        indexed_at=row["indexed_at"],
+        size=row["size"],
+    )

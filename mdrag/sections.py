@@ -1,0 +1,282 @@
+"""Sections: split a note's body into heading-bounded sections of bounded token count (markdown-it-py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+# Bump when the splitting rules change: it is part of every section_id, so a new
+# version re-embeds what it sections differently and nothing else.
+SECTIONING_VERSION = 1
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+_BLOCK_TYPES = {
+    "paragraph_open": "paragraph",
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "table_open": "table",
+    "fence": "code_block",
+    "code_block": "code_block",
+    "blockquote_open": "paragraph",
+    "html_block": "paragraph",
+    "hr": "paragraph",
+}
+_WORD = re.compile(r"\S+\s*")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading-bounded piece of a note; `text` is exactly the file's text[start:end]."""
+
+    heading: str
+    heading_level: int  # 0 for the text before the first heading
+    heading_path: tuple[str, ...]
+    section_type: str  # heading, paragraph, code_block, list or table: the dominant block
+    chunk_index: int  # 0, or the part number when a long section was split
+    start_position: int
+    end_position: int
+    start_line: int  # 1-based line in the file
+    end_line: int
+    text: str
+    body_start: int  # offset in `text` where the content under the heading line begins
+    token_count: int
+
+    @property
+    def body_text(self) -> str:
+        return self.text[self.body_start :].strip()
+
+
+@dataclass(frozen=True)
+class Outline:
+    """The sections of one note, and the text of its first H1 (a title candidate)."""
+
+    sections: list[Section]
+    first_h1: str
+
+
+@dataclass
+class _Block:
+    kind: str  # heading or one of _BLOCK_TYPES' values
+    first_line: int  # body lines, end exclusive
+    end_line: int
+    parts: list[tuple[int, int]]  # line ranges to split at when the block is too long
+    heading: str = ""
+    level: int = 0
+
+
+@dataclass
+class _Unit:
+    kind: str
+    start: int  # offsets into the file text
+    end: int
+    tokens: int
+
+
+class Sectioner:
+    """Turns a note's text into sections no longer than `max_tokens` model tokens."""
+
+    def __init__(self, count_tokens: TokenCounter, max_tokens: int = 1000) -> None:
+        self.count_tokens = count_tokens
+        self.max_tokens = max_tokens
+        self._md = MarkdownIt("commonmark").enable("table")
+
+    def split(self, text: str, body_offset: int = 0) -> Outline:
+        body = text[body_offset:]
+        lines = _LineIndex(text, body_offset)
+        blocks = _blocks(self._md.parse(body))
+        first_h1 = next((b.heading for b in blocks if b.kind == "heading" and b.level == 1), "")
+        groups = _group_by_heading(blocks)
+        # One tokenizer call per note for every block, instead of one per block.
+        ranges = [lines.chars(b.first_line, b.end_line) for g in groups for b in g[1]]
+        counts = iter(self.count_tokens([text[s:e] for s, e in ranges]))
+        sections: list[Section] = []
+        for (heading, level, path), group in groups:
+            units = []
+            for block in group:
+                start, end = lines.chars(block.first_line, block.end_line)
+                units.extend(self._units(text, lines, block, _Unit(block.kind, start, end, next(counts))))
+            sections.extend(self._pack(text, lines, heading, level, path, units))
+        return Outline(_drop_empty(sections), first_h1)
+
+    def _units(self, text: str, lines: _LineIndex, block: _Block, whole: _Unit) -> list[_Unit]:
+        """The block as one unit, or, when over budget, split at its natural boundaries."""
+        if whole.tokens <= self.max_tokens:
+            return [whole]
+        parts = block.parts or [(n, n + 1) for n in range(block.first_line, block.end_line)]
+        pieces = [lines.chars(a, b) for a, b in parts]
+        pieces = [(s, e) for s, e in pieces if text[s:e].strip()]
+        counts = self.count_tokens([text[s:e] for s, e in pieces])
+        units: list[_Unit] = []
+        for (start, end), tokens in zip(pieces, counts, strict=True):
+            unit = _Unit(block.kind, start, end, tokens)
+            if tokens <= self.max_tokens:
+                units.append(unit)
+            elif end - start > 0 and text.count("\n", start, end) > 0:
+                first = lines.line_of(start)
+                sub = _Block(block.kind, first, lines.line_of(end - 1) + 1, [])
+                units.extend(self._units(text, lines, sub, unit))
+            else:
+                units.extend(self._words(text, unit))
+        return units
+
+    def _words(self, text: str, unit: _Unit) -> list[_Unit]:
+        """Split one over-long line between words; only a single giant word is cut inside."""
+        words = [
+            (m.start() + unit.start, m.end() + unit.start)
+            for m in _WORD.finditer(text[unit.start : unit.end])
+        ]
+        counts = self.count_tokens([text[s:e] for s, e in words])
+        units: list[_Unit] = []
+        for (start, end), tokens in zip(words, counts, strict=True):
+            if tokens <= self.max_tokens:
+                units.append(_Unit(unit.kind, start, end, tokens))
+                continue
+            # A "word" longer than the whole budget (a base64 blob, a minified line):
+            # cutting it is the only way to keep every part of it in the index.
+            step = max(1, (end - start) * self.max_tokens // (tokens * 2))
+            for cut in range(start, end, step):
+                piece_end = min(end, cut + step)
+                units.append(_Unit(unit.kind, cut, piece_end, self.count_tokens([text[cut:piece_end]])[0]))
+        return units
+
+    def _pack(
+        self,
+        text: str,
+        lines: _LineIndex,
+        heading: str,
+        level: int,
+        path: tuple[str, ...],
+        units: list[_Unit],
+    ) -> list[Section]:
+        chunks: list[list[_Unit]] = []
+        budget = 0
+        for unit in units:
+            if chunks and budget + unit.tokens <= self.max_tokens:
+                chunks[-1].append(unit)
+                budget += unit.tokens
+            else:
+                chunks.append([unit])
+                budget = unit.tokens
+        sections = []
+        for index, chunk in enumerate(chunks):
+            start, end = chunk[0].start, _rstrip(text, chunk[0].start, chunk[-1].end)
+            body_start = 0
+            if chunk[0].kind == "heading":
+                body_start = min(chunk[0].end, end) - start
+            sections.append(
+                Section(
+                    heading=heading,
+                    heading_level=level,
+                    heading_path=path,
+                    section_type=_dominant(chunk),
+                    chunk_index=index,
+                    start_position=start,
+                    end_position=end,
+                    start_line=lines.line_of(start) + lines.first_file_line + 1,
+                    end_line=lines.line_of(max(start, end - 1)) + lines.first_file_line + 1,
+                    text=text[start:end],
+                    body_start=body_start,
+                    token_count=sum(u.tokens for u in chunk),
+                )
+            )
+        return sections
+
+
+class _LineIndex:
+    """Maps body line numbers (markdown-it's token.map) to character offsets in the file text."""
+
+    def __init__(self, text: str, body_offset: int) -> None:
+        self.text = text
+        self.first_file_line = text.count("\n", 0, body_offset)
+        tail = re.finditer("\n", text[body_offset:])
+        self.starts = [body_offset] + [body_offset + m.end() for m in tail]
+
+    def chars(self, first_line: int, end_line: int) -> tuple[int, int]:
+        start = self.starts[min(first_line, len(self.starts) - 1)]
+        end = self.starts[end_line] - 1 if end_line < len(self.starts) else len(self.text)
+        return start, max(start, end)
+
+    def line_of(self, offset: int) -> int:
+        """The body line holding a file offset (binary search over line starts)."""
+        lo, hi = 0, len(self.starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def _blocks(tokens: list[Token]) -> list[_Block]:
+    """The top-level blocks of the token stream, with their line ranges and split points."""
+    blocks: list[_Block] = []
+    for index, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        if token.level == 0 and token.type == "heading_open":
+            inline = tokens[index + 1] if index + 1 < len(tokens) else None
+            title = " ".join((inline.content if inline else "").split())
+            blocks.append(_Block("heading", token.map[0], token.map[1], [], title, int(token.tag[1:])))
+        elif token.level == 0 and token.type in _BLOCK_TYPES:
+            blocks.append(_Block(_BLOCK_TYPES[token.type], token.map[0], token.map[1], []))
+        elif blocks and token.level == 1 and token.type in ("list_item_open",):
+            blocks[-1].parts.append((token.map[0], token.map[1]))
+        elif blocks and token.type == "tr_open":
+            blocks[-1].parts.append((token.map[0], token.map[1]))
+    return blocks
+
+
+def _group_by_heading(
+    blocks: list[_Block],
+) -> list[tuple[tuple[str, int, tuple[str, ...]], list[_Block]]]:
+    groups: list[tuple[tuple[str, int, tuple[str, ...]], list[_Block]]] = []
+    stack: list[tuple[int, str]] = []
+    for block in blocks:
+        if block.kind == "heading":
+            while stack and stack[-1][0] >= block.level:
+                stack.pop()
+            stack.append((block.level, block.heading))
+            groups.append(((block.heading, block.level, tuple(t for _, t in stack)), [block]))
+        elif groups:
+            groups[-1][1].append(block)
+        else:
+            groups.append((("", 0, ()), [block]))
+    return groups
+
+
+def _dominant(chunk: list[_Unit]) -> str:
+    weights: dict[str, int] = {}
+    for unit in chunk:
+        if unit.kind != "heading":
+            weights[unit.kind] = weights.get(unit.kind, 0) + max(unit.tokens, 1)
+    return max(weights, key=lambda k: weights[k]) if weights else "heading"
+
+
+def _drop_empty(sections: list[Section]) -> list[Section]:
+    """Drop blank sections, and headings with no text of their own whose subsections follow.
+
+    A bare parent heading adds nothing: its text already leads every child's heading path.
+    A bare heading with nothing under it (a note that is only "# Buy milk") is kept.
+    """
+    kept = []
+    for index, section in enumerate(sections):
+        if not section.text.strip():
+            continue
+        following = sections[index + 1] if index + 1 < len(sections) else None
+        bare = not section.body_text
+        if bare and following is not None and following.heading_level > section.heading_level:
+            continue
+        kept.append(section)
+    return kept
+
+
+def _rstrip(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end

@@ -1,0 +1,419 @@
+"""Store: the two Milvus collections (pymilvus), document_vectors and document_metadata."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from loguru import logger
+from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
+
+from mdrag.errors import SchemaMismatchError, StoreError, StoreLockedError
+
+VECTORS = "document_vectors"
+METADATA = "document_metadata"
+SCHEMA_VERSION = 1
+WRITE_BATCH = 1000  # rows per insert/upsert call
+IN_BATCH = 500  # values per `in [...]` filter
+MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
+MAX_TAGS = 64
+
+# milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+# pymilvus warns on every query iterator that Milvus Lite has no server timestamp to give.
+logging.getLogger("pymilvus").setLevel(logging.ERROR)
+
+# What a search hit carries back from document_vectors.
+HIT_FIELDS = [
+    "section_id",
+    "file_path",
+    "file_hash",
+    "window_index",
+    "section_heading",
+    "heading_level",
+    "heading_path",
+    "section_type",
+    "chunk_index",
+    "token_count",
+    "start_position",
+    "end_position",
+    "start_line",
+    "end_line",
+    "title",
+    "tags",
+    "section_text",
+]
+CATALOG_FIELDS = [
+    "file_path",
+    "file_hash",
+    "status",
+    "error_message",
+    "warning",
+    "section_count",
+    "indexed_at",
+    "size",
+]
+
+
+def doc_id(path: str) -> str:
+    """A file's key in both collections: hex, because a filter on the raw path cannot match
+    every path (Milvus Lite's parser has no escape for a newline, which a file name may hold)."""
+    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def quote(value: str) -> str:
+    """A Milvus filter string literal with quotes and backslashes escaped."""
+    escaped = (
+        value.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+def in_filter(field: str, values: Iterable[str]) -> str:
+    return f"{field} in [{', '.join(quote(v) for v in values)}]"
+
+
+def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What the index knows of one file: enough to skip it unchanged and to report on it."""
+
+    file_path: str
+    file_hash: str
+    status: str  # pending, processing, indexed or failed
+    error_message: str = ""
+    warning: str = ""
+    section_count: int = 0
+    indexed_at: float = 0.0
+    size: int = 0
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class Store:
+    """Reads and writes the index in Milvus (Milvus Lite file or a Milvus server)."""
+
+    def __init__(self, uri: str, token: str = "", dimension: int = 384, model_id: str = "") -> None:
+        self.uri = uri
+        self.dimension = dimension
+        self.model_id = model_id
+        self.full_text = True  # BM25 sparse field present; False on servers without it
+        self.is_lite = "://" not in uri
+        if self.is_lite:
+            Path(uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            uri = str(Path(uri).expanduser())
+        try:
+            self._client = MilvusClient(uri=uri, token=token or "")
+        except Exception as exc:  # pymilvus raises several unrelated types here
+            raise self._open_error(exc) from exc
+        self._identity = json.dumps(
+            {"mdrag_schema": SCHEMA_VERSION, "model": model_id, "dim": dimension}, sort_keys=True
+        )
+        self._ensure_collections()
+
+    def _open_error(self, exc: Exception) -> StoreError:
+        text = str(exc)
+        if self.is_lite and ("lock" in text.lower() or "opened by another" in text.lower()):
+            return StoreLockedError(
+                f"the index {self.uri} is open in another process; if it is the mdrag daemon, "
+                "run this command while it runs (it goes through the daemon's socket), "
+                "otherwise stop that process"
+            )
+        return StoreError(f"cannot open the Milvus store at {self.uri}: {text}")
+
+    # ---- schema -------------------------------------------------------------------------
+
+    def _ensure_collections(self) -> None:
+        for name in (VECTORS, METADATA):
+            if self._client.has_collection(name):
+                self._check_identity(name)
+            else:
+                self._create(name)
+        self._client.load_collection(VECTORS)
+        self._client.load_collection(METADATA)
+
+    def _check_identity(self, name: str) -> None:
+        info = self._client.describe_collection(name)
+        found = info.get("description", "")
+        if found != self._identity:
+            raise SchemaMismatchError(
+                f"collection {name} in {self.uri} was built for {found or 'an unknown layout'}, "
+                f"but mdrag now uses {self._identity}; run `mdrag reindex --rebuild` to rebuild it"
+            )
+        if name == VECTORS:
+            self.full_text = any(f["name"] == "sparse" for f in info.get("fields", []))
+            if not self.full_text:
+                logger.warning("the Milvus store has no full-text (BM25) field; search is dense only")
+
+    def _create(self, name: str) -> None:
+        if name == METADATA:
+            self._create_metadata()
+            return
+        try:
+            self._create_vectors(full_text=True)
+        except MilvusException as exc:
+            # Servers before Milvus 2.5 know neither analyzers nor the BM25 function.
+            logger.warning(
+                "the Milvus server does not support full-text search ({}); search is dense only",
+                exc,
+            )
+            if self._client.has_collection(VECTORS):
+                self._client.drop_collection(VECTORS)
+            self.full_text = False
+            self._create_vectors(full_text=False)
+
+    def _create_vectors(self, full_text: bool) -> None:
+        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=self._identity)
+        s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        s.add_field("section_id", DataType.VARCHAR, max_length=64)
+        s.add_field("doc_id", DataType.VARCHAR, max_length=64)
+        s.add_field("file_path", DataType.VARCHAR, max_length=4096)
+        s.add_field("file_hash", DataType.VARCHAR, max_length=64)
+        s.add_field("window_index", DataType.INT32)
+        s.add_field("section_heading", DataType.VARCHAR, max_length=4096)
+        s.add_field("heading_level", DataType.INT32)
+        s.add_field("heading_path", DataType.VARCHAR, max_length=8192)
+        s.add_field("section_type", DataType.VARCHAR, max_length=32)
+        s.add_field("chunk_index", DataType.INT32)
+        s.add_field("token_count", DataType.INT32)
+        s.add_field("start_position", DataType.INT64)
+        s.add_field("end_position", DataType.INT64)
+        s.add_field("start_line", DataType.INT32)
+        s.add_field("end_line", DataType.INT32)
+        s.add_field("title", DataType.VARCHAR, max_length=4096)
+        s.add_field(
+            "tags",
+            DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=MAX_TAGS,
+            max_length=512,
+        )
+        s.add_field("section_text", DataType.VARCHAR, max_length=65535)
+        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, enable_analyzer=full_text)
+        s.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dimension)
+        index = self._client.prepare_index_params()
+        index.add_index("embedding", index_type="FLAT", metric_type="COSINE")
+        index.add_index("doc_id", index_type="INVERTED")
+        index.add_index("section_id", index_type="INVERTED")
+        if full_text:
+            s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+            s.add_function(
+                Function(
+                    name="embedded_text_bm25",
+                    function_type=FunctionType.BM25,
+                    input_field_names=["embedded_text"],
+                    output_field_names=["sparse"],
+                )
+            )
+            index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        # Strong consistency: a search issued after a write sees that write (read-your-writes).
+        self._client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
+
+    def _create_metadata(self) -> None:
+        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=self._identity)
+        s.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=64)
+        s.add_field("file_path", DataType.VARCHAR, max_length=4096)
+        s.add_field("file_hash", DataType.VARCHAR, max_length=64)
+        s.add_field("size", DataType.INT64)
+        s.add_field("status", DataType.VARCHAR, max_length=16)
+        s.add_field("error_message", DataType.VARCHAR, max_length=8192)
+        s.add_field("warning", DataType.VARCHAR, max_length=8192)
+        s.add_field("frontmatter", DataType.JSON)
+        s.add_field("title", DataType.VARCHAR, max_length=4096)
+        s.add_field(
+            "tags",
+            DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=MAX_TAGS,
+            max_length=512,
+        )
+        s.add_field(
+            "topics",
+            DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=MAX_TAGS,
+            max_length=512,
+        )
+        s.add_field(
+            "keywords",
+            DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=MAX_TAGS,
+            max_length=512,
+        )
+        s.add_field("summary", DataType.VARCHAR, max_length=65535)
+        s.add_field("llm_hints", DataType.JSON)
+        s.add_field("language", DataType.VARCHAR, max_length=32)
+        s.add_field("word_count", DataType.INT64)
+        s.add_field("section_count", DataType.INT32)
+        s.add_field("has_frontmatter", DataType.BOOL)
+        s.add_field("created_at", DataType.DOUBLE)
+        s.add_field("modified_at", DataType.DOUBLE)
+        s.add_field("indexed_at", DataType.DOUBLE)
+        s.add_field("doc_vector", DataType.FLOAT_VECTOR, dim=self.dimension)
+        index = self._client.prepare_index_params()
+        index.add_index("doc_vector", index_type="FLAT", metric_type="COSINE")
+        index.add_index("file_path", index_type="INVERTED")
+        self._client.create_collection(METADATA, schema=s, index_params=index, consistency_level="Strong")
+
+    def drop_all(self) -> None:
+        """Remove both collections and create them empty (for `reindex --rebuild`)."""
+        for name in (VECTORS, METADATA):
+            if self._client.has_collection(name):
+                self._client.drop_collection(name)
+        self.full_text = True
+        self._ensure_collections()
+
+    # ---- writes -------------------------------------------------------------------------
+
+    def insert_vectors(self, rows: list[dict[str, Any]]) -> None:
+        for batch in _batches(rows, WRITE_BATCH):
+            self._call(self._client.insert, VECTORS, data=list(batch))
+
+    def upsert_vectors(self, rows: list[dict[str, Any]]) -> None:
+        for batch in _batches(rows, WRITE_BATCH):
+            self._call(self._client.upsert, VECTORS, data=list(batch))
+
+    def delete_vectors_of_paths(self, paths: Sequence[str]) -> None:
+        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
+            self._call(self._client.delete, VECTORS, filter=in_filter("doc_id", batch))
+
+    def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
+        for batch in _batches(rows, WRITE_BATCH):
+            self._call(self._client.upsert, METADATA, data=list(batch))
+
+    def delete_vectors(self, ids: Sequence[str]) -> None:
+        for batch in _batches(list(ids), WRITE_BATCH * 4):
+            self._call(self._client.delete, VECTORS, filter=in_filter("id", batch))
+
+    def delete_metadata(self, paths: Sequence[str]) -> None:
+        for batch in _batches([doc_id(p) for p in paths], WRITE_BATCH * 4):
+            self._call(self._client.delete, METADATA, filter=in_filter("doc_id", batch))
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def vector_keys_for_paths(self, paths: Sequence[str]) -> list[dict[str, Any]]:
+        """id, file_path and file_hash of every vector row of these files (one query per 500)."""
+        rows: list[dict[str, Any]] = []
+        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
+            rows.extend(self._query(VECTORS, in_filter("doc_id", batch), ["id", "file_path", "file_hash"]))
+        return rows
+
+    def vectors_for_sections(self, section_ids: Sequence[str]) -> dict[tuple[str, int], list[float]]:
+        """Stored embeddings by (section_id, window), so unchanged text is never embedded twice."""
+        found: dict[tuple[str, int], list[float]] = {}
+        for batch in _batches(sorted(set(section_ids)), IN_BATCH):
+            for row in self._query(
+                VECTORS, in_filter("section_id", batch), ["section_id", "window_index", "embedding"]
+            ):
+                found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
+        return found
+
+    def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
+        """id, file_path and file_hash of every vector row, for the repair after a crash."""
+        yield from self._iterate(VECTORS, ["id", "file_path", "file_hash"])
+
+    def load_catalog(self) -> dict[str, FileRecord]:
+        catalog = {}
+        for row in self._iterate(METADATA, CATALOG_FIELDS):
+            catalog[row["file_path"]] = FileRecord(**{k: row[k] for k in CATALOG_FIELDS})
+        return catalog
+
+    def metadata_for(self, paths: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
+            rows.extend(self._query(METADATA, in_filter("doc_id", batch), fields))
+        return rows
+
+    def count_vectors(self) -> int:
+        result = self._call(self._client.query, VECTORS, filter="", output_fields=["count(*)"])
+        return int(result[0]["count(*)"]) if result else 0
+
+    def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
+        result = self._call(
+            self._client.search,
+            VECTORS,
+            data=[vector.tolist()],
+            anns_field="embedding",
+            limit=limit,
+            filter=filter,
+            output_fields=HIT_FIELDS,
+            search_params={"metric_type": "COSINE"},
+        )
+        return [self._hit(match) for match in result[0]]
+
+    def search_keyword(self, text: str, limit: int, filter: str = "") -> list[dict[str, Any]]:
+        """BM25 matches, each with its stored embedding so its cosine score can be computed."""
+        if not self.full_text:
+            return []
+        result = self._call(
+            self._client.search,
+            VECTORS,
+            data=[text],
+            anns_field="sparse",
+            limit=limit,
+            filter=filter,
+            output_fields=[*HIT_FIELDS, "embedding"],
+            search_params={"metric_type": "BM25"},
+        )
+        return [self._hit(match) for match in result[0]]
+
+    @staticmethod
+    def _hit(match: dict[str, Any]) -> dict[str, Any]:
+        row = dict(match["entity"])
+        row["id"] = match["id"]
+        row["distance"] = float(match["distance"])
+        return row
+
+    def _query(self, collection: str, filter: str, fields: list[str]) -> list[dict[str, Any]]:
+        return list(self._iterate(collection, fields, filter))
+
+    def _iterate(self, collection: str, fields: list[str], filter: str = "") -> Iterator[dict[str, Any]]:
+        # An iterator, not query(limit=...): a filter may match more rows than one query returns.
+        iterator = self._call(
+            self._client.query_iterator,
+            collection,
+            batch_size=4000,
+            filter=filter,
+            output_fields=fields,
+        )
+        try:
+            while batch := self._call(iterator.next):
+                yield from batch
+        finally:
+            iterator.close()
+
+    def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except MilvusException as exc:
+            raise StoreError(
+                f"Milvus {getattr(method, '__name__', 'call')} failed on {self.uri}: {exc.message}"
+            ) from exc
+
+    def ping(self) -> None:
+        self._call(self._client.list_collections)
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except Exception as exc:  # closing a broken connection must not mask the real error
+            logger.debug("closing the Milvus client failed: {}", exc)

@@ -1,0 +1,91 @@
+"""The `mdrag` command as a user runs it: real processes, real model, Milvus Lite in a tmp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import write
+
+
+@pytest.fixture()
+def env(tmp_path):
+    return {
+        **os.environ,
+        "MDRAG_MILVUS_URI": str(tmp_path / "db" / "milvus.db"),
+        "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "s.sock"),
+        "MDRAG_CONFIG": str(write(tmp_path / "config.yaml", "{}\n")),
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
+def mdrag(env, *args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_reindex_json_search_json_and_status_json(env, notes):
+    write(
+        notes / "bread.md",
+        "---\ntags: [baking]\n---\n# Bread\n\nLet the dough rise for five hours.\n",
+    )
+    (notes / "bad.md").write_bytes(b"\xff\xfe")
+    indexed = mdrag(env, "reindex", str(notes), "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    report = json.loads(indexed.stdout)
+    assert set(report) >= {
+        "added",
+        "updated",
+        "unchanged",
+        "deleted",
+        "failed",
+        "sections_embedded",
+        "seconds",
+    }
+    assert report["added"] == 1 and report["failed"][0]["file_path"] == str(notes / "bad.md")
+
+    found = mdrag(env, "search", "how long does dough rise", "--threshold", "0.2", "--json")
+    assert found.returncode == 0, found.stderr
+    response = json.loads(found.stdout)
+    assert response["results"][0]["file_path"] == str(notes / "bread.md")
+    assert response["search_parameters"]["threshold"] == 0.2
+
+    status = json.loads(mdrag(env, "status", "--json").stdout)
+    assert status["documents"] == {"indexed": 1, "failed": 1}
+    assert status["failed"][0]["error"].startswith("not valid UTF-8")
+
+
+def test_human_search_output_shows_score_path_line_and_heading(env, notes):
+    write(notes / "git.md", "# Git\n\n## Branches\n\nCreate a feature branch for every change.\n")
+    assert mdrag(env, "reindex", str(notes)).returncode == 0
+    out = mdrag(env, "search", "feature branch", "--threshold", "0", cwd=notes).stdout
+    assert "git.md:3" in out and "Git > Branches" in out and "feature branch" in out
+
+
+def test_invalid_query_is_an_error_with_exit_code_1(env):
+    result = mdrag(env, "search", "   ")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: query must be 1-1000 characters")
+
+
+def test_bad_config_value_is_an_error_naming_key_and_file(env, tmp_path):
+    config = write(tmp_path / "bad.yaml", "search:\n  top_k: 500\n")
+    result = mdrag(env, "--config", str(config), "status")
+    assert result.returncode == 1
+    assert "search.top_k" in result.stderr and str(config) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_reindex_with_no_roots_and_no_paths_says_what_to_do(env):
+    result = mdrag(env, "reindex")
+    assert result.returncode == 1 and "no roots configured" in result.stderr

@@ -1,0 +1,99 @@
+"""Configuration: the example file, the lookup order, overrides and validation messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mdrag.config import KEYS, Config, env_name, load_config
+from mdrag.errors import ConfigError
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "config" / "mdrag.example.yaml"
+
+
+def test_example_config_loads_and_documents_every_key(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    config = load_config(EXAMPLE)
+    text = EXAMPLE.read_text()
+    for key in KEYS:
+        leaf = key.split(".")[-1]
+        assert f"{leaf}:" in text, f"{key} is not documented in the example config"
+    assert config.search_top_k == 10 and config.search_threshold == 0.7
+    assert config.sections_max_tokens == 1000 and config.embedding_model == "all-MiniLM-L6-v2"
+
+
+def test_defaults_put_the_lite_database_under_xdg_data_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing-here"))
+    monkeypatch.delenv("MDRAG_CONFIG", raising=False)
+    config = load_config()
+    assert config.milvus_uri == str(tmp_path / "data" / "mdrag" / "milvus.db")
+
+
+def test_socket_path_falls_back_to_tmp_without_xdg_runtime_dir(monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    assert Config().server_socket_path.startswith("/tmp/mdrag-")
+
+
+def test_file_then_environment_then_flags_take_precedence(monkeypatch, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("search:\n  top_k: 5\n  threshold: 0.5\n")
+    monkeypatch.setenv("MDRAG_CONFIG", str(path))
+    monkeypatch.setenv("MDRAG_SEARCH_THRESHOLD", "0.4")
+    config = load_config()
+    assert (config.search_top_k, config.search_threshold) == (5, 0.4)
+    assert config.with_overrides(search_top_k=7).search_top_k == 7
+
+
+def test_explicit_config_path_wins_over_the_environment(monkeypatch, tmp_path):
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("search:\n  top_k: 3\n")
+    second.write_text("search:\n  top_k: 4\n")
+    monkeypatch.setenv("MDRAG_CONFIG", str(first))
+    assert load_config(second).search_top_k == 4
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "key"),
+    [
+        ("milvus:\n  uri: 'not a uri'\n", "milvus.uri"),
+        ("milvus:\n  uri: 'ftp://x'\n", "milvus.uri"),
+        ("embedding:\n  model: '   '\n", "embedding.model"),
+        ("search:\n  top_k: 0\n", "search.top_k"),
+        ("search:\n  top_k: 101\n", "search.top_k"),
+        ("search:\n  threshold: 1.5\n", "search.threshold"),
+        ("search:\n  threshold: -0.1\n", "search.threshold"),
+        ("roots: ['/definitely/not/here']\n", "roots"),
+        ("search:\n  mode: fuzzy\n", "search.mode"),
+    ],
+)
+def test_invalid_values_name_the_key_and_the_file(tmp_path, yaml_text, key):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert key in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_unknown_key_is_rejected_with_the_known_ones_listed(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text("serach:\n  top_k: 3\n")
+    with pytest.raises(ConfigError, match="unknown key 'serach.top_k'"):
+        load_config(path)
+
+
+def test_environment_roots_split_on_the_path_separator(monkeypatch, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.setenv(env_name("roots"), f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    monkeypatch.setenv("MDRAG_CONFIG", str(tmp_path / "none.yaml"))
+    (tmp_path / "none.yaml").write_text("{}\n")
+    assert load_config().roots == (str(tmp_path / "a"), str(tmp_path / "b"))
+
+
+def test_bad_environment_value_names_the_variable(monkeypatch, tmp_path):
+    (tmp_path / "empty.yaml").write_text("{}\n")
+    monkeypatch.setenv("MDRAG_SEARCH_TOP_K", "many")
+    with pytest.raises(ConfigError, match="MDRAG_SEARCH_TOP_K: search.top_k"):
+        load_config(tmp_path / "empty.yaml")

@@ -1,0 +1,264 @@
+"""Indexing with the real model and Milvus Lite: change detection, deletes, renames, failures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import write
+
+SOURDOUGH = "---\ntags: [baking]\n---\n# Sourdough\n\nFeed the starter daily with flour and water.\n\n## Proofing\n\nLet the dough rise for five hours at room temperature.\n"
+GIT = "# Git\n\nCreate a feature branch for every change and rebase before merging.\n"
+
+
+def texts(service, query, **params):
+    response = service.search({"query": query, "threshold": 0.0, "top_k": 20, **params})
+    return [hit["section_text"] for hit in response["results"]]
+
+
+def test_first_run_adds_every_note_and_reports_sections(make_service, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    write(notes / "sub" / "git.md", GIT)
+    service = make_service([notes])
+    report = service.reindex()
+    assert (report.added, report.updated, report.failed) == (2, 0, [])
+    assert report.sections_embedded == 3
+    assert service.status()["documents"] == {"indexed": 2}
+
+
+def test_unchanged_files_are_skipped_without_embedding(make_service, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    service = make_service([notes])
+    service.reindex()
+    again = service.reindex()
+    assert (again.unchanged, again.sections_embedded, again.added, again.updated) == (1, 0, 0, 0)
+
+
+def test_changed_file_replaces_its_old_sections(make_service, notes):
+    note = write(notes / "bread.md", SOURDOUGH)
+    service = make_service([notes])
+    service.reindex()
+    write(note, SOURDOUGH.replace("five hours", "twelve hours in the fridge"))
+    report = service.reindex()
+    assert report.updated == 1 and report.sections_embedded == 1
+    found = texts(service, "how long does the dough rise")
+    assert any("twelve hours" in t for t in found)
+    assert not any("five hours" in t for t in found)
+    assert service.store.count_vectors() == 2
+
+
+def test_deleted_file_removes_its_sections_and_metadata(make_service, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    git = write(notes / "git.md", GIT)
+    service = make_service([notes])
+    service.reindex()
+    git.unlink()
+    report = service.reindex()
+    assert report.deleted == 1
+    assert not any("feature branch" in t for t in texts(service, "git branch"))
+    assert service.store.count_vectors() == 2
+    assert service.store.load_catalog().keys() == {str(notes / "bread.md")}
+
+
+def test_inserting_a_line_at_the_top_re_embeds_nothing_that_did_not_change(make_service, notes):
+    note = write(notes / "bread.md", "# Sourdough\n\nFeed the starter.\n\n## Proofing\n\nLet it rise.\n")
+    service = make_service([notes])
+    service.reindex()
+    write(note, "\n\n" + note.read_text())
+    report = service.reindex()
+    assert report.updated == 1 and report.sections_embedded == 0 and report.sections_reused == 2
+    hit = service.search({"query": "let the dough rise", "threshold": 0})["results"][0]
+    assert hit["start_line"] == 7  # line numbers follow the file, vectors were reused
+
+
+def test_appending_a_paragraph_embeds_only_the_section_that_changed(make_service, notes):
+    note = write(notes / "bread.md", SOURDOUGH)
+    service = make_service([notes])
+    service.reindex()
+    write(note, note.read_text() + "\nShape the loaf gently.\n")
+    report = service.reindex()
+    assert report.sections_embedded == 1 and report.sections_reused == 1
+
+
+def test_renaming_a_file_re_embeds_nothing(make_service, notes):
+    write(notes / "git.md", GIT)
+    service = make_service([notes])
+    service.reindex()
+    os.rename(notes / "git.md", notes / "version-control.md")
+    report = service.reindex()
+    assert (report.added, report.deleted, report.sections_embedded) == (1, 1, 0)
+    hit = service.search({"query": "feature branch rebase", "threshold": 0})["results"][0]
+    assert hit["file_path"] == str(notes / "version-control.md")
+
+
+def test_one_bad_file_never_stops_the_run_and_keeps_its_reason(make_service, notes):
+    (notes / "bad.md").write_bytes(b"# Bad\n\xff\xfe\n")
+    (notes / "image.md").write_bytes(b"\x89PNG\x00\x00binary")
+    write(notes / "good.md", GIT)
+    service = make_service([notes])
+    report = service.reindex()
+    assert report.added == 1
+    reasons = {f["file_path"]: f["error"] for f in report.failed}
+    assert "UTF-8" in reasons[str(notes / "bad.md")] and "binary" in reasons[str(notes / "image.md")]
+    status = service.status()
+    assert status["documents"] == {"indexed": 1, "failed": 2}
+    assert {f["file_path"] for f in status["failed"]} == set(reasons)
+
+
+def test_malformed_frontmatter_is_indexed_as_text_with_a_warning(make_service, notes):
+    write(notes / "fm.md", "---\ntitle: [oops\n---\n# Kayak\n\nPaddling across the bay at dawn.\n")
+    service = make_service([notes])
+    service.reindex()
+    assert texts(service, "paddling a kayak")
+    assert "malformed YAML" in service.status()["warnings"][0]["warning"]
+
+
+def test_a_file_that_breaks_loses_its_old_sections_and_shows_as_failed(make_service, notes):
+    note = write(notes / "n.md", GIT)
+    service = make_service([notes])
+    service.reindex()
+    note.write_bytes(b"\xff\xfe broken now")
+    service.reindex()
+    assert service.store.count_vectors() == 0
+    assert service.status()["documents"] == {"failed": 1}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        'quote"s.md',
+        "back\\slash.md",
+        "it's here.md",
+        "spaces and ümlauts 日本.md",
+        "100%_done.md",
+        "new\nline.md",
+    ],
+)
+def test_hostile_file_names_index_update_and_delete(make_service, notes, name):
+    note = write(notes / name, GIT)
+    service = make_service([notes])
+    assert service.reindex().added == 1
+    write(note, GIT.replace("rebase", "squash"))
+    assert service.reindex().updated == 1
+    assert [
+        h["file_path"] for h in service.search({"query": "feature branch", "threshold": 0})["results"]
+    ] == [str(note)]
+    assert service.store.count_vectors() == 1
+    note.unlink()
+    assert service.reindex().deleted == 1
+    assert service.store.count_vectors() == 0 and not service.store.load_catalog()
+
+
+def test_hidden_dirs_node_modules_and_excluded_globs_are_skipped(make_service, notes):
+    for rel in (
+        ".obsidian/x.md",
+        "node_modules/pkg/readme.md",
+        ".git/notes.md",
+        "drafts/d.md",
+        "keep/k.md",
+        "a.txt",
+    ):
+        write(notes / rel, GIT)
+    service = make_service([notes], exclude=("drafts",))
+    report = service.reindex()
+    assert report.added == 1
+    assert service.catalog.paths() == [str(notes / "keep" / "k.md")]
+
+
+def test_long_section_last_sentence_is_findable(make_service, notes):
+    filler = " ".join(f"The committee reviewed budget line {i} without comment." for i in range(120))
+    last = "Finally, the octopus escaped its aquarium by squeezing through the drain pipe."
+    write(notes / "minutes.md", f"# Minutes\n\n{filler} {last}\n")
+    write(notes / "aquarium.md", "# Aquarium\n\nThe fish tank needs a new filter and fresh water.\n")
+    service = make_service([notes])
+    service.reindex()
+    hits = service.search({"query": "octopus escaped through the drain", "threshold": 0, "mode": "dense"})[
+        "results"
+    ]
+    # Far past the model's 256-token window, the sentence still reaches a vector of its own.
+    assert hits[0]["file_path"] == str(notes / "minutes.md")
+    assert last in hits[0]["section_text"]
+    assert hits[0]["confidence_score"] > 0.35
+    assert len({(h["file_path"], h["start_line"]) for h in hits}) == len(hits)  # once per section
+
+
+def test_force_re_reads_unchanged_files_without_duplicating_rows(make_service, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    service = make_service([notes])
+    service.reindex()
+    report = service.reindex(force=True)
+    assert report.updated == 1 and report.sections_embedded == 0
+    assert service.store.count_vectors() == 2
+
+
+def test_rebuild_starts_from_an_empty_index(make_service, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    service = make_service([notes])
+    service.reindex()
+    report = service.reindex(rebuild=True)
+    assert report.added == 1 and report.sections_embedded == 2
+    assert service.store.count_vectors() == 2
+
+
+def stray_row(path: str, vector: list[float]) -> dict:
+    """A vector row of a file version the catalog never switched to, as a crash leaves it."""
+    from mdrag.store import doc_id
+
+    return {
+        "id": "f" * 32,
+        "section_id": "e" * 32,
+        "doc_id": doc_id(path),
+        "file_path": path,
+        "file_hash": "0" * 64,
+        "window_index": 0,
+        "section_heading": "Stray",
+        "heading_level": 1,
+        "heading_path": "Stray",
+        "section_type": "paragraph",
+        "chunk_index": 0,
+        "token_count": 3,
+        "start_position": 0,
+        "end_position": 10,
+        "start_line": 1,
+        "end_line": 1,
+        "title": "Stray",
+        "tags": [],
+        "section_text": "stray dough",
+        "embedded_text": "stray dough",
+        "embedding": vector,
+    }
+
+
+def test_rows_left_by_a_crash_are_removed_at_the_next_open(make_service, make_config, embedder, notes):
+    from mdrag.service import Service, dirty_marker
+
+    path = str(write(notes / "bread.md", SOURDOUGH))
+    service = make_service([notes])
+    service.reindex()
+    service.store.insert_vectors([stray_row(path, embedder.embed_query("stray dough").tolist())])
+    # The stray row is never shown: its file_hash is not the version the catalog holds.
+    assert all(h["section_heading"] != "Stray" for h in texts_hits(service, "stray dough"))
+    # Simulate kill -9: the store closes without the clean shutdown that removes the marker.
+    service.store.close()
+    assert dirty_marker(service.config).exists()
+    reopened = Service(make_config([notes]), embedder=embedder)
+    try:
+        assert reopened.store.count_vectors() == 2
+        assert "f" * 32 not in {r["id"] for r in reopened.store.vector_keys_for_paths([path])}
+    finally:
+        reopened.close()
+
+
+def texts_hits(service, query):
+    return service.search({"query": query, "threshold": 0.0})["results"]
+
+
+def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embedder, notes):
+    from mdrag.errors import SchemaMismatchError
+    from mdrag.store import Store
+
+    config = make_config([notes])
+    Store(config.milvus_uri, dimension=384, model_id="some/other-model").close()
+    with pytest.raises(SchemaMismatchError, match="mdrag reindex --rebuild"):
+        Store(config.milvus_uri, dimension=384, model_id=embedder.model_id)

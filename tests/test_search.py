@@ -1,0 +1,94 @@
+"""Searching the real index: validation, threshold, filters, modes, one hit per section."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdrag.errors import QueryError
+from mdrag.protocol import SearchParams
+from tests.conftest import write
+
+NOTES = {
+    "baking/bread.md": "---\ntags: [baking, food]\n---\n# Sourdough\n\nFeed the starter daily.\n\n## Proofing\n\nLet the dough rise for five hours.\n",
+    "tech/git.md": "---\ntags: git, tools\n---\n# Git\n\nCreate a feature branch for every change and rebase before merging.\n",
+    "tech/postgres.md": "---\ntags: [databases]\n---\n# Postgres\n\nRestore a dump with pg_restore into an empty database.\n",
+}
+
+
+@pytest.fixture()
+def service(make_service, notes):
+    for rel, text in NOTES.items():
+        write(notes / rel, text)
+    built = make_service([notes])
+    built.reindex()
+    return built
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"query": "   "}, "1-1000 characters"),
+        ({"query": "x" * 1001}, "1-1000 characters"),
+        ({"query": "ok", "top_k": 0}, "top_k"),
+        ({"query": "ok", "top_k": 101}, "top_k"),
+        ({"query": "ok", "threshold": 1.01}, "threshold"),
+        ({"query": "ok", "threshold": "high"}, "threshold"),
+        ({"query": "ok", "mode": "fuzzy"}, "mode"),
+    ],
+)
+def test_invalid_search_parameters_get_a_clear_error(params, message):
+    with pytest.raises(QueryError, match=message):
+        SearchParams.parse(params)
+
+
+def test_results_carry_every_documented_field_best_first(service):
+    response = service.search({"query": "how long should dough rise", "threshold": 0, "mode": "dense"})
+    assert set(response) >= {"query", "results", "search_parameters", "execution_time_ms"}
+    assert set(response["search_parameters"]) >= {"top_k", "threshold", "metric"}
+    hit = response["results"][0]
+    assert set(hit) >= {
+        "file_path",
+        "section_heading",
+        "heading_level",
+        "chunk_index",
+        "confidence_score",
+        "section_text",
+        "start_line",
+        "metadata",
+    }
+    assert hit["section_heading"] == "Proofing"
+    scores = [h["confidence_score"] for h in response["results"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_threshold_keeps_only_hits_at_or_above_it_and_says_how_close_the_best_came(service):
+    response = service.search({"query": "quantum chromodynamics lattice gauge theory", "threshold": 0.9})
+    assert response["results"] == []
+    assert "threshold 0.90" in response["message"]
+    assert 0 < response["best_candidate_score"] < 0.9
+    loose = service.search({"query": "dough rising time", "threshold": 0.3})
+    assert loose["results"] and all(h["confidence_score"] >= 0.3 for h in loose["results"])
+
+
+def test_tag_filter_matches_any_of_several_tags(service, notes):
+    response = service.search({"query": "anything", "threshold": 0, "tags": ["git", "databases"]})
+    assert {h["file_path"] for h in response["results"]} == {
+        str(notes / "tech/git.md"),
+        str(notes / "tech/postgres.md"),
+    }
+
+
+def test_path_prefix_filter_keeps_notes_under_that_folder(service, notes):
+    response = service.search({"query": "anything", "threshold": 0, "path_prefix": str(notes / "baking")})
+    assert {h["file_path"] for h in response["results"]} == {str(notes / "baking/bread.md")}
+
+
+@pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
+def test_every_mode_finds_the_obvious_note(service, notes, mode):
+    response = service.search({"query": "pg_restore a database dump", "threshold": 0, "mode": mode})
+    assert response["results"][0]["file_path"] == str(notes / "tech/postgres.md")
+    assert response["search_parameters"]["mode"] == mode
+
+
+def test_top_k_limits_the_number_of_hits(service):
+    assert len(service.search({"query": "notes", "threshold": 0, "top_k": 2})["results"]) == 2

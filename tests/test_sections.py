@@ -1,0 +1,128 @@
+"""Sectioning: heading-bounded sections from markdown-it-py tokens, within a token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdrag.document import split_frontmatter
+from mdrag.sections import Sectioner
+
+
+def words(texts):
+    return [len(t.split()) for t in texts]
+
+
+def split(text: str, max_tokens: int = 1000, counter=words):
+    _, offset, _, _ = split_frontmatter(text)
+    return Sectioner(counter, max_tokens).split(text, offset)
+
+
+def test_each_heading_starts_a_section_with_its_heading_path():
+    outline = split("# A\n\nintro\n\n## B\n\nbee\n\n### C\n\nsee\n\n## D\n\ndee\n")
+    assert [s.heading_path for s in outline.sections] == [
+        ("A",),
+        ("A", "B"),
+        ("A", "B", "C"),
+        ("A", "D"),
+    ]
+    assert [s.heading_level for s in outline.sections] == [1, 2, 3, 2]
+    assert outline.first_h1 == "A"
+
+
+def test_hash_inside_a_code_fence_is_not_a_heading():
+    outline = split("# Script\n\n```bash\n# install deps\npip install x\n```\n")
+    assert len(outline.sections) == 1
+    assert outline.sections[0].section_type == "code_block"
+    assert "# install deps" in outline.sections[0].text
+
+
+def test_text_before_the_first_heading_is_its_own_section():
+    outline = split("Preamble words here.\n\n# Title\n\nBody.\n")
+    assert outline.sections[0].heading_level == 0
+    assert outline.sections[0].text == "Preamble words here."
+
+
+def test_frontmatter_is_never_body_text():
+    outline = split("---\ntitle: Secret title\nnote: hidden\n---\nVisible body.\n")
+    assert all("hidden" not in s.text for s in outline.sections)
+    assert outline.sections[0].text == "Visible body."
+
+
+def test_positions_are_offsets_into_the_file_and_lines_are_one_based():
+    text = "---\ntitle: x\n---\n# H\n\nline five\n\n## Sub\n\nline nine\n"
+    outline = split(text)
+    for section in outline.sections:
+        assert text[section.start_position : section.end_position] == section.text
+    sub = outline.sections[-1]
+    assert (sub.start_line, sub.end_line) == (8, 10)
+    assert text.splitlines()[sub.start_line - 1] == "## Sub"
+
+
+def test_bare_parent_headings_and_blank_sections_are_dropped():
+    outline = split("# Parent\n\n## Child\n\ncontent\n")
+    assert [s.heading for s in outline.sections] == ["Child"]
+    assert outline.sections[0].heading_path == ("Parent", "Child")
+
+
+def test_a_note_that_is_only_a_heading_keeps_it():
+    assert [s.heading for s in split("# Buy milk\n").sections] == ["Buy milk"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n", "table"),
+        ("# T\n\n- one item here\n- two items here\n- three items here\n", "list"),
+        ("# T\n\nJust a paragraph of prose.\n", "paragraph"),
+        ("# T\n", "heading"),
+    ],
+)
+def test_section_type_is_the_dominant_block(text, kind):
+    assert split(text).sections[0].section_type == kind
+
+
+def test_long_section_splits_at_block_boundaries_within_the_budget():
+    paragraphs = [" ".join(f"p{i}w{j}" for j in range(30)) for i in range(10)]
+    text = "# Long\n\n" + "\n\n".join(paragraphs) + "\n"
+    sections = split(text, max_tokens=100).sections
+    assert len(sections) > 1
+    assert [s.chunk_index for s in sections] == list(range(len(sections)))
+    assert all(s.token_count <= 100 for s in sections)
+    for section in sections:
+        # Every piece starts and ends on a paragraph boundary: no paragraph is cut.
+        assert section.text.lstrip("# Long\n").split()[0].endswith("w0")
+        assert section.text.split()[-1].endswith("w29")
+    joined = " ".join(s.text for s in sections)
+    assert all(p.split()[-1] in joined for p in paragraphs)
+
+
+def test_long_list_splits_between_items_and_long_code_between_lines():
+    items = "\n".join(f"- item {i} " + "word " * 20 for i in range(20))
+    sections = split(f"# L\n\n{items}\n", max_tokens=60).sections
+    assert all(s.text.lstrip().startswith(("- item", "# L")) for s in sections)
+    code = "\n".join(f"echo line{i} " + "x " * 10 for i in range(40))
+    code_sections = split(f"# C\n\n```\n{code}\n```\n", max_tokens=50).sections
+    assert len(code_sections) > 1
+    assert all(s.token_count <= 50 for s in code_sections)
+
+
+def test_one_giant_paragraph_line_splits_between_words_never_inside_one():
+    line = " ".join(f"word{i}" for i in range(500))
+    sections = split(f"# G\n\n{line}\n", max_tokens=100).sections
+    pieces = [w for s in sections for w in s.text.replace("# G", "").split()]
+    assert pieces == line.split()
+    assert all(s.token_count <= 100 for s in sections)
+
+
+def test_token_count_uses_the_model_tokenizer(embedder):
+    text = "# Tokens\n\nTokenization splits unbelievably long words into word pieces.\n"
+    section = Sectioner(embedder.count_tokens, 1000).split(text).sections[0]
+    assert section.token_count == embedder.count_tokens([section.text])[0]
+    assert section.token_count > len(section.text.split())
+
+
+def test_sections_stay_within_max_tokens_measured_by_the_model(embedder):
+    body = "\n\n".join(f"Sentence number {i} talks about tokenizers and budgets." for i in range(300))
+    sections = Sectioner(embedder.count_tokens, 1000).split(f"# Big\n\n{body}\n").sections
+    assert len(sections) >= 3
+    assert all(embedder.count_tokens([s.text])[0] <= 1000 for s in sections)
