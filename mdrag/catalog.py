@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 from mdrag.store import FileRecord
@@ -79,6 +78,9 @@ class Catalog:
     def section_count(self) -> int:
         return sum(r.section_count for r in list(self._records.values()) if r.status == "indexed")
 
+    def has_sections(self) -> bool:
+        return any(r.section_count and r.status == "indexed" for r in list(self._records.values()))
+
     def last_indexed_at(self) -> float:
         return max((r.indexed_at for r in list(self._records.values())), default=0.0)
 
@@ -87,10 +89,6 @@ class Catalog:
             (r for r in list(self._records.values()) if r.status == "failed"),
             key=lambda r: r.file_path,
         )
-
-    def with_status(self, path: str, status: str) -> FileRecord | None:
-        record = self._records.get(path)
-        return replace(record, status=status) if record else None
 
     def __len__(self) -> int:
         return len(self._records)

@@ -40,7 +40,13 @@ class LocalBackend:
         self.service = Service(config)
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        return self.service.search(params)
+        response = self.service.search(params)
+        # No daemon, no queue: the index is exactly as fresh as its last reindex.
+        response["freshness"] = {
+            "queue_depth": 0,
+            "last_change_applied_at": self.service.catalog.last_indexed_at(),
+        }
+        return response
 
     def status(self) -> dict[str, Any]:
         return {"daemon": None, **self.service.status()}
@@ -129,6 +135,27 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 
 @cli.command()
+@click.option(
+    "--root", "roots", multiple=True, type=click.Path(file_okay=False), help="A notes folder (repeatable)."
+)
+@click.option("--log-level", help="TRACE, DEBUG, INFO, WARNING or ERROR.")
+@click.pass_context
+def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> None:
+    """Run the daemon in the foreground: watch the roots, keep the index fresh, answer on the socket."""
+    config = _load(
+        ctx,
+        roots=tuple(os.path.abspath(os.path.expanduser(r)) for r in roots) or None,
+        log_level=log_level,
+    )
+    from mdrag.log import configure_logging
+
+    configure_logging(config.log_level)
+    from mdrag.daemon import Daemon  # heavy: loads the model and opens the index
+
+    sys.exit(Daemon(config).run())
+
+
+@cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--force", is_flag=True, help="Re-read every file even if its hash is unchanged.")
 @click.option("--rebuild", is_flag=True, help="Drop the index and build it again from the files.")
@@ -163,6 +190,14 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "keyword"]), help="Retrieval mode.")
 @click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat for any of several).")
 @click.option("--path", "path_prefix", help="Only notes under this path.")
+@click.option(
+    "--wait-fresh",
+    type=float,
+    is_flag=False,
+    flag_value=30.0,
+    default=None,
+    help="Wait (up to SECONDS, default 30) until the daemon has applied every pending change.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the response as one JSON object.")
 @click.pass_context
 def search(
@@ -173,6 +208,7 @@ def search(
     mode: str | None,
     tags: tuple[str, ...],
     path_prefix: str | None,
+    wait_fresh: float | None,
     as_json: bool,
 ) -> None:
     """Find the sections of your notes closest in meaning to QUERY."""
@@ -190,6 +226,8 @@ def search(
 
     SearchParams.parse(params)  # fail fast on a bad query, before any index is opened
     with open_backend(config) as backend:
+        if wait_fresh is not None and not isinstance(backend, LocalBackend):
+            params["wait_fresh"] = wait_fresh  # a local index is as fresh as it gets
         response = backend.search(params)
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -96,6 +97,7 @@ class Indexer:
         paths: Iterable[Path] | None = None,
         force: bool = False,
         progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> IndexReport:
         """Index every note under `paths` (default: all roots) and drop what vanished there."""
         started = time.monotonic()
@@ -111,20 +113,30 @@ class Indexer:
                 if self.catalog.get(str(target)) is not None:
                     candidates.add(str(target))
             gone = sorted(p for p in candidates if p not in seen)
-        report = self.index_files(files, force=force, progress=progress)
-        report.deleted += self.remove(gone)
+        report = self.index_files(files, force=force, progress=progress, cancel=cancel)
+        if cancel is None or not cancel.is_set():
+            report.deleted += self.remove(gone)
         report.seconds = time.monotonic() - started
         return report
 
     def index_files(
-        self, paths: list[str], force: bool = False, progress: Progress | None = None
+        self,
+        paths: list[str],
+        force: bool = False,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> IndexReport:
-        """Bring these files up to date; a path that no longer exists is removed."""
+        """Bring these files up to date; a path that no longer exists is removed.
+
+        `cancel` stops the run between batches: what was written stays consistent, and what
+        was not is found changed by the next run.
+        """
         started = time.monotonic()
         report = IndexReport()
         missing = [p for p in paths if not Path(p).is_file() or not self.filter.accepts(p)]
-        report.deleted += self.remove([p for p in missing if self.catalog.get(p) is not None])
-        present = [p for p in paths if p not in set(missing)]
+        report.deleted += self.remove(missing)
+        gone = set(missing)
+        present = [p for p in paths if p not in gone]
         done = 0
         batch: list[_Prepared] = []
         texts = 0
@@ -135,12 +147,19 @@ class Indexer:
                 self._write(batch, report)
                 done += len(batch)
                 batch, texts = [], 0
+                if cancel is not None and cancel.is_set():
+                    logger.info(
+                        "indexing stopped after {} of {} files", done + report.unchanged, len(present)
+                    )
+                    break
             if progress:
                 progress(done + len(batch) + report.unchanged, len(present), report.sections_embedded)
-        if batch:
-            self._write(batch, report)
-        if progress:
-            progress(len(present), len(present), report.sections_embedded)
+        else:
+            if batch:
+                self._write(batch, report)
+            if progress:
+                progress(len(present), len(present), report.sections_embedded)
+        self.catalog.clear_marks(present)
         report.seconds = time.monotonic() - started
         return report
 

@@ -67,7 +67,8 @@ class Searcher:
         ranked: list[list[dict[str, Any]]] = []
         if params.mode in ("dense", "hybrid"):
             ranked.append(self._sections(self.store.search_dense(vector, limit, expr), params, vector))
-        if params.mode in ("keyword", "hybrid"):
+        # BM25 over an empty collection is an engine error, not an empty answer.
+        if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
             ranked.append(
                 self._sections(self.store.search_keyword(params.query, limit, expr), params, vector)
             )

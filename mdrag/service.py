@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,7 @@ class Service:
         force: bool = False,
         rebuild: bool = False,
         progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> IndexReport:
         if rebuild:
             logger.info("rebuilding the index from scratch")
@@ -90,7 +92,7 @@ class Service:
                     f"{', '.join(outside)} is not under a configured root "
                     f"({', '.join(map(str, self.filter.roots)) or 'none configured'}); add it to `roots`"
                 )
-        return self.indexer.reconcile(targets, force=force, progress=progress)
+        return self.indexer.reconcile(targets, force=force, progress=progress, cancel=cancel)
 
     def status(self) -> dict[str, Any]:
         return {

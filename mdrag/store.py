@@ -131,11 +131,12 @@ class Store:
 
     def _open_error(self, exc: Exception) -> StoreError:
         text = str(exc)
-        if self.is_lite and ("lock" in text.lower() or "opened by another" in text.lower()):
+        db = Path(self.uri).expanduser()
+        # Milvus Lite keeps ".NAME.lock" beside a database while a process has it open.
+        if self.is_lite and (db.parent / f".{db.name}.lock").exists():
             return StoreLockedError(
-                f"the index {self.uri} is open in another process; if it is the mdrag daemon, "
-                "run this command while it runs (it goes through the daemon's socket), "
-                "otherwise stop that process"
+                f"the index {self.uri} is held by another process, and no mdrag daemon answered "
+                "on the socket: stop that process (or wait for it to finish), then try again"
             )
         return StoreError(f"cannot open the Milvus store at {self.uri}: {text}")
 
@@ -364,16 +365,22 @@ class Store:
         """BM25 matches, each with its stored embedding so its cosine score can be computed."""
         if not self.full_text:
             return []
-        result = self._call(
-            self._client.search,
-            VECTORS,
-            data=[text],
-            anns_field="sparse",
-            limit=limit,
-            filter=filter,
-            output_fields=[*HIT_FIELDS, "embedding"],
-            search_params={"metric_type": "BM25"},
-        )
+        try:
+            result = self._client.search(
+                VECTORS,
+                data=[text],
+                anns_field="sparse",
+                limit=limit,
+                filter=filter,
+                output_fields=[*HIT_FIELDS, "embedding"],
+                search_params={"metric_type": "BM25"},
+            )
+        except MilvusException as exc:
+            # With no rows yet, BM25's average document length is 0 and Milvus Lite fails
+            # on the NaN instead of matching nothing.
+            if "NaN or Inf" in str(exc):
+                return []
+            raise StoreError(f"Milvus BM25 search failed on {self.uri}: {exc.message}") from exc
         return [self._hit(match) for match in result[0]]
 
     @staticmethod

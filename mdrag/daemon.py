@@ -1,0 +1,210 @@
+"""Daemon: builds the service, socket server, watcher and writer from config, and runs until told to stop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from mdrag.config import Config
+from mdrag.errors import ConfigError, QueryError
+from mdrag.notify import SystemdNotifier
+from mdrag.server import SocketServer
+from mdrag.service import Service
+from mdrag.watcher import Watcher
+from mdrag.workqueue import Command, FileChanges, WorkQueue
+
+MAX_WAIT_FRESH_S = 300.0
+
+
+class Daemon:
+    """One process that owns the index: a writer thread applies changes, any thread may search."""
+
+    def __init__(self, config: Config) -> None:
+        if not config.roots:
+            raise ConfigError(
+                "no roots configured: set `roots` in the config file or pass --root DIR to serve"
+            )
+        self.config = config
+        self.notifier = SystemdNotifier()
+        self.queue = WorkQueue(config.watch_debounce_ms / 1000)
+        self.server = SocketServer(config.server_socket_path, self.handle)
+        self.state = "starting"
+        self.progress: tuple[int, int] | None = None
+        self.started_at = time.time()
+        self._stop = threading.Event()
+        self.service: Service | None = None
+        self.watcher: Watcher | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Serve until SIGTERM or SIGINT; returns the exit code."""
+        self.server.claim()  # fail fast, before the model loads, if another daemon runs
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: self._stop.set())
+        try:
+            self.notifier.status("loading the model and opening the index")
+            self.service = Service(self.config)
+            self.server.start()
+            self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
+            self.watcher.start()  # before the first reconcile, so no change slips between the two
+            self.queue.submit(Command("reconcile"))
+            self.state = "reconciling"
+            writer = threading.Thread(target=self._writer, name="mdrag-writer", daemon=True)
+            writer.start()
+            self.notifier.ready(self._status_line())
+            logger.info("serving on {}", self.server.path)
+            self._main_loop()
+            logger.info("stopping")
+            self.notifier.stopping()
+            self.server.stop()
+            self.watcher.stop()
+            writer.join(timeout=30)  # the writer finishes the batch in hand, then exits
+            return 0
+        finally:
+            self.server.stop()
+            if self.service is not None:
+                self.service.close()
+            self.notifier.close()
+            logger.info("stopped")
+
+    def _main_loop(self) -> None:
+        interval = self.config.watch_sweep_interval_s
+        next_sweep = time.monotonic() + interval if interval else float("inf")
+        beat = self.notifier.watchdog_interval_s
+        while not self._stop.wait(min(beat or 1.0, 1.0)):
+            if beat:
+                self.notifier.heartbeat()
+            if time.monotonic() >= next_sweep:
+                self.request_sweep()
+                next_sweep = time.monotonic() + interval
+            if self.watcher is not None and not self.watcher.alive:
+                logger.error("the file watcher stopped; restarting it and sweeping the roots")
+                assert self.service is not None
+                self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
+                self.watcher.start()
+                self.request_sweep()
+            self.notifier.status(self._status_line())
+
+    def request_sweep(self) -> None:
+        self.queue.submit(Command("reconcile"))
+
+    # ---- the one writer ---------------------------------------------------------------------------
+
+    def _writer(self) -> None:
+        while not self._stop.is_set():
+            work = self.queue.take(timeout=0.5)
+            if work is None:
+                continue
+            applied = True
+            try:
+                self._apply(work)
+            except Exception as exc:
+                applied = False
+                logger.exception("index update failed: {}", exc)
+                if isinstance(work, Command):
+                    work.error = exc
+            finally:
+                if isinstance(work, Command):
+                    work.done.set()
+                self.queue.finish(applied)
+        logger.debug("writer stopped")
+
+    def _apply(self, work: FileChanges | Command) -> None:
+        assert self.service is not None
+        indexer = self.service.indexer
+        if isinstance(work, FileChanges):
+            if work.directories:
+                report = indexer.reconcile([Path(d) for d in work.directories], cancel=self._stop)
+                logger.info("folder change: {}", _summary(report.to_dict()))
+            if work.files:
+                report = indexer.index_files(work.files, cancel=self._stop)
+                logger.info("{} changed file(s): {}", len(work.files), _summary(report.to_dict()))
+            return
+        if work.kind == "reconcile":
+            self.state = "reconciling"
+            report = self.service.reindex(cancel=self._stop, progress=self._progress)
+            logger.info("reconciled the roots: {}", _summary(report.to_dict()))
+            self.state = "watching"
+        else:
+            report = self.service.reindex(
+                work.paths or None,
+                force=work.force,
+                rebuild=work.rebuild,
+                cancel=self._stop,
+                progress=self._progress,
+            )
+            logger.info("reindex: {}", _summary(report.to_dict()))
+        work.result = report.to_dict()
+
+    def _progress(self, done: int, total: int, sections: int) -> None:
+        self.progress = (done, total)
+        self.notifier.status(f"indexing {done}/{total}")
+
+    def _status_line(self) -> str:
+        assert self.service is not None
+        if self.state == "reconciling" and self.progress:
+            done, total = self.progress
+            return f"indexing {done}/{total}"
+        return f"watching {len(self.service.filter.roots)} roots, {len(self.service.catalog)} notes"
+
+    # ---- requests from the socket -----------------------------------------------------------------
+
+    def handle(self, op: str, params: dict[str, Any]) -> Any:
+        assert self.service is not None
+        if op == "ping":
+            return {"pong": True, "pid": os.getpid()}
+        if op == "search":
+            wait = params.pop("wait_fresh", None)
+            if wait is not None:
+                if (
+                    isinstance(wait, bool)
+                    or not isinstance(wait, (int, float))
+                    or not 0 <= wait <= MAX_WAIT_FRESH_S
+                ):
+                    raise QueryError(f"wait_fresh must be 0-{MAX_WAIT_FRESH_S:.0f} seconds")
+                self.queue.wait_idle(float(wait))
+            response = self.service.search(params)
+            response["freshness"] = self.freshness()
+            return response
+        if op == "status":
+            return {"daemon": self.daemon_status(), **self.service.status()}
+        if op == "reindex":
+            paths = params.get("paths") or None
+            if paths is not None and (
+                not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
+            ):
+                raise QueryError("paths must be a list of strings")
+            command = self.queue.submit(
+                Command(
+                    "reindex", paths, force=bool(params.get("force")), rebuild=bool(params.get("rebuild"))
+                )
+            )
+            return command.wait()
+        raise QueryError(f"unknown operation {op!r}")
+
+    def freshness(self) -> dict[str, Any]:
+        return {"queue_depth": self.queue.depth(), "last_change_applied_at": self.queue.last_applied_at}
+
+    def daemon_status(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "state": self.state,
+            "socket": str(self.server.path),
+            **self.freshness(),
+        }
+
+
+def _summary(report: dict[str, Any]) -> str:
+    return (
+        f"added {report['added']}, updated {report['updated']}, deleted {report['deleted']}, "
+        f"unchanged {report['unchanged']}, failed {len(report['failed'])}, "
+        f"{report['sections_embedded']} sections embedded in {report['seconds']:.2f}s"
+    )

@@ -1,0 +1,182 @@
+"""Server: the daemon's unix socket; newline-delimited JSON requests from local, same-user clients."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from mdrag import protocol
+from mdrag.errors import AlreadyRunningError, MdragError, QueryError
+
+Handler = Callable[[str, dict[str, Any]], Any]
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process on the other end (SO_PEERCRED: pid, uid, gid)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+class SocketServer:
+    """Accepts connections on a unix socket and answers each request line with one response line."""
+
+    def __init__(
+        self,
+        path: str,
+        handler: Handler,
+        max_request_bytes: int = protocol.MAX_REQUEST_BYTES,
+        read_timeout_s: float = 10.0,
+        idle_timeout_s: float = 120.0,
+        max_clients: int = 64,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.handler = handler
+        self.max_request_bytes = max_request_bytes
+        self.read_timeout_s = read_timeout_s
+        self.idle_timeout_s = idle_timeout_s
+        self._slots = threading.BoundedSemaphore(max_clients)
+        self._allowed = {os.getuid(), 0}
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    def claim(self) -> None:
+        """Create the socket: a live one means another daemon; a dead one is replaced."""
+        if not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, mode=0o700)
+        if self.path.exists() or self.path.is_symlink():
+            if not self.path.is_socket():
+                raise AlreadyRunningError(
+                    f"{self.path} exists and is not a socket; remove it or choose another path"
+                )
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            probe.settimeout(2)
+            try:
+                probe.connect(str(self.path))
+            except OSError:
+                logger.info("replacing the stale socket {} (its daemon is gone)", self.path)
+                self.path.unlink()
+            else:
+                raise AlreadyRunningError(f"an mdrag daemon is already running on {self.path}")
+            finally:
+                probe.close()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        previous = os.umask(0o177)  # the socket is born 0600: no moment where others may connect
+        try:
+            listener.bind(str(self.path))
+        finally:
+            os.umask(previous)
+        os.chmod(self.path, 0o600)
+        listener.listen(128)
+        self._listener = listener
+
+    def start(self) -> None:
+        if self._listener is None:
+            self.claim()
+        self._thread = threading.Thread(target=self._accept_loop, name="mdrag-accept", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop accepting and remove the socket file; requests in hand finish on their own."""
+        self._stopping.set()
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        try:
+            if self.path.is_socket():
+                self.path.unlink()
+        except OSError as exc:
+            logger.warning("could not remove the socket {}: {}", self.path, exc)
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                if self._stopping.is_set():
+                    return
+                continue
+            if not self._slots.acquire(blocking=False):
+                self._reply_and_close(conn, protocol.error("Busy", "too many clients; try again shortly"))
+                continue
+            threading.Thread(target=self._serve, args=(conn,), name="mdrag-client", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            uid = peer_uid(conn)
+            if uid not in self._allowed:
+                logger.warning("refused a client running as uid {}", uid)
+                self._reply_and_close(
+                    conn, protocol.error("PermissionDenied", "only the daemon's own user may connect")
+                )
+                return
+            buffer = b""
+            while not self._stopping.is_set():
+                line, buffer = self._read_line(conn, buffer)
+                if line is None:
+                    return
+                conn.sendall(protocol.encode(self._answer(line)))
+        except (OSError, TimeoutError):
+            return  # the client went away or stalled: its connection only
+        finally:
+            self._slots.release()
+            conn.close()
+
+    def _read_line(self, conn: socket.socket, buffer: bytes) -> tuple[bytes | None, bytes]:
+        """One request line; None when the client is done, idle too long, or over the size limit."""
+        while b"\n" not in buffer:
+            # A client may sit idle between requests, but not stall halfway through one.
+            conn.settimeout(self.read_timeout_s if buffer else self.idle_timeout_s)
+            try:
+                chunk = conn.recv(65536)
+            except TimeoutError:
+                if buffer:
+                    conn.sendall(protocol.encode(protocol.error("Timeout", "request incomplete; closed")))
+                return None, b""
+            if not chunk:
+                return None, b""
+            buffer += chunk
+            if len(buffer) > self.max_request_bytes and b"\n" not in buffer[: self.max_request_bytes + 1]:
+                conn.sendall(
+                    protocol.encode(
+                        protocol.error(
+                            "RequestTooLarge", f"requests are limited to {self.max_request_bytes} bytes"
+                        )
+                    )
+                )
+                return None, b""
+        line, _, rest = buffer.partition(b"\n")
+        return line, rest
+
+    def _answer(self, line: bytes) -> dict[str, Any]:
+        try:
+            op, params = protocol.decode_request(line)
+            return protocol.ok(self.handler(op, params))
+        except QueryError as exc:
+            return protocol.error("InvalidRequest", str(exc))
+        except MdragError as exc:
+            return protocol.error(type(exc).__name__, str(exc))
+        except Exception as exc:  # a bug answers this request with an error, never the daemon's life
+            logger.exception("request failed")
+            return protocol.error("InternalError", f"internal error: {exc!r}")
+
+    @staticmethod
+    def _reply_and_close(conn: socket.socket, message: dict[str, Any]) -> None:
+        try:
+            conn.sendall(protocol.encode(message))
+        except OSError:
+            pass
+        conn.close()

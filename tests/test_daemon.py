@@ -1,0 +1,267 @@
+"""The daemon end to end: a real `mdrag serve` process, real watchdog, real socket, real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mdrag.store import Store
+from tests.conftest import write
+from tests.daemon_process import DaemonProcess, wait_until
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    base = tmp_path_factory.mktemp("daemon")
+    notes = base / "notes"
+    write(notes / "seed.md", "# Seed\n\nThe lighthouse keeper trims the wick every evening.\n")
+    process = DaemonProcess(notes, base / "state").start()
+    process.wait_fresh()
+    yield process
+    process.close()
+
+
+def paths_of(hits):
+    return {hit["file_path"] for hit in hits}
+
+
+def test_a_new_note_is_found_within_two_seconds(daemon):
+    note = write(daemon.notes / "new" / "otter.md", "# Otters\n\nSea otters hold hands while they sleep.\n")
+    elapsed = wait_until(
+        lambda: str(note) in paths_of(daemon.search("otters holding hands", threshold=0.5)), 5
+    )
+    assert elapsed < 2.0, f"took {elapsed:.2f}s"
+
+
+def test_an_edit_replaces_the_old_text(daemon):
+    note = write(daemon.notes / "edit.md", "# Kettle\n\nThe kettle whistles when the water boils.\n")
+    wait_until(lambda: str(note) in paths_of(daemon.search("kettle whistles", threshold=0.5)), 5)
+    write(note, "# Kettle\n\nThe kettle is broken and needs a new heating element.\n")
+
+    def replaced():
+        texts = [
+            h["section_text"] for h in daemon.search("kettle", threshold=0.3) if h["file_path"] == str(note)
+        ]
+        return texts and all("heating element" in t for t in texts)
+
+    wait_until(replaced, 5)
+
+
+def test_an_atomic_save_through_a_temp_file_is_seen(daemon):
+    note = daemon.notes / "atomic.md"
+    write(note, "# Violin\n\nRosin the bow before practice.\n")
+    wait_until(lambda: str(note) in paths_of(daemon.search("rosin the violin bow", threshold=0.5)), 5)
+    temp = daemon.notes / ".atomic.md.swp~"
+    write(temp, "# Violin\n\nTune the strings with the fine tuners on the tailpiece.\n")
+    os.replace(temp, note)
+    wait_until(
+        lambda: any(
+            "fine tuners" in h["section_text"] for h in daemon.search("violin fine tuners", threshold=0.4)
+        ),
+        5,
+    )
+    assert str(temp) not in paths_of(daemon.search("violin", threshold=0.0))
+
+
+def test_a_backup_and_rename_save_keeps_the_note(daemon):
+    note = write(daemon.notes / "backup.md", "# Cactus\n\nWater the cactus once a month.\n")
+    wait_until(lambda: str(note) in paths_of(daemon.search("watering a cactus", threshold=0.5)), 5)
+    os.rename(note, daemon.notes / "backup.md~")
+    write(note, "# Cactus\n\nWater the cactus once a month; it flowers in spring.\n")
+    wait_until(
+        lambda: any(
+            "flowers in spring" in h["section_text"] for h in daemon.search("cactus flowers", threshold=0.4)
+        ),
+        5,
+    )
+    assert str(daemon.notes / "backup.md~") not in paths_of(daemon.search("cactus", threshold=0.0))
+
+
+def test_a_deleted_note_disappears(daemon):
+    note = write(daemon.notes / "gone.md", "# Volcano\n\nMagma rises through the volcanic vent.\n")
+    wait_until(lambda: str(note) in paths_of(daemon.search("volcano magma", threshold=0.5)), 5)
+    note.unlink()
+    wait_until(lambda: str(note) not in paths_of(daemon.search("volcano magma", threshold=0.0)), 5)
+
+
+def test_a_renamed_directory_moves_its_notes(daemon):
+    old = daemon.notes / "trips"
+    write(old / "alps.md", "# Alps\n\nThe glacier hut serves hot soup at noon.\n")
+    write(old / "coast.md", "# Coast\n\nTide pools fill with crabs at low tide.\n")
+    wait_until(
+        lambda: str(old / "coast.md") in paths_of(daemon.search("crabs in tide pools", threshold=0.5)), 5
+    )
+    new = daemon.notes / "journeys"
+    os.rename(old, new)
+
+    def moved():
+        found = paths_of(daemon.search("glacier hut soup", threshold=0.0)) | paths_of(
+            daemon.search("tide pools crabs", threshold=0.0)
+        )
+        return {str(new / "alps.md"), str(new / "coast.md")} <= found and not any(
+            p.startswith(str(old) + "/") for p in found
+        )
+
+    wait_until(moved, 5)
+
+
+def test_moving_a_note_out_of_the_roots_removes_it_and_moving_in_adds_it(daemon, tmp_path):
+    note = write(daemon.notes / "wander.md", "# Compass\n\nTrue north differs from magnetic north.\n")
+    wait_until(lambda: str(note) in paths_of(daemon.search("magnetic north", threshold=0.5)), 5)
+    outside = tmp_path / "wander.md"
+    os.rename(note, outside)
+    wait_until(lambda: str(note) not in paths_of(daemon.search("magnetic north", threshold=0.0)), 5)
+    os.rename(outside, daemon.notes / "back.md")
+    wait_until(
+        lambda: str(daemon.notes / "back.md") in paths_of(daemon.search("magnetic north", threshold=0.5)), 5
+    )
+
+
+def test_a_burst_of_1000_new_notes_is_absorbed_with_none_lost(daemon):
+    burst = daemon.notes / "burst"
+    for i in range(1000):
+        write(
+            burst / f"n{i:04d}.md", f"# Note {i}\n\nInventory item number {i} is stored on shelf {i % 37}.\n"
+        )
+    daemon.wait_fresh(timeout=280)
+    on_disk = sum(1 for _ in daemon.notes.rglob("*.md"))
+    status = daemon.status()
+    assert status["documents"] == {"indexed": on_disk}
+    assert status["daemon"]["queue_depth"] == 0
+
+
+def test_status_through_the_daemon_shows_its_state(daemon):
+    status = daemon.status()
+    assert status["daemon"]["pid"] == daemon.process.pid
+    assert status["daemon"]["uptime_s"] > 0
+    assert status["roots"] == [str(daemon.notes)]
+    assert status["documents"]["indexed"] >= 1 and status["last_indexed_at"]
+
+
+def test_every_search_response_states_its_freshness(daemon):
+    response = daemon.client.call("search", query="lighthouse", threshold=0.0)
+    assert set(response["freshness"]) == {"queue_depth", "last_change_applied_at"}
+
+
+def test_mdrag_search_through_the_daemon_loads_neither_torch_nor_pymilvus(daemon):
+    code = (
+        "import sys; sys.argv = ['mdrag', 'search', 'lighthouse wick', '--json', '--threshold', '0.3'];"
+        "from mdrag.cli import main; main();"
+        "print(json.dumps([m for m in ('torch', 'pymilvus', 'sentence_transformers') if m in sys.modules]),"
+        " file=sys.stderr)"
+    )
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-c", "import json;" + code],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stderr.strip().splitlines()[-1]) == []
+    assert json.loads(result.stdout)["results"][0]["file_path"] == str(daemon.notes / "seed.md")
+    assert elapsed < 3.0  # typically ~0.3s; generous for a loaded CI machine
+
+
+def test_reindex_and_status_commands_go_through_the_daemon(daemon):
+    env = daemon.env
+    reindexed = subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", "reindex", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert reindexed.returncode == 0, reindexed.stderr
+    assert json.loads(reindexed.stdout)["sections_embedded"] == 0
+    status = subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", "status"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "daemon:    running" in status.stdout and "queue:" in status.stdout
+
+
+def test_a_second_daemon_on_the_same_socket_exits_1_saying_already_running(daemon):
+    result = subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", "serve"],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "already running" in result.stderr
+
+
+def test_sigterm_exits_0_and_removes_the_socket(tmp_path):
+    write(tmp_path / "notes" / "a.md", "# A\n\nalpha\n")
+    process = DaemonProcess(tmp_path / "notes", tmp_path / "state").start()
+    try:
+        started = time.monotonic()
+        assert process.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 10
+        assert not os.path.exists(process.socket_path)
+    finally:
+        process.close()
+
+
+def test_a_stale_socket_file_is_replaced_at_start(tmp_path):
+    write(tmp_path / "notes" / "a.md", "# A\n\nalpha\n")
+    process = DaemonProcess(tmp_path / "notes", tmp_path / "state").start()
+    try:
+        process.stop(signal.SIGKILL)
+        assert os.path.exists(process.socket_path)  # left behind by kill -9
+        process.start()
+        assert process.client.alive()
+    finally:
+        process.close()
+
+
+def section_ids(db_path) -> list[tuple[str, str]]:
+    store = Store(str(db_path), model_id="sentence-transformers/all-MiniLM-L6-v2")
+    try:
+        return sorted((row["id"], row["file_path"]) for row in store.iter_vector_keys())
+    finally:
+        store.close()
+
+
+def test_after_kill_9_mid_burst_a_restart_ends_with_exactly_a_rebuilds_sections(tmp_path):
+    notes = tmp_path / "notes"
+    write(notes / "first.md", "# First\n\nThe first note.\n")
+    process = DaemonProcess(notes, tmp_path / "state").start()
+    try:
+        process.wait_fresh()
+        for i in range(300):
+            write(notes / "burst" / f"b{i:03d}.md", f"# Burst {i}\n\nParagraph {i} about river {i % 11}.\n")
+        wait_until(lambda: process.status()["documents"].get("indexed", 0) > 30, 60, interval=0.02)
+        process.stop(signal.SIGKILL)
+        for i in range(300, 320):  # and the notes change while it is down
+            write(notes / "burst" / f"b{i:03d}.md", f"# Burst {i}\n\nParagraph {i}.\n")
+        (notes / "burst" / "b000.md").unlink()
+        process.start()
+        process.wait_fresh(timeout=280)
+        on_disk = sum(1 for _ in notes.rglob("*.md"))
+        assert process.status()["documents"] == {"indexed": on_disk}
+        assert process.stop() == 0
+    finally:
+        process.close()
+    restarted = section_ids(tmp_path / "state" / "milvus.db")
+    rebuilt_env = {**process.env, "MDRAG_MILVUS_URI": str(tmp_path / "rebuilt" / "milvus.db")}
+    result = subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", "reindex", "--rebuild", "--json"],
+        env=rebuilt_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    rebuilt = section_ids(tmp_path / "rebuilt" / "milvus.db")
+    assert len(restarted) == len(set(restarted)), "duplicate sections after the restart"
+    assert restarted == rebuilt
