@@ -20,10 +20,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
-# The main job on the embedded default (Milvus Lite, bundled model): index NOTES and search it.
+# The main job on the embedded default (Milvus Lite, bundled model): the daemon over NOTES,
+# its index in .run/. Search it from a second terminal: .venv/bin/mdrag search "..."
 run: install
-	MDRAG_MILVUS_URI=$(CURDIR)/$(RUN_DIR)/milvus.db $(MDRAG) reindex $(NOTES)
-	MDRAG_MILVUS_URI=$(CURDIR)/$(RUN_DIR)/milvus.db $(MDRAG) search "how do I restore a database backup" --threshold 0.3 -k 3
+	MDRAG_MILVUS_URI=$(CURDIR)/$(RUN_DIR)/milvus.db $(MDRAG) serve --root $(NOTES)
 
 test: install
 	$(PY) -m pytest -q

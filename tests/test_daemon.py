@@ -265,3 +265,36 @@ def test_after_kill_9_mid_burst_a_restart_ends_with_exactly_a_rebuilds_sections(
     rebuilt = section_ids(tmp_path / "rebuilt" / "milvus.db")
     assert len(restarted) == len(set(restarted)), "duplicate sections after the restart"
     assert restarted == rebuilt
+
+
+def test_garbage_oversized_and_half_open_clients_do_not_disturb_a_concurrent_search(daemon):
+    import socket
+    import threading
+
+    answers = []
+    searcher = threading.Thread(
+        target=lambda: answers.extend(
+            daemon.search("lighthouse keeper wick", threshold=0.3) for _ in range(5)
+        )
+    )
+    searcher.start()
+    stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stalled.connect(daemon.socket_path)
+    stalled.sendall(b'{"v": 1, "op": "sea')  # half-open: never finished
+    for payload in (
+        b"\x00\xff garbage\n",
+        b"[]\n",
+        b'{"v":1,"op":"search","params":{"query":"' + b"x" * 1_100_000,
+    ):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(daemon.socket_path)
+            try:
+                sock.sendall(payload)
+            except BrokenPipeError:
+                pass
+            assert b'"ok": false' in sock.recv(65536)
+    searcher.join(60)
+    stalled.close()
+    assert len(answers) == 5
+    assert all(hits and hits[0]["file_path"] == str(daemon.notes / "seed.md") for hits in answers)
+    assert daemon.client.alive()
