@@ -8,7 +8,7 @@ NOTES   ?= examples/notes
 TORCH_INDEX ?=
 RUN_DIR := .run
 
-.PHONY: install run test lint clean
+.PHONY: install run test lint clean eval
 
 install: $(VENV)/.installed
 
@@ -34,3 +34,7 @@ lint: install
 
 clean:
 	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache
+
+# Retrieval quality on SciFact (or --notes/--queries/--qrels of your own): all modes, one run.
+eval: install
+	$(PY) -m bench.eval $(EVAL_ARGS)

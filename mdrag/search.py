@@ -11,10 +11,10 @@ import numpy as np
 from mdrag.catalog import Catalog
 from mdrag.embedder import Embedder
 from mdrag.protocol import SearchParams
-from mdrag.store import Store, quote
+from mdrag.store import HIT_FIELDS, Store, quote
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant; rank 1 scores 1/61
-CANDIDATE_FACTOR = 4  # rows asked per wanted hit: windows and swapped versions collapse
+CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
 
 
 @dataclass
@@ -52,7 +52,11 @@ class SearchResponse:
 
 
 class Searcher:
-    """Answers similarity queries over the index; safe to call from many threads."""
+    """Answers similarity queries over the index; safe to call from many threads.
+
+    Candidates come back from the engine as keys only; the display fields are fetched for
+    the final hits alone, so a search moves a few rows of text, not hundreds.
+    """
 
     def __init__(self, embedder: Embedder, store: Store, catalog: Catalog) -> None:
         self.embedder = embedder
@@ -62,19 +66,20 @@ class Searcher:
     def search(self, params: SearchParams) -> SearchResponse:
         started = time.perf_counter()
         vector = self.embedder.embed_query(params.query)
-        limit = min(16384, max(params.top_k * CANDIDATE_FACTOR, 40))
+        limit = min(16384, params.top_k * CANDIDATE_FACTOR + 10)
         expr = _filter(params)
         ranked: list[list[dict[str, Any]]] = []
         if params.mode in ("dense", "hybrid"):
-            ranked.append(self._sections(self.store.search_dense(vector, limit, expr), params, vector))
+            ranked.append(self._sections(self.store.search_dense(vector, limit, expr), params, cosine=True))
         # BM25 over an empty collection is an engine error, not an empty answer.
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
             ranked.append(
-                self._sections(self.store.search_keyword(params.query, limit, expr), params, vector)
+                self._sections(self.store.search_keyword(params.query, limit, expr), params, cosine=False)
             )
-        fused = _fuse(ranked) if len(ranked) > 1 else ranked[0]
-        best = max((row["cosine"] for row in fused), default=None)
-        hits = [_hit(row) for row in fused if row["cosine"] >= params.threshold][: params.top_k]
+        ordered = _fuse(ranked) if len(ranked) > 1 else (ranked[0] if ranked else [])
+        chosen, best = self._pass_threshold(ordered, vector, params)
+        rows = self.store.fetch_rows([c["id"] for c in chosen], HIT_FIELDS)
+        hits = [_hit(rows[c["id"]], c["cosine"]) for c in chosen if c["id"] in rows]
         message = ""
         if not hits:
             message = f"no section scored at or above the threshold {params.threshold:.2f}" + (
@@ -99,33 +104,68 @@ class Searcher:
         )
 
     def _sections(
-        self, rows: list[dict[str, Any]], params: SearchParams, query: np.ndarray
+        self, rows: list[dict[str, Any]], params: SearchParams, cosine: bool
     ) -> list[dict[str, Any]]:
-        """Rows -> one entry per section, in the engine's order, scored by its best window's cosine."""
+        """Windows -> one candidate per section, in the engine's order, with its best cosine if known."""
         sections: dict[tuple[str, str, int], dict[str, Any]] = {}
         for row in rows:
             if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]:
                 continue  # a version being swapped out or in: never mix two versions of a note
             if params.path_prefix and not row["file_path"].startswith(params.path_prefix):
                 continue
-            cosine = float(np.dot(query, row.pop("embedding"))) if "embedding" in row else row["distance"]
-            key = (row["file_path"], row["section_id"], row["start_position"])
-            if key in sections:
-                sections[key]["cosine"] = max(sections[key]["cosine"], cosine)
-            else:
-                row["cosine"] = cosine
+            key = _key(row)
+            score = row["distance"] if cosine else None
+            if key not in sections:
+                row["cosine"] = score
                 sections[key] = row
+            elif score is not None and score > sections[key]["cosine"]:
+                sections[key].update(id=row["id"], cosine=score)
         return list(sections.values())
+
+    def _pass_threshold(
+        self, ordered: list[dict[str, Any]], vector: np.ndarray, params: SearchParams
+    ) -> tuple[list[dict[str, Any]], float | None]:
+        """The first top_k candidates whose cosine passes the threshold, and the best cosine seen.
+
+        Keyword-only candidates have no cosine yet: the engine computes it, a slice at a time
+        and only as far down the ranking as needed.
+        """
+        chosen: list[dict[str, Any]] = []
+        best: float | None = None
+        step = params.top_k + 10
+        for start in range(0, len(ordered), step):
+            window = ordered[start : start + step]
+            unknown = [c["id"] for c in window if c["cosine"] is None]
+            if unknown:
+                cosines = self.store.cosines(vector, unknown)
+                for candidate in window:
+                    if candidate["cosine"] is None:
+                        candidate["cosine"] = cosines.get(candidate["id"])
+            for candidate in window:
+                if candidate["cosine"] is None:
+                    continue
+                best = candidate["cosine"] if best is None else max(best, candidate["cosine"])
+                if candidate["cosine"] >= params.threshold and len(chosen) < params.top_k:
+                    chosen.append(candidate)
+            if len(chosen) >= params.top_k:
+                break
+        return chosen, best
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str, int]:
+    return (row["file_path"], row["section_id"], row["start_position"])
 
 
 def _fuse(lists: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Reciprocal rank fusion: order by the sum of 1/(k + rank) over the lists a section is in."""
+    """Reciprocal rank fusion: order by the sum of 1/(k + rank) over the lists a section is in.
+
+    The dense list comes first, so a section found by both keeps its dense window and cosine.
+    """
     fused: dict[tuple[str, str, int], tuple[float, dict[str, Any]]] = {}
     for ranked in lists:
         for rank, row in enumerate(ranked, start=1):
-            key = (row["file_path"], row["section_id"], row["start_position"])
+            key = _key(row)
             score, kept = fused.get(key, (0.0, row))
-            kept["cosine"] = max(kept["cosine"], row["cosine"])
             fused[key] = (score + 1.0 / (RRF_K + rank), kept)
     return [row for _, row in sorted(fused.values(), key=lambda item: -item[0])]
 
@@ -145,13 +185,13 @@ def _filter(params: SearchParams) -> str:
     return " and ".join(clauses)
 
 
-def _hit(row: dict[str, Any]) -> Hit:
+def _hit(row: dict[str, Any], cosine: float) -> Hit:
     return Hit(
         file_path=row["file_path"],
         section_heading=row["section_heading"],
         heading_level=row["heading_level"],
         chunk_index=row["chunk_index"],
-        confidence_score=round(row["cosine"], 4),
+        confidence_score=round(cosine, 4),
         section_text=row["section_text"],
         start_line=row["start_line"],
         end_line=row["end_line"],

@@ -30,7 +30,9 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
 # pymilvus warns on every query iterator that Milvus Lite has no server timestamp to give.
 logging.getLogger("pymilvus").setLevel(logging.ERROR)
 
-# What a search hit carries back from document_vectors.
+# What a search candidate carries: enough to de-duplicate windows and check its version.
+CANDIDATE_FIELDS = ["section_id", "file_path", "file_hash", "start_position"]
+# What a search hit shows, fetched for the final hits only.
 HIT_FIELDS = [
     "section_id",
     "file_path",
@@ -208,7 +210,9 @@ class Store:
             max_length=512,
         )
         s.add_field("section_text", DataType.VARCHAR, max_length=65535)
-        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, enable_analyzer=full_text)
+        # The english analyzer stems and drops stop words: "restoring backups" matches "restore a backup".
+        analyzer = {"enable_analyzer": True, "analyzer_params": {"type": "english"}} if full_text else {}
+        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, **analyzer)
         s.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dimension)
         index = self._client.prepare_index_params()
         index.add_index("embedding", index_type="FLAT", metric_type="COSINE")
@@ -349,6 +353,7 @@ class Store:
         return int(result[0]["count(*)"]) if result else 0
 
     def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
+        """Nearest windows by cosine, as light candidates (keys only; `distance` is the cosine)."""
         result = self._call(
             self._client.search,
             VECTORS,
@@ -356,13 +361,13 @@ class Store:
             anns_field="embedding",
             limit=limit,
             filter=filter,
-            output_fields=HIT_FIELDS,
+            output_fields=CANDIDATE_FIELDS,
             search_params={"metric_type": "COSINE"},
         )
         return [self._hit(match) for match in result[0]]
 
     def search_keyword(self, text: str, limit: int, filter: str = "") -> list[dict[str, Any]]:
-        """BM25 matches, each with its stored embedding so its cosine score can be computed."""
+        """Best BM25 windows, as light candidates (`distance` is the BM25 score)."""
         if not self.full_text:
             return []
         try:
@@ -372,7 +377,7 @@ class Store:
                 anns_field="sparse",
                 limit=limit,
                 filter=filter,
-                output_fields=[*HIT_FIELDS, "embedding"],
+                output_fields=CANDIDATE_FIELDS,
                 search_params={"metric_type": "BM25"},
             )
         except MilvusException as exc:
@@ -382,6 +387,29 @@ class Store:
                 return []
             raise StoreError(f"Milvus BM25 search failed on {self.uri}: {exc.message}") from exc
         return [self._hit(match) for match in result[0]]
+
+    def cosines(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The query's cosine with these rows, computed by the engine (no vectors cross the wire)."""
+        if not ids:
+            return {}
+        result = self._call(
+            self._client.search,
+            VECTORS,
+            data=[vector.tolist()],
+            anns_field="embedding",
+            limit=len(ids),
+            filter=in_filter("id", ids),
+            output_fields=[],
+            search_params={"metric_type": "COSINE"},
+        )
+        return {match["id"]: float(match["distance"]) for match in result[0]}
+
+    def fetch_rows(self, ids: Sequence[str], fields: list[str]) -> dict[str, dict[str, Any]]:
+        """Rows by primary key (hex ids, safe in pymilvus' unescaped id filter)."""
+        if not ids:
+            return {}
+        rows = self._call(self._client.get, VECTORS, ids=list(ids), output_fields=fields)
+        return {row["id"]: row for row in rows}
 
     @staticmethod
     def _hit(match: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Benchmarks and retrieval evaluation for mdrag, each runnable with one command."""

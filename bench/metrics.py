@@ -1,0 +1,58 @@
+"""Retrieval metrics as BEIR computes them: nDCG@k, Recall@k, MRR@k over ranked document ids."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    """Normalized discounted cumulative gain with the standard log2(rank + 1) discount."""
+    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 2) for rank, doc in enumerate(ranked[:k]))
+    ideal = sorted((g for g in relevant.values() if g > 0), reverse=True)[:k]
+    idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 100) -> float:
+    wanted = {doc for doc, gain in relevant.items() if gain > 0}
+    return len(wanted & set(ranked[:k])) / len(wanted) if wanted else 0.0
+
+
+def mrr_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    for rank, doc in enumerate(ranked[:k], start=1):
+        if relevant.get(doc, 0) > 0:
+            return 1.0 / rank
+    return 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation, as numpy's default."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def best_f1_threshold(
+    scored: Sequence[tuple[float, bool]], total_relevant: int, steps: int = 100
+) -> tuple[float, float]:
+    """(threshold, F1) that maximizes micro F1 when every hit scoring >= threshold is kept.
+
+    `scored` holds one (score, is_relevant) pair per returned document of every query.
+    """
+    best = (0.0, 0.0)
+    for step in range(steps + 1):
+        threshold = step / steps
+        kept = [relevant for score, relevant in scored if score >= threshold]
+        hits = sum(kept)
+        if not kept or not hits:
+            continue
+        precision, recall = hits / len(kept), hits / total_relevant
+        f1 = 2 * precision * recall / (precision + recall)
+        if f1 > best[1]:
+            best = (threshold, f1)
+    return best
