@@ -12,7 +12,7 @@ from typing import Any
 from loguru import logger
 
 from mdrag.config import Config
-from mdrag.errors import ConfigError, QueryError
+from mdrag.errors import ConfigError, QueryError, StoreError
 from mdrag.notify import SystemdNotifier
 from mdrag.server import SocketServer
 from mdrag.service import Service
@@ -20,6 +20,11 @@ from mdrag.watcher import Watcher
 from mdrag.workqueue import Command, FileChanges, WorkQueue
 
 MAX_WAIT_FRESH_S = 300.0
+STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
+
+
+class _StopDuringStartup(Exception):
+    """SIGTERM or SIGINT arrived before the service was up."""
 
 
 class Daemon:
@@ -38,6 +43,7 @@ class Daemon:
         self.progress: tuple[int, int] | None = None
         self.started_at = time.time()
         self._stop = threading.Event()
+        self._ready = threading.Event()
         self.service: Service | None = None
         self.watcher: Watcher | None = None
 
@@ -47,11 +53,14 @@ class Daemon:
         """Serve until SIGTERM or SIGINT; returns the exit code."""
         self.server.claim()  # fail fast, before the model loads, if another daemon runs
         for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: self._stop.set())
+            signal.signal(signum, self._on_signal)
         try:
+            # Serve at once, so a client never mistakes a starting daemon for none and opens
+            # the index itself; its requests wait until the service is up (see handle).
+            self.server.start()
             self.notifier.status("loading the model and opening the index")
             self.service = Service(self.config)
-            self.server.start()
+            self._ready.set()
             self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
             self.watcher.start()  # before the first reconcile, so no change slips between the two
             self.queue.submit(Command("reconcile"))
@@ -67,12 +76,21 @@ class Daemon:
             self.watcher.stop()
             writer.join(timeout=30)  # the writer finishes the batch in hand, then exits
             return 0
+        except _StopDuringStartup:
+            logger.info("stopped while starting")
+            return 0
         finally:
             self.server.stop()
             if self.service is not None:
                 self.service.close()
             self.notifier.close()
             logger.info("stopped")
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._stop.set()
+        if not self._ready.is_set():
+            # Loading the model can take a while; a stop request should not wait for it.
+            raise _StopDuringStartup()
 
     def _main_loop(self) -> None:
         interval = self.config.watch_sweep_interval_s
@@ -157,9 +175,10 @@ class Daemon:
     # ---- requests from the socket -----------------------------------------------------------------
 
     def handle(self, op: str, params: dict[str, Any]) -> Any:
-        assert self.service is not None
         if op == "ping":
-            return {"pong": True, "pid": os.getpid()}
+            return {"pong": True, "pid": os.getpid(), "state": self.state}
+        if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
+            raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
         if op == "search":
             wait = params.pop("wait_fresh", None)
             if wait is not None:

@@ -119,23 +119,26 @@ class Store:
         self.model_id = model_id
         self.full_text = True  # BM25 sparse field present; False on servers without it
         self.is_lite = "://" not in uri
+        held = False
         if self.is_lite:
-            Path(uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            uri = str(Path(uri).expanduser())
+            db = Path(uri).expanduser()
+            db.parent.mkdir(parents=True, exist_ok=True)
+            uri = str(db)
+            # Milvus Lite keeps ".NAME.lock" beside a database while a process has it open,
+            # and a failed second open deletes it: so look before trying.
+            held = (db.parent / f".{db.name}.lock").exists()
         try:
             self._client = MilvusClient(uri=uri, token=token or "")
         except Exception as exc:  # pymilvus raises several unrelated types here
-            raise self._open_error(exc) from exc
+            raise self._open_error(exc, held) from exc
         self._identity = json.dumps(
             {"mdrag_schema": SCHEMA_VERSION, "model": model_id, "dim": dimension}, sort_keys=True
         )
         self._ensure_collections()
 
-    def _open_error(self, exc: Exception) -> StoreError:
+    def _open_error(self, exc: Exception, held: bool) -> StoreError:
         text = str(exc)
-        db = Path(self.uri).expanduser()
-        # Milvus Lite keeps ".NAME.lock" beside a database while a process has it open.
-        if self.is_lite and (db.parent / f".{db.name}.lock").exists():
+        if held:
             return StoreLockedError(
                 f"the index {self.uri} is held by another process, and no mdrag daemon answered "
                 "on the socket: stop that process (or wait for it to finish), then try again"

@@ -54,6 +54,7 @@ class DaemonProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.log()}")
             if self.client.alive():
+                self.client.call("status")  # answers once the model is loaded and the index open
                 return self
             time.sleep(0.2)
         raise RuntimeError(f"daemon did not come up in {timeout}s:\n{self.log()}")

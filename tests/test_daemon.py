@@ -31,12 +31,38 @@ def paths_of(hits):
     return {hit["file_path"] for hit in hits}
 
 
-def test_a_new_note_is_found_within_two_seconds(daemon):
-    note = write(daemon.notes / "new" / "otter.md", "# Otters\n\nSea otters hold hands while they sleep.\n")
-    elapsed = wait_until(
-        lambda: str(note) in paths_of(daemon.search("otters holding hands", threshold=0.5)), 5
+def cli_search(daemon, query: str, threshold: float = 0.5) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", "search", query, "--json", "--threshold", str(threshold)],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
+    assert result.returncode == 0, result.stderr
+    return paths_of(json.loads(result.stdout)["results"])
+
+
+def test_a_new_note_is_found_by_mdrag_search_within_two_seconds(daemon):
+    note = write(daemon.notes / "new" / "otter.md", "# Otters\n\nSea otters hold hands while they sleep.\n")
+    elapsed = wait_until(lambda: str(note) in cli_search(daemon, "otters holding hands"), 10, interval=0.0)
     assert elapsed < 2.0, f"took {elapsed:.2f}s"
+
+
+def test_renaming_a_note_moves_it_in_the_index(daemon):
+    note = write(
+        daemon.notes / "draft-name.md", "# Pelican\n\nPelicans scoop fish into their throat pouch.\n"
+    )
+    wait_until(lambda: str(note) in paths_of(daemon.search("pelican pouch", threshold=0.5)), 5)
+    renamed = daemon.notes / "pelicans.md"
+    os.rename(note, renamed)
+    wait_until(
+        lambda: (
+            paths_of(daemon.search("pelican pouch", threshold=0.5)) & {str(note), str(renamed)}
+            == {str(renamed)}
+        ),
+        5,
+    )
 
 
 def test_an_edit_replaces_the_old_text(daemon):
@@ -129,6 +155,11 @@ def test_a_burst_of_1000_new_notes_is_absorbed_with_none_lost(daemon):
         write(
             burst / f"n{i:04d}.md", f"# Note {i}\n\nInventory item number {i} is stored on shelf {i % 37}.\n"
         )
+    # Searches are never held up by the indexing: the model lets a query go between batches.
+    wait_until(lambda: daemon.status()["daemon"]["queue_depth"] > 0, 5)
+    started = time.monotonic()
+    assert daemon.search("lighthouse keeper wick", threshold=0.3)
+    assert time.monotonic() - started < 3.0
     daemon.wait_fresh(timeout=280)
     on_disk = sum(1 for _ in daemon.notes.rglob("*.md"))
     status = daemon.status()
@@ -298,3 +329,54 @@ def test_garbage_oversized_and_half_open_clients_do_not_disturb_a_concurrent_sea
     assert len(answers) == 5
     assert all(hits and hits[0]["file_path"] == str(daemon.notes / "seed.md") for hits in answers)
     assert daemon.client.alive()
+
+
+def test_a_store_held_by_a_process_that_does_not_answer_is_reported_as_such(tmp_path):
+    db = tmp_path / "held" / "milvus.db"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from mdrag.store import Store; s = Store({str(db)!r}); print('held', flush=True); input()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        env = {
+            **os.environ,
+            "MDRAG_MILVUS_URI": str(db),
+            "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "none.sock"),
+            "MDRAG_CONFIG": str(write(tmp_path / "c.yaml", "{}\n")),
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "mdrag.cli", "status"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 1
+        assert "held by another process" in result.stderr and "no mdrag daemon answered" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+def test_a_stop_request_while_the_model_loads_exits_0_promptly(tmp_path):
+    write(tmp_path / "notes" / "a.md", "# A\n\nalpha\n")
+    process = DaemonProcess(tmp_path / "notes", tmp_path / "state")
+    try:
+        log = open(process.log_path, "a")  # noqa: SIM115
+        process.process = subprocess.Popen(
+            [sys.executable, "-m", "mdrag.cli", "serve"], env=process.env, stdout=log, stderr=log
+        )
+        wait_until(process.client.alive, 60)  # the socket answers pings before the model is up
+        started = time.monotonic()
+        assert process.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 10
+        assert not os.path.exists(process.socket_path)
+    finally:
+        process.close()
