@@ -27,8 +27,9 @@ MAX_TAGS = 64
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
-# pymilvus warns on every query iterator that Milvus Lite has no server timestamp to give.
-logging.getLogger("pymilvus").setLevel(logging.ERROR)
+# pymilvus logs every failed call (and a warning per query iterator on Milvus Lite); mdrag
+# raises its own StoreError with the message, so its log would only say it twice.
+logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
 
 # What a search candidate carries: enough to de-duplicate windows and check its version.
 CANDIDATE_FIELDS = ["section_id", "file_path", "file_hash", "start_position"]
@@ -219,8 +220,6 @@ class Store:
         s.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dimension)
         index = self._client.prepare_index_params()
         index.add_index("embedding", index_type="FLAT", metric_type="COSINE")
-        index.add_index("doc_id", index_type="INVERTED")
-        index.add_index("section_id", index_type="INVERTED")
         if full_text:
             s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
             s.add_function(
@@ -234,6 +233,19 @@ class Store:
             index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         # Strong consistency: a search issued after a write sees that write (read-your-writes).
         self._client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
+        self._add_scalar_indexes(VECTORS, ["doc_id", "section_id"])
+
+    def _add_scalar_indexes(self, name: str, fields: list[str]) -> None:
+        """INVERTED indexes speed up the id filters; servers before Milvus 2.4 lack them and scan."""
+        self._client.release_collection(name)
+        for field_name in fields:
+            params = self._client.prepare_index_params()
+            params.add_index(field_name, index_type="INVERTED")
+            try:
+                self._client.create_index(name, params)
+            except MilvusException as exc:
+                logger.info("no INVERTED index on {}.{} ({}); filters on it scan", name, field_name, exc.message)
+        self._client.load_collection(name)
 
     def _create_metadata(self) -> None:
         s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=self._identity)
@@ -279,7 +291,6 @@ class Store:
         s.add_field("doc_vector", DataType.FLOAT_VECTOR, dim=self.dimension)
         index = self._client.prepare_index_params()
         index.add_index("doc_vector", index_type="FLAT", metric_type="COSINE")
-        index.add_index("file_path", index_type="INVERTED")
         self._client.create_collection(METADATA, schema=s, index_params=index, consistency_level="Strong")
 
     def drop_all(self) -> None:
