@@ -8,7 +8,7 @@ NOTES   ?= examples/notes
 TORCH_INDEX ?=
 RUN_DIR := .run
 
-.PHONY: install run test lint clean eval
+.PHONY: install run test lint clean eval compose-tool
 
 install: $(VENV)/.installed
 
@@ -25,8 +25,15 @@ $(VENV)/.installed: pyproject.toml
 run: install
 	MDRAG_MILVUS_URI=$(CURDIR)/$(RUN_DIR)/milvus.db $(MDRAG) serve --root $(NOTES)
 
-test: install
+test: install compose-tool
 	$(PY) -m pytest -q
+
+# The compose file is validated by Debian's docker-compose (no Docker engine needed).
+compose-tool:
+	@command -v docker-compose >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null; }; }; } || \
+	  echo "docker-compose is missing (apt-get install docker-compose); the compose test will fail"
 
 lint: install
 	$(VENV)/bin/ruff check mdrag tests bench

@@ -296,6 +296,10 @@ def _print_status(report: dict[str, Any]) -> None:
     click.echo(
         f"store:     {store['uri']}" + ("" if store.get("full_text_search", True) else " (dense only)")
     )
+    if daemon and not daemon.get("store_available", True):
+        click.echo(
+            click.style(f"           UNAVAILABLE: {daemon['store_error']} (changes are queued)", fg="red")
+        )
     if report["failed"]:
         click.echo(f"failed files ({len(report['failed'])}):")
         for failure in report["failed"]:

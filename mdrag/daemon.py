@@ -21,6 +21,7 @@ from mdrag.workqueue import Command, FileChanges, WorkQueue
 
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
+BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
 
 
 class _StopDuringStartup(Exception):
@@ -44,6 +45,7 @@ class Daemon:
         self.started_at = time.time()
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self.store_error: str | None = None  # set while the store does not answer
         self.service: Service | None = None
         self.watcher: Watcher | None = None
 
@@ -116,23 +118,63 @@ class Daemon:
     # ---- the one writer ---------------------------------------------------------------------------
 
     def _writer(self) -> None:
+        backoff = BACKOFF_MIN_S
         while not self._stop.is_set():
+            if self.store_error is not None:
+                if not self._reconnect():
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, BACKOFF_MAX_S)
+                    continue
+                backoff = BACKOFF_MIN_S
             work = self.queue.take(timeout=0.5)
             if work is None:
                 continue
-            applied = True
+            applied = False
             try:
                 self._apply(work)
+                applied = True
+            except StoreError as exc:
+                self._store_failed(exc, work)
             except Exception as exc:
-                applied = False
                 logger.exception("index update failed: {}", exc)
                 if isinstance(work, Command):
                     work.error = exc
             finally:
-                if isinstance(work, Command):
+                if isinstance(work, Command) and (applied or work.error is not None):
                     work.done.set()
                 self.queue.finish(applied)
         logger.debug("writer stopped")
+
+    def _store_failed(self, exc: StoreError, work: FileChanges | Command) -> None:
+        """Keep the work for later: the store comes back and the queue replays it."""
+        self.store_error = str(exc)
+        logger.error("the store is unavailable, changes are queued and retried: {}", exc)
+        if isinstance(work, FileChanges):
+            for path in work.files:
+                self.queue.add_file(path)
+            for path in work.directories:
+                self.queue.add_directory(path)
+        elif work.kind == "reconcile":
+            self.queue.submit(Command("reconcile"))
+        else:
+            work.error = exc  # a client waits for this reindex: tell it now
+            self.queue.submit(Command("reconcile"))
+
+    def _reconnect(self) -> bool:
+        """Once the store answers again: reload what it holds and repair half-done writes."""
+        assert self.service is not None
+        try:
+            self.service.store.ping()
+            # A write that failed midway may have landed in part: the store's metadata is
+            # the truth, and rows no indexed version owns go.
+            self.service.catalog.reset(self.service.store.load_catalog())
+            self.service.indexer.repair()
+        except StoreError as exc:
+            logger.debug("store still unavailable: {}", exc)
+            return False
+        logger.info("the store is back; applying {} queued change(s)", self.queue.depth())
+        self.store_error = None
+        return True
 
     def _apply(self, work: FileChanges | Command) -> None:
         assert self.service is not None
@@ -179,6 +221,11 @@ class Daemon:
             return {"pong": True, "pid": os.getpid(), "state": self.state}
         if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
+        if op == "search" and self.store_error is not None:
+            raise StoreError(
+                f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.store_error}); "
+                "changes are queued and will be applied when it is back"
+            )
         if op == "search":
             wait = params.pop("wait_fresh", None)
             if wait is not None:
@@ -213,6 +260,8 @@ class Daemon:
 
     def daemon_status(self) -> dict[str, Any]:
         return {
+            "store_available": self.store_error is None,
+            "store_error": self.store_error,
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),
             "state": self.state,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,10 @@ class Searcher:
 
     def search(self, params: SearchParams) -> SearchResponse:
         started = time.perf_counter()
+        if params.mode != "dense" and not self.store.full_text:
+            # A server without full-text search (before Milvus 2.5) serves dense search only;
+            # the store warned once when it opened.
+            params = replace(params, mode="dense")
         vector = self.embedder.embed_query(params.query)
         limit = min(16384, params.top_k * CANDIDATE_FACTOR + 10)
         expr = _filter(params)

@@ -114,7 +114,9 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 class Store:
     """Reads and writes the index in Milvus (Milvus Lite file or a Milvus server)."""
 
-    def __init__(self, uri: str, token: str = "", dimension: int = 384, model_id: str = "") -> None:
+    def __init__(
+        self, uri: str, token: str = "", dimension: int = 384, model_id: str = "", timeout_s: float = 30.0
+    ) -> None:
         self.uri = uri
         self.dimension = dimension
         self.model_id = model_id
@@ -129,7 +131,9 @@ class Store:
             # and a failed second open deletes it: so look before trying.
             held = (db.parent / f".{db.name}.lock").exists()
         try:
-            self._client = MilvusClient(uri=uri, token=token or "")
+            # A per-call timeout bounds pymilvus' retries, so an unreachable server is an error
+            # after timeout_s rather than a call that hangs.
+            self._client = MilvusClient(uri=uri, token=token or "", timeout=timeout_s)
         except Exception as exc:  # pymilvus raises several unrelated types here
             raise self._open_error(exc, held) from exc
         self._identity = json.dumps(
@@ -244,7 +248,9 @@ class Store:
             try:
                 self._client.create_index(name, params)
             except MilvusException as exc:
-                logger.info("no INVERTED index on {}.{} ({}); filters on it scan", name, field_name, exc.message)
+                logger.info(
+                    "no INVERTED index on {}.{} ({}); filters on it scan", name, field_name, exc.message
+                )
         self._client.load_collection(name)
 
     def _create_metadata(self) -> None:
@@ -458,8 +464,9 @@ class Store:
                 f"Milvus {getattr(method, '__name__', 'call')} failed on {self.uri}: {exc.message}"
             ) from exc
 
-    def ping(self) -> None:
-        self._call(self._client.list_collections)
+    def ping(self, timeout_s: float = 3.0) -> None:
+        """Raises StoreError unless the store answers within `timeout_s`."""
+        self._call(self._client.list_collections, timeout=timeout_s)
 
     def close(self) -> None:
         try:

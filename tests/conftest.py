@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from mdrag.config import Config
+from tests.milvus_server import MilvusServer
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bundled model must never need the network
 
@@ -33,10 +36,34 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def private_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mdrag's own state (the crash marker of a server index) stays inside the test."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
+@pytest.fixture(scope="session")
+def milvus_server() -> Iterator[MilvusServer]:
+    """One real Milvus standalone server for the session, stopped by its PID afterwards."""
+    server = MilvusServer().start()
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=["lite", "server"])
+def milvus_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store-level suite runs on Milvus Lite and on a real Milvus server."""
+    if request.param == "lite":
+        return str(tmp_path / "index" / "milvus.db")
+    server: MilvusServer = request.getfixturevalue("milvus_server")
+    server.wipe(keep_model=MODEL_ID)
+    return server.uri
+
+
 @pytest.fixture()
-def make_config(tmp_path: Path) -> Callable[..., Config]:
+def make_config(tmp_path: Path, milvus_uri: str) -> Callable[..., Config]:
     def build(roots: list[Path] | None = None, **values) -> Config:
-        values.setdefault("milvus_uri", str(tmp_path / "index" / "milvus.db"))
+        values.setdefault("milvus_uri", milvus_uri)
         values.setdefault("server_socket_path", str(tmp_path / "s.sock"))
         return Config().with_overrides(roots=tuple(str(r) for r in roots or ()), **values)
 

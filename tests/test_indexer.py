@@ -259,6 +259,6 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
     from mdrag.store import Store
 
     config = make_config([notes])
-    Store(config.milvus_uri, dimension=384, model_id="some/other-model").close()
+    Store(config.milvus_uri, dimension=384, model_id=embedder.model_id).close()
     with pytest.raises(SchemaMismatchError, match="mdrag reindex --rebuild"):
-        Store(config.milvus_uri, dimension=384, model_id=embedder.model_id)
+        Store(config.milvus_uri, dimension=384, model_id="some/other-model")
