@@ -62,13 +62,14 @@ class Daemon:
             self.server.start()
             self.notifier.status("loading the model and opening the index")
             self.service = Service(self.config)
-            self._ready.set()
             self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
             self.watcher.start()  # before the first reconcile, so no change slips between the two
             self.queue.submit(Command("reconcile"))
             self.state = "reconciling"
             writer = threading.Thread(target=self._writer, name="mdrag-writer", daemon=True)
             writer.start()
+            # Only now: a request that waits for freshness must find the first reconcile queued.
+            self._ready.set()
             self.notifier.ready(self._status_line())
             logger.info("serving on {}", self.server.path)
             self._main_loop()

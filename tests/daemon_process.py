@@ -44,11 +44,16 @@ class DaemonProcess:
         path.write_text("{}\n")
         return path
 
-    def start(self, timeout: float = 90.0) -> DaemonProcess:
+    def launch(self) -> None:
+        """Start `mdrag serve` without waiting for it."""
         log = open(self.log_path, "a")  # noqa: SIM115 - handed to the child process
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mdrag.cli", "serve"], env=self.env, stdout=log, stderr=log, text=True
         )
+
+    def start(self, timeout: float = 90.0) -> DaemonProcess:
+        self.launch()
+        assert self.process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -79,6 +84,13 @@ class DaemonProcess:
             self.process.send_signal(sig)
         return self.process.wait(timeout)
 
+    def stop_cleanly(self) -> None:
+        """SIGTERM must end the daemon with exit 0 within a few seconds and remove its socket."""
+        started = time.monotonic()
+        assert self.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 10
+        assert not os.path.exists(self.socket_path)
+
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
@@ -98,3 +110,27 @@ def wait_until(predicate, timeout: float, interval: float = 0.05) -> float:
         if time.monotonic() - started > timeout:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def mdrag_cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def stored_vector_ids(uri: str) -> list[str]:
+    """Every vector row id in an index (ids derive from path, file hash, section and window)."""
+    from mdrag.store import Store
+
+    store = Store(uri, model_id="sentence-transformers/all-MiniLM-L6-v2")
+    try:
+        return sorted(row["id"] for row in store.iter_vector_keys())
+    finally:
+        store.close()
+
+
+def rebuilt_vector_ids(env: dict[str, str], db_path: Path) -> list[str]:
+    """The rows a fresh `mdrag reindex --rebuild` of the same notes produces, in a new Lite index."""
+    result = mdrag_cli({**env, "MDRAG_MILVUS_URI": str(db_path)}, "reindex", "--rebuild", "--json")
+    assert result.returncode == 0, result.stderr
+    return stored_vector_ids(str(db_path))

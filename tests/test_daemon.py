@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from mdrag.store import Store
 from tests.conftest import write
-from tests.daemon_process import DaemonProcess, wait_until
+from tests.daemon_process import DaemonProcess, rebuilt_vector_ids, stored_vector_ids, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -235,10 +234,7 @@ def test_sigterm_exits_0_and_removes_the_socket(tmp_path):
     write(tmp_path / "notes" / "a.md", "# A\n\nalpha\n")
     process = DaemonProcess(tmp_path / "notes", tmp_path / "state").start()
     try:
-        started = time.monotonic()
-        assert process.stop(signal.SIGTERM) == 0
-        assert time.monotonic() - started < 10
-        assert not os.path.exists(process.socket_path)
+        process.stop_cleanly()
     finally:
         process.close()
 
@@ -253,14 +249,6 @@ def test_a_stale_socket_file_is_replaced_at_start(tmp_path):
         assert process.client.alive()
     finally:
         process.close()
-
-
-def section_ids(db_path) -> list[tuple[str, str]]:
-    store = Store(str(db_path), model_id="sentence-transformers/all-MiniLM-L6-v2")
-    try:
-        return sorted((row["id"], row["file_path"]) for row in store.iter_vector_keys())
-    finally:
-        store.close()
 
 
 def test_after_kill_9_mid_burst_a_restart_ends_with_exactly_a_rebuilds_sections(tmp_path):
@@ -283,17 +271,8 @@ def test_after_kill_9_mid_burst_a_restart_ends_with_exactly_a_rebuilds_sections(
         assert process.stop() == 0
     finally:
         process.close()
-    restarted = section_ids(tmp_path / "state" / "milvus.db")
-    rebuilt_env = {**process.env, "MDRAG_MILVUS_URI": str(tmp_path / "rebuilt" / "milvus.db")}
-    result = subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", "reindex", "--rebuild", "--json"],
-        env=rebuilt_env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr
-    rebuilt = section_ids(tmp_path / "rebuilt" / "milvus.db")
+    restarted = stored_vector_ids(str(tmp_path / "state" / "milvus.db"))
+    rebuilt = rebuilt_vector_ids(process.env, tmp_path / "rebuilt" / "milvus.db")
     assert len(restarted) == len(set(restarted)), "duplicate sections after the restart"
     assert restarted == rebuilt
 
@@ -369,14 +348,8 @@ def test_a_stop_request_while_the_model_loads_exits_0_promptly(tmp_path):
     write(tmp_path / "notes" / "a.md", "# A\n\nalpha\n")
     process = DaemonProcess(tmp_path / "notes", tmp_path / "state")
     try:
-        log = open(process.log_path, "a")  # noqa: SIM115
-        process.process = subprocess.Popen(
-            [sys.executable, "-m", "mdrag.cli", "serve"], env=process.env, stdout=log, stderr=log
-        )
+        process.launch()
         wait_until(process.client.alive, 60)  # the socket answers pings before the model is up
-        started = time.monotonic()
-        assert process.stop(signal.SIGTERM) == 0
-        assert time.monotonic() - started < 10
-        assert not os.path.exists(process.socket_path)
+        process.stop_cleanly()
     finally:
         process.close()

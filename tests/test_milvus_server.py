@@ -12,7 +12,7 @@ from loguru import logger
 from mdrag.errors import RemoteError
 from mdrag.store import Store
 from tests.conftest import MODEL_ID, write
-from tests.daemon_process import DaemonProcess, wait_until
+from tests.daemon_process import DaemonProcess, rebuilt_vector_ids, stored_vector_ids, wait_until
 
 
 def test_a_server_without_full_text_search_warns_once_and_serves_dense_search(milvus_server):
@@ -28,14 +28,6 @@ def test_a_server_without_full_text_search_warns_once_and_serves_dense_search(mi
         logger.remove(sink)
     assert store.full_text is False and reopened.full_text is False
     assert sum("full-text" in w for w in warnings) == 2  # once per open, never per search
-
-
-def vector_ids(uri: str) -> list[str]:
-    store = Store(uri, model_id=MODEL_ID)
-    try:
-        return sorted(row["id"] for row in store.iter_vector_keys())
-    finally:
-        store.close()
 
 
 def test_the_daemon_outlives_a_server_outage_and_lands_every_queued_change_once(milvus_server, tmp_path):
@@ -86,15 +78,6 @@ def test_the_daemon_outlives_a_server_outage_and_lands_every_queued_change_once(
     finally:
         daemon.close()
 
-    on_server = vector_ids(milvus_server.uri)
-    rebuilt_env = {**daemon.env, "MDRAG_MILVUS_URI": str(tmp_path / "rebuilt" / "milvus.db")}
-    result = subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", "reindex", "--json"],
-        env=rebuilt_env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr
+    on_server = stored_vector_ids(milvus_server.uri)
     assert len(on_server) == len(set(on_server)), "a change landed twice"
-    assert on_server == vector_ids(str(tmp_path / "rebuilt" / "milvus.db"))
+    assert on_server == rebuilt_vector_ids(daemon.env, tmp_path / "rebuilt" / "milvus.db")
