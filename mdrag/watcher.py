@@ -13,7 +13,7 @@ from mdrag.scanner import NOTE_SUFFIXES, NoteFilter
 from mdrag.workqueue import WorkQueue
 
 
-class _NoteEvents(FileSystemEventHandler):
+class NoteEventHandler(FileSystemEventHandler):
     """Maps watchdog events to the paths whose index entries may have changed."""
 
     def __init__(self, note_filter: NoteFilter, queue: WorkQueue) -> None:
@@ -64,7 +64,7 @@ class Watcher:
         self._overflow = _OverflowListener(on_overflow)
 
     def start(self) -> None:
-        handler = _NoteEvents(self.filter, self.queue)
+        handler = NoteEventHandler(self.filter, self.queue)
         for root in self.filter.roots:
             self._observer.schedule(handler, str(root), recursive=True)
         logging.getLogger("watchdog").addHandler(self._overflow)

@@ -1,0 +1,59 @@
+"""The watcher's event mapping and its overflow alarm, with real watchdog objects and no daemon."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from watchdog.events import DirMovedEvent, FileCreatedEvent, FileMovedEvent
+
+from mdrag.scanner import NoteFilter
+from mdrag.watcher import Watcher
+from mdrag.workqueue import WorkQueue
+
+
+def queued_files(queue: WorkQueue) -> list[str]:
+    work = queue.take(timeout=1)
+    return sorted(work.files) if work else []
+
+
+def test_an_inotify_overflow_asks_for_a_full_sweep(tmp_path):
+    sweeps: list[float] = []
+    watcher = Watcher(NoteFilter([tmp_path]), WorkQueue(), on_overflow=lambda: sweeps.append(time.time()))
+    watcher.start()
+    try:
+        # What watchdog's inotify emitter logs when the kernel queue overflowed and events were lost.
+        logging.getLogger("watchdog.observers.inotify_buffer").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        assert len(sweeps) == 1
+    finally:
+        watcher.stop()
+
+
+def test_editor_temp_files_never_reach_the_queue_but_the_renamed_note_does(tmp_path):
+    queue = WorkQueue(debounce_s=0)
+    watcher = Watcher(NoteFilter([tmp_path]), queue, on_overflow=lambda: None)
+    handler_events = [
+        FileCreatedEvent(str(tmp_path / ".note.md.swp")),
+        FileCreatedEvent(str(tmp_path / "note.md.tmp")),
+        FileCreatedEvent(str(tmp_path / "4913")),
+        FileMovedEvent(str(tmp_path / "note.md.tmp"), str(tmp_path / "note.md")),
+    ]
+    from mdrag.watcher import NoteEventHandler
+
+    handler = NoteEventHandler(watcher.filter, queue)
+    for event in handler_events:
+        handler.dispatch(event)
+    assert queued_files(queue) == [str(tmp_path / "note.md")]
+
+
+def test_a_moved_folder_queues_both_its_old_and_new_place(tmp_path):
+    from mdrag.watcher import NoteEventHandler
+
+    queue = WorkQueue(debounce_s=0)
+    NoteEventHandler(NoteFilter([tmp_path]), queue).dispatch(
+        DirMovedEvent(str(tmp_path / "a"), str(tmp_path / "b"))
+    )
+    work = queue.take(timeout=1)
+    assert sorted(work.directories) == [str(tmp_path / "a"), str(tmp_path / "b")]
