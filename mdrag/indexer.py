@@ -18,8 +18,9 @@ from mdrag.document import Document, hash_bytes, parse_document, read_bytes
 from mdrag.embedder import Embedder
 from mdrag.errors import DocumentError
 from mdrag.scanner import NoteFilter
+from mdrag.schema import MAX_TAGS
 from mdrag.sections import SECTIONING_VERSION, Section, Sectioner
-from mdrag.store import MAX_TAGS, FileRecord, Store, clip_bytes, doc_id
+from mdrag.store import FileRecord, Store, clip_bytes, doc_id
 
 BATCH_TEXTS = 512  # texts embedded per write batch: large, length-sorted model batches
 BATCH_FILES = 256  # and never more files than this per batch, so each write stays bounded

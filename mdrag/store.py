@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -13,17 +12,14 @@ from typing import Any
 
 import numpy as np
 from loguru import logger
-from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
+from pymilvus import MilvusClient, MilvusException
 
-from mdrag.errors import SchemaMismatchError, StoreError, StoreLockedError
+from mdrag.errors import StoreError, StoreLockedError
+from mdrag.schema import METADATA, VECTORS, ensure_collections, identity
 
-VECTORS = "document_vectors"
-METADATA = "document_metadata"
-SCHEMA_VERSION = 1
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
 MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
-MAX_TAGS = 64
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -136,9 +132,7 @@ class Store:
             self._client = MilvusClient(uri=uri, token=token or "", timeout=timeout_s)
         except Exception as exc:  # pymilvus raises several unrelated types here
             raise self._open_error(exc, held) from exc
-        self._identity = json.dumps(
-            {"mdrag_schema": SCHEMA_VERSION, "model": model_id, "dim": dimension}, sort_keys=True
-        )
+        self._identity = identity(model_id, dimension)
         self._ensure_collections()
 
     def _open_error(self, exc: Exception, held: bool) -> StoreError:
@@ -153,151 +147,7 @@ class Store:
     # ---- schema -------------------------------------------------------------------------
 
     def _ensure_collections(self) -> None:
-        for name in (VECTORS, METADATA):
-            if self._client.has_collection(name):
-                self._check_identity(name)
-            else:
-                self._create(name)
-        self._client.load_collection(VECTORS)
-        self._client.load_collection(METADATA)
-
-    def _check_identity(self, name: str) -> None:
-        info = self._client.describe_collection(name)
-        found = info.get("description", "")
-        if found != self._identity:
-            raise SchemaMismatchError(
-                f"collection {name} in {self.uri} was built for {found or 'an unknown layout'}, "
-                f"but mdrag now uses {self._identity}; run `mdrag reindex --rebuild` to rebuild it"
-            )
-        if name == VECTORS:
-            self.full_text = any(f["name"] == "sparse" for f in info.get("fields", []))
-            if not self.full_text:
-                logger.warning("the Milvus store has no full-text (BM25) field; search is dense only")
-
-    def _create(self, name: str) -> None:
-        if name == METADATA:
-            self._create_metadata()
-            return
-        try:
-            self._create_vectors(full_text=True)
-        except MilvusException as exc:
-            # Servers before Milvus 2.5 know neither analyzers nor the BM25 function.
-            logger.warning(
-                "the Milvus server does not support full-text search ({}); search is dense only",
-                exc,
-            )
-            if self._client.has_collection(VECTORS):
-                self._client.drop_collection(VECTORS)
-            self.full_text = False
-            self._create_vectors(full_text=False)
-
-    def _create_vectors(self, full_text: bool) -> None:
-        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=self._identity)
-        s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-        s.add_field("section_id", DataType.VARCHAR, max_length=64)
-        s.add_field("doc_id", DataType.VARCHAR, max_length=64)
-        s.add_field("file_path", DataType.VARCHAR, max_length=4096)
-        s.add_field("file_hash", DataType.VARCHAR, max_length=64)
-        s.add_field("window_index", DataType.INT32)
-        s.add_field("section_heading", DataType.VARCHAR, max_length=4096)
-        s.add_field("heading_level", DataType.INT32)
-        s.add_field("heading_path", DataType.VARCHAR, max_length=8192)
-        s.add_field("section_type", DataType.VARCHAR, max_length=32)
-        s.add_field("chunk_index", DataType.INT32)
-        s.add_field("token_count", DataType.INT32)
-        s.add_field("start_position", DataType.INT64)
-        s.add_field("end_position", DataType.INT64)
-        s.add_field("start_line", DataType.INT32)
-        s.add_field("end_line", DataType.INT32)
-        s.add_field("title", DataType.VARCHAR, max_length=4096)
-        s.add_field(
-            "tags",
-            DataType.ARRAY,
-            element_type=DataType.VARCHAR,
-            max_capacity=MAX_TAGS,
-            max_length=512,
-        )
-        s.add_field("section_text", DataType.VARCHAR, max_length=65535)
-        # The english analyzer stems and drops stop words: "restoring backups" matches "restore a backup".
-        analyzer = {"enable_analyzer": True, "analyzer_params": {"type": "english"}} if full_text else {}
-        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, **analyzer)
-        s.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dimension)
-        index = self._client.prepare_index_params()
-        index.add_index("embedding", index_type="FLAT", metric_type="COSINE")
-        if full_text:
-            s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-            s.add_function(
-                Function(
-                    name="embedded_text_bm25",
-                    function_type=FunctionType.BM25,
-                    input_field_names=["embedded_text"],
-                    output_field_names=["sparse"],
-                )
-            )
-            index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        # Strong consistency: a search issued after a write sees that write (read-your-writes).
-        self._client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
-        self._add_scalar_indexes(VECTORS, ["doc_id", "section_id"])
-
-    def _add_scalar_indexes(self, name: str, fields: list[str]) -> None:
-        """INVERTED indexes speed up the id filters; servers before Milvus 2.4 lack them and scan."""
-        self._client.release_collection(name)
-        for field_name in fields:
-            params = self._client.prepare_index_params()
-            params.add_index(field_name, index_type="INVERTED")
-            try:
-                self._client.create_index(name, params)
-            except MilvusException as exc:
-                logger.info(
-                    "no INVERTED index on {}.{} ({}); filters on it scan", name, field_name, exc.message
-                )
-        self._client.load_collection(name)
-
-    def _create_metadata(self) -> None:
-        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=self._identity)
-        s.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=64)
-        s.add_field("file_path", DataType.VARCHAR, max_length=4096)
-        s.add_field("file_hash", DataType.VARCHAR, max_length=64)
-        s.add_field("size", DataType.INT64)
-        s.add_field("status", DataType.VARCHAR, max_length=16)
-        s.add_field("error_message", DataType.VARCHAR, max_length=8192)
-        s.add_field("warning", DataType.VARCHAR, max_length=8192)
-        s.add_field("frontmatter", DataType.JSON)
-        s.add_field("title", DataType.VARCHAR, max_length=4096)
-        s.add_field(
-            "tags",
-            DataType.ARRAY,
-            element_type=DataType.VARCHAR,
-            max_capacity=MAX_TAGS,
-            max_length=512,
-        )
-        s.add_field(
-            "topics",
-            DataType.ARRAY,
-            element_type=DataType.VARCHAR,
-            max_capacity=MAX_TAGS,
-            max_length=512,
-        )
-        s.add_field(
-            "keywords",
-            DataType.ARRAY,
-            element_type=DataType.VARCHAR,
-            max_capacity=MAX_TAGS,
-            max_length=512,
-        )
-        s.add_field("summary", DataType.VARCHAR, max_length=65535)
-        s.add_field("llm_hints", DataType.JSON)
-        s.add_field("language", DataType.VARCHAR, max_length=32)
-        s.add_field("word_count", DataType.INT64)
-        s.add_field("section_count", DataType.INT32)
-        s.add_field("has_frontmatter", DataType.BOOL)
-        s.add_field("created_at", DataType.DOUBLE)
-        s.add_field("modified_at", DataType.DOUBLE)
-        s.add_field("indexed_at", DataType.DOUBLE)
-        s.add_field("doc_vector", DataType.FLOAT_VECTOR, dim=self.dimension)
-        index = self._client.prepare_index_params()
-        index.add_index("doc_vector", index_type="FLAT", metric_type="COSINE")
-        self._client.create_collection(METADATA, schema=s, index_params=index, consistency_level="Strong")
+        self.full_text = ensure_collections(self._client, self._identity, self.dimension, self.uri)
 
     def drop_all(self) -> None:
         """Remove both collections and create them empty (for `reindex --rebuild`)."""
@@ -361,12 +211,6 @@ class Store:
         for row in self._iterate(METADATA, CATALOG_FIELDS):
             catalog[row["file_path"]] = FileRecord(**{k: row[k] for k in CATALOG_FIELDS})
         return catalog
-
-    def metadata_for(self, paths: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
-            rows.extend(self._query(METADATA, in_filter("doc_id", batch), fields))
-        return rows
 
     def count_vectors(self) -> int:
         result = self._call(self._client.query, VECTORS, filter="", output_fields=["count(*)"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mdrag"
 HOMES = {
-    "pymilvus": {"store.py"},
+    "pymilvus": {"store.py", "schema.py"},
     "sentence_transformers": {"embedder.py"},
     "torch": {"embedder.py"},
     "transformers": {"embedder.py"},

@@ -1,0 +1,155 @@
+"""Schema: the fields and indexes of document_vectors and document_metadata, created or checked."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loguru import logger
+from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
+
+from mdrag.errors import SchemaMismatchError
+
+VECTORS = "document_vectors"
+METADATA = "document_metadata"
+SCHEMA_VERSION = 1
+MAX_TAGS = 64
+
+
+def identity(model_id: str, dimension: int) -> str:
+    """What the collections were built for, kept as their description and checked on open."""
+    return json.dumps({"mdrag_schema": SCHEMA_VERSION, "model": model_id, "dim": dimension}, sort_keys=True)
+
+
+def ensure_collections(client: MilvusClient, built_for: str, dimension: int, uri: str) -> bool:
+    """Create the collections or check the existing ones; True when BM25 full-text search exists."""
+    full_text = True
+    for name in (VECTORS, METADATA):
+        if client.has_collection(name):
+            full_text = _check(client, name, built_for, uri) and full_text
+        elif name == METADATA:
+            _create_metadata(client, built_for, dimension)
+        else:
+            full_text = _create_vectors_as_supported(client, built_for, dimension)
+    client.load_collection(VECTORS)
+    client.load_collection(METADATA)
+    return full_text
+
+
+def _check(client: MilvusClient, name: str, built_for: str, uri: str) -> bool:
+    info = client.describe_collection(name)
+    found = info.get("description", "")
+    if found != built_for:
+        raise SchemaMismatchError(
+            f"collection {name} in {uri} was built for {found or 'an unknown layout'}, "
+            f"but mdrag now uses {built_for}; run `mdrag reindex --rebuild` to rebuild it"
+        )
+    if name != VECTORS:
+        return True
+    full_text = any(f["name"] == "sparse" for f in info.get("fields", []))
+    if not full_text:
+        logger.warning("the Milvus store has no full-text (BM25) field; search is dense only")
+    return full_text
+
+
+def _create_vectors_as_supported(client: MilvusClient, built_for: str, dimension: int) -> bool:
+    try:
+        _create_vectors(client, built_for, dimension, full_text=True)
+        return True
+    except MilvusException as exc:
+        # Servers before Milvus 2.5 know neither analyzers nor the BM25 function.
+        logger.warning("the Milvus server does not support full-text search ({}); search is dense only", exc)
+        if client.has_collection(VECTORS):
+            client.drop_collection(VECTORS)
+        _create_vectors(client, built_for, dimension, full_text=False)
+        return False
+
+
+def _tags(schema: Any, name: str) -> None:
+    schema.add_field(
+        name, DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=MAX_TAGS, max_length=512
+    )
+
+
+def _create_vectors(client: MilvusClient, built_for: str, dimension: int, full_text: bool) -> None:
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=built_for)
+    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+    s.add_field("section_id", DataType.VARCHAR, max_length=64)
+    s.add_field("doc_id", DataType.VARCHAR, max_length=64)
+    s.add_field("file_path", DataType.VARCHAR, max_length=4096)
+    s.add_field("file_hash", DataType.VARCHAR, max_length=64)
+    s.add_field("window_index", DataType.INT32)
+    s.add_field("section_heading", DataType.VARCHAR, max_length=4096)
+    s.add_field("heading_level", DataType.INT32)
+    s.add_field("heading_path", DataType.VARCHAR, max_length=8192)
+    s.add_field("section_type", DataType.VARCHAR, max_length=32)
+    s.add_field("chunk_index", DataType.INT32)
+    s.add_field("token_count", DataType.INT32)
+    s.add_field("start_position", DataType.INT64)
+    s.add_field("end_position", DataType.INT64)
+    s.add_field("start_line", DataType.INT32)
+    s.add_field("end_line", DataType.INT32)
+    s.add_field("title", DataType.VARCHAR, max_length=4096)
+    _tags(s, "tags")
+    s.add_field("section_text", DataType.VARCHAR, max_length=65535)
+    # The english analyzer stems and drops stop words: "restoring backups" matches "restore a backup".
+    analyzer = {"enable_analyzer": True, "analyzer_params": {"type": "english"}} if full_text else {}
+    s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, **analyzer)
+    s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
+    index = client.prepare_index_params()
+    index.add_index("embedding", index_type="FLAT", metric_type="COSINE")
+    if full_text:
+        s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        s.add_function(
+            Function(
+                name="embedded_text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["embedded_text"],
+                output_field_names=["sparse"],
+            )
+        )
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    # Strong consistency: a search issued after a write sees that write (read-your-writes).
+    client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
+    _add_scalar_indexes(client, VECTORS, ["doc_id", "section_id"])
+
+
+def _add_scalar_indexes(client: MilvusClient, name: str, fields: list[str]) -> None:
+    """INVERTED indexes speed up the id filters; servers before Milvus 2.4 lack them and scan."""
+    client.release_collection(name)
+    for field_name in fields:
+        params = client.prepare_index_params()
+        params.add_index(field_name, index_type="INVERTED")
+        try:
+            client.create_index(name, params)
+        except MilvusException as exc:
+            logger.info("no INVERTED index on {}.{} ({}); filters on it scan", name, field_name, exc.message)
+    client.load_collection(name)
+
+
+def _create_metadata(client: MilvusClient, built_for: str, dimension: int) -> None:
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=built_for)
+    s.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=64)
+    s.add_field("file_path", DataType.VARCHAR, max_length=4096)
+    s.add_field("file_hash", DataType.VARCHAR, max_length=64)
+    s.add_field("size", DataType.INT64)
+    s.add_field("status", DataType.VARCHAR, max_length=16)
+    s.add_field("error_message", DataType.VARCHAR, max_length=8192)
+    s.add_field("warning", DataType.VARCHAR, max_length=8192)
+    s.add_field("frontmatter", DataType.JSON)
+    s.add_field("title", DataType.VARCHAR, max_length=4096)
+    for name in ("tags", "topics", "keywords"):
+        _tags(s, name)
+    s.add_field("summary", DataType.VARCHAR, max_length=65535)
+    s.add_field("llm_hints", DataType.JSON)
+    s.add_field("language", DataType.VARCHAR, max_length=32)
+    s.add_field("word_count", DataType.INT64)
+    s.add_field("section_count", DataType.INT32)
+    s.add_field("has_frontmatter", DataType.BOOL)
+    s.add_field("created_at", DataType.DOUBLE)
+    s.add_field("modified_at", DataType.DOUBLE)
+    s.add_field("indexed_at", DataType.DOUBLE)
+    s.add_field("doc_vector", DataType.FLOAT_VECTOR, dim=dimension)
+    index = client.prepare_index_params()
+    index.add_index("doc_vector", index_type="FLAT", metric_type="COSINE")
+    client.create_collection(METADATA, schema=s, index_params=index, consistency_level="Strong")
