@@ -119,10 +119,11 @@ def _load(ctx: click.Context, **overrides: Any) -> Config:
 
 
 def _configure_logging(config: Config, quiet: bool) -> None:
+    """Commands whose output is the answer (search, status, --json) log only warnings,
+    unless MDRAG_LOG_LEVEL asks for more."""
     from mdrag.log import configure_logging
 
-    explicit = os.environ.get("MDRAG_LOG_LEVEL") or config.source != "defaults"
-    configure_logging("WARNING" if quiet and not explicit else config.log_level)
+    configure_logging("WARNING" if quiet and not os.environ.get("MDRAG_LOG_LEVEL") else config.log_level)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
