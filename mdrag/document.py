@@ -37,11 +37,6 @@ class Document:
     def body(self) -> str:
         return self.text[self.body_offset :]
 
-    @property
-    def body_line_offset(self) -> int:
-        """How many lines precede the body, to turn body line numbers into file line numbers."""
-        return self.text.count("\n", 0, self.body_offset)
-
     def fm_text(self, key: str) -> str:
         value = self.frontmatter.get(key)
         if value is None or isinstance(value, (dict, list)):

@@ -44,19 +44,6 @@ class IndexReport:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def merge(self, other: IndexReport) -> None:
-        for name in (
-            "added",
-            "updated",
-            "unchanged",
-            "deleted",
-            "sections_embedded",
-            "sections_reused",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.failed.extend(other.failed)
-        self.seconds += other.seconds
-
 
 @dataclass
 class _Prepared:

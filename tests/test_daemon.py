@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.conftest import write
-from tests.daemon_process import DaemonProcess, rebuilt_vector_ids, stored_vector_ids, wait_until
+from tests.daemon_process import DaemonProcess, mdrag_cli, rebuilt_vector_ids, stored_vector_ids, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +31,7 @@ def paths_of(hits):
 
 
 def cli_search(daemon, query: str, threshold: float = 0.5) -> set[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", "search", query, "--json", "--threshold", str(threshold)],
-        env=daemon.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = mdrag_cli(daemon.env, "search", query, "--json", "--threshold", str(threshold), timeout=30)
     assert result.returncode == 0, result.stderr
     return paths_of(json.loads(result.stdout)["results"])
 
@@ -203,29 +197,15 @@ def test_mdrag_search_through_the_daemon_loads_neither_torch_nor_pymilvus(daemon
 
 def test_reindex_and_status_commands_go_through_the_daemon(daemon):
     env = daemon.env
-    reindexed = subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", "reindex", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    reindexed = mdrag_cli(env, "reindex", "--json", timeout=120)
     assert reindexed.returncode == 0, reindexed.stderr
     assert json.loads(reindexed.stdout)["sections_embedded"] == 0
-    status = subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", "status"], env=env, capture_output=True, text=True, timeout=60
-    )
+    status = mdrag_cli(env, "status", timeout=60)
     assert "daemon:    running" in status.stdout and "queue:" in status.stdout
 
 
 def test_a_second_daemon_on_the_same_socket_exits_1_saying_already_running(daemon):
-    result = subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", "serve"],
-        env=daemon.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = mdrag_cli(daemon.env, "serve", timeout=60)
     assert result.returncode == 1
     assert "already running" in result.stderr
 
@@ -330,13 +310,7 @@ def test_a_store_held_by_a_process_that_does_not_answer_is_reported_as_such(tmp_
             "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "none.sock"),
             "MDRAG_CONFIG": str(write(tmp_path / "c.yaml", "{}\n")),
         }
-        result = subprocess.run(
-            [sys.executable, "-m", "mdrag.cli", "status"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = mdrag_cli(env, "status", timeout=120)
         assert result.returncode == 1
         assert "held by another process" in result.stderr and "no mdrag daemon answered" in result.stderr
     finally:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 
 from loguru import logger
@@ -12,7 +10,7 @@ from loguru import logger
 from mdrag.errors import RemoteError
 from mdrag.store import Store
 from tests.conftest import MODEL_ID, write
-from tests.daemon_process import DaemonProcess, rebuilt_vector_ids, stored_vector_ids, wait_until
+from tests.daemon_process import DaemonProcess, mdrag_cli, rebuilt_vector_ids, stored_vector_ids, wait_until
 
 
 def test_a_server_without_full_text_search_warns_once_and_serves_dense_search(milvus_server):
@@ -46,13 +44,7 @@ def test_the_daemon_outlives_a_server_outage_and_lands_every_queued_change_once(
             )
         wait_until(lambda: not daemon.status()["daemon"]["store_available"], 120, interval=0.5)
         assert daemon.client.alive()  # the daemon stays up
-        status = subprocess.run(
-            [sys.executable, "-m", "mdrag.cli", "status"],
-            env=daemon.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        status = mdrag_cli(daemon.env, "status", timeout=60)
         assert "UNAVAILABLE" in status.stdout
         try:
             daemon.search("lighthouse")
