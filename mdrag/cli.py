@@ -317,6 +317,19 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
+@cli.command("mcp")
+@click.pass_context
+def mcp_command(ctx: click.Context) -> None:
+    """Serve search, similar, related, context and status to an AI assistant (MCP on stdio).
+
+    A client of the running daemon (`mdrag serve`); it never opens the index itself."""
+    config = _load(ctx)
+    _configure_logging(config, quiet=True)  # stderr only: stdout carries the protocol
+    from mdrag.mcp_server import build_server  # the MCP SDK loads only for this command
+
+    build_server(config.server_socket_path).run("stdio")
+
+
 def main() -> None:
     """Console entry point: MdragErrors become `Error: ...` and exit 1; bugs stay tracebacks."""
     try:

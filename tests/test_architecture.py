@@ -18,6 +18,8 @@ HOMES = {
     "frontmatter": {"document.py"},
     "click": {"cli.py"},
     "tqdm": {"cli.py"},
+    "mcp": {"mcp_server.py"},
+    "pydantic": {"mcp_server.py"},
 }
 
 
@@ -43,6 +45,13 @@ def test_every_module_opens_with_a_docstring():
 
 
 def test_importing_the_cli_loads_neither_torch_nor_pymilvus():
-    code = "import sys, mdrag.cli, mdrag.client; print([m for m in ('torch', 'pymilvus', 'sentence_transformers') if m in sys.modules])"
+    code = "import sys, mdrag.cli, mdrag.client; print([m for m in ('torch', 'pymilvus', 'sentence_transformers', 'mcp') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_mcp_server_loads_neither_torch_nor_pymilvus():
+    """`mdrag mcp` is a client of the daemon, never a second owner of the index."""
+    code = "import sys, mdrag.mcp_server; print([m for m in ('torch', 'pymilvus', 'sentence_transformers') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,0 +1,129 @@
+"""MCP server: `mdrag mcp` offers the daemon's search, similar, related, context and status to assistants."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Annotated, Any, Literal
+
+from loguru import logger
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from mdrag import __version__
+from mdrag.client import DaemonClient
+from mdrag.errors import RemoteError, ServerNotRunningError
+
+INSTRUCTIONS = (
+    "mdrag searches the user's own markdown notes by meaning. Use `search` to find what the notes say "
+    "about something, `context` for a citation-ready pack of passages to answer from, `similar` to find "
+    "notes like a given note or draft, and `related` for a note's links, backlinks and neighbours. "
+    "Cite hits by their file path and line range."
+)
+
+NotePath = Annotated[str, Field(description="Path of a note, as search results give it (absolute, or ~/…).")]
+HowMany = Annotated[
+    int | None, Field(ge=1, le=100, description="How many notes at most (default: the daemon's).")
+]
+
+
+def build_server(socket_path: str) -> MCPServer:
+    """An MCP server whose every tool is one request to the daemon on `socket_path`."""
+    client = DaemonClient(socket_path)
+
+    def ask(op: str, **params: Any) -> dict[str, Any]:
+        # Only what the caller set goes out, so the daemon's own defaults apply to the rest.
+        try:
+            result: dict[str, Any] = client.call(op, **{k: v for k, v in params.items() if v is not None})
+        except ServerNotRunningError:
+            raise ToolError(f"no mdrag daemon on {socket_path}; start it with `mdrag serve`") from None
+        except RemoteError as exc:
+            raise ToolError(f"mdrag could not {op}: {exc}") from None
+        return result
+
+    server: MCPServer = MCPServer(
+        "mdrag", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+
+    def tool(title: str) -> Any:
+        def register(fn: Any) -> Any:
+            server.add_tool(fn, title=title, description=inspect.cleandoc(fn.__doc__ or ""))
+            return fn
+
+        return register
+
+    @tool("Search notes")
+    def search(
+        query: Annotated[str, Field(description="What to look for, in plain words (1-1000 characters).")],
+        top_k: Annotated[
+            int | None, Field(ge=1, le=100, description="How many hits at most (default 10).")
+        ] = None,
+        threshold: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Minimum similarity 0-1 (default 0.7; lower finds more)."),
+        ] = None,
+        mode: Annotated[
+            Literal["hybrid", "dense", "keyword"] | None,
+            Field(description="hybrid (default): meaning and keywords; dense: meaning only; keyword: BM25."),
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Only notes with any of these tags.")] = None,
+        path_prefix: Annotated[str | None, Field(description="Only notes under this folder.")] = None,
+        explain: Annotated[bool | None, Field(description="Add each hit's dense score and ranks.")] = None,
+    ) -> dict[str, Any]:
+        """Search the user's markdown notes by meaning. Each hit gives the section's text, its file path,
+        line range and heading path, and a confidence score; the response says how confident the whole
+        answer is. A confidence of "none" means the notes do not answer the query."""
+        return ask(
+            "search",
+            query=query,
+            top_k=top_k,
+            threshold=threshold,
+            mode=mode,
+            tags=tags,
+            path_prefix=os.path.expanduser(path_prefix) if path_prefix else None,
+            explain=explain,
+        )
+
+    @tool("Find similar notes")
+    def similar(
+        note: Annotated[
+            str | None, Field(description="Path of a note to compare against (absolute, or ~/…).")
+        ] = None,
+        text: Annotated[
+            str | None, Field(description="Or: a draft's text, to check before it is saved.")
+        ] = None,
+        k: HowMany = None,
+    ) -> dict[str, Any]:
+        """Notes most similar to a given note, or to a draft's text, each with a score 0-100 and a tier
+        (90+ near-duplicate, 80-89 high, below 80 related). Use it to ask "have I written this before?"."""
+        if (note is None) == (text is None):
+            raise ToolError("give exactly one of `note` (a path) or `text` (a draft)")
+        return ask("similar", note=os.path.expanduser(note) if note else None, text=text, k=k)
+
+    @tool("Related notes")
+    def related(note: NotePath, k: HowMany = None) -> dict[str, Any]:
+        """How other notes relate to one note: its outgoing links, its backlinks (broken links flagged)
+        and its nearest neighbours by meaning, each labelled by how it is related."""
+        return ask("related", note=os.path.expanduser(note), k=k)
+
+    @tool("Context for an answer")
+    def context(
+        query: Annotated[str, Field(description="The question to gather context for.")],
+        max_tokens: Annotated[
+            int | None, Field(ge=1, description="Token budget for the pack (default: the daemon's).")
+        ] = None,
+    ) -> dict[str, Any]:
+        """A prompt-ready pack of the notes' best sections for a question, within a token budget, best
+        first, de-duplicated, each with its citation. Use it to answer from the user's notes with sources."""
+        return ask("context", query=query, max_tokens=max_tokens)
+
+    @tool("Index status")
+    def status() -> dict[str, Any]:
+        """What the index holds: the daemon, the notes folders, documents by status, sections, files
+        that failed to index and the model. Use it when a search finds less than expected."""
+        return ask("status")
+
+    if not client.alive():
+        logger.warning("no mdrag daemon answers on {} yet; tools fail until `mdrag serve` runs", socket_path)
+    return server
