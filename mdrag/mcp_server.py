@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from typing import Annotated, Any, Literal
 
 from loguru import logger
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from mdrag import __version__
@@ -39,7 +41,7 @@ def build_server(socket_path: str) -> MCPServer:
         except ServerNotRunningError:
             raise ToolError(f"no mdrag daemon on {socket_path}; start it with `mdrag serve`") from None
         except RemoteError as exc:
-            raise ToolError(f"mdrag could not {op}: {exc}") from None
+            raise ToolError(f"mdrag {op} failed: {exc}") from None
         return result
 
     server: MCPServer = MCPServer(
@@ -113,10 +115,13 @@ def build_server(socket_path: str) -> MCPServer:
         max_tokens: Annotated[
             int | None, Field(ge=1, description="Token budget for the pack (default: the daemon's).")
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """A prompt-ready pack of the notes' best sections for a question, within a token budget, best
         first, de-duplicated, each with its citation. Use it to answer from the user's notes with sources."""
-        return ask("context", query=query, max_tokens=max_tokens)
+        pack = ask("context", query=query, max_tokens=max_tokens)
+        # The pack is text meant for a model to read, so it goes out as text, not as an escaped JSON string.
+        text = pack.get("context") or pack.get("message") or json.dumps(pack, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=pack)
 
     @tool("Index status")
     def status() -> dict[str, Any]:

@@ -144,5 +144,7 @@ def test_an_assistant_gets_similar_notes_links_and_a_context_pack(daemon, tmp_pa
     assert "lighthouse-copy.md" in json.dumps(answer(similar_note))
     assert "lighthouse.md" in json.dumps(answer(similar_draft))
     assert "keeper.md" in json.dumps(answer(related)), "the backlink from keeper.md"
-    pack = json.dumps(answer(context))
-    assert "lighthouse" in pack and "trims the wick" in pack
+    assert not context.is_error, context.content
+    pack = context.content[0].text  # the prompt-ready text itself, not JSON
+    assert "trims the wick" in pack and "lighthouse" in pack
+    assert "lighthouse" in json.dumps(context.structured_content["sources"])
