@@ -25,9 +25,10 @@ INSTRUCTIONS = (
 )
 
 NotePath = Annotated[str, Field(description="Path of a note, as search results give it (absolute, or ~/…).")]
-HowMany = Annotated[
-    int | None, Field(ge=1, le=100, description="How many notes at most (default: the daemon's).")
+Threshold = Annotated[
+    float | None, Field(ge=0, le=1, description="Minimum similarity 0-1 (default 0.7; lower finds more).")
 ]
+HowMany = Annotated[int | None, Field(ge=1, le=100, description="How many notes at most (default 10).")]
 
 
 def build_server(socket_path: str) -> MCPServer:
@@ -61,10 +62,7 @@ def build_server(socket_path: str) -> MCPServer:
         top_k: Annotated[
             int | None, Field(ge=1, le=100, description="How many hits at most (default 10).")
         ] = None,
-        threshold: Annotated[
-            float | None,
-            Field(ge=0, le=1, description="Minimum similarity 0-1 (default 0.7; lower finds more)."),
-        ] = None,
+        threshold: Threshold = None,
         mode: Annotated[
             Literal["hybrid", "dense", "keyword"] | None,
             Field(description="hybrid (default): meaning and keywords; dense: meaning only; keyword: BM25."),
@@ -113,12 +111,13 @@ def build_server(socket_path: str) -> MCPServer:
     def context(
         query: Annotated[str, Field(description="The question to gather context for.")],
         max_tokens: Annotated[
-            int | None, Field(ge=1, description="Token budget for the pack (default: the daemon's).")
+            int | None, Field(ge=50, le=100_000, description="Token budget for the pack (default 2000).")
         ] = None,
+        threshold: Threshold = None,
     ) -> CallToolResult:
         """A prompt-ready pack of the notes' best sections for a question, within a token budget, best
         first, de-duplicated, each with its citation. Use it to answer from the user's notes with sources."""
-        pack = ask("context", query=query, max_tokens=max_tokens)
+        pack = ask("context", query=query, max_tokens=max_tokens, threshold=threshold)
         # The pack is text meant for a model to read, so it goes out as text, not as an escaped JSON string.
         text = pack.get("context") or pack.get("message") or json.dumps(pack, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=pack)

@@ -135,7 +135,8 @@ def test_an_assistant_gets_similar_notes_links_and_a_context_pack(daemon, tmp_pa
             ),
             await session.call_tool("related", {"note": lighthouse}),
             await session.call_tool(
-                "context", {"query": "what does the lighthouse keeper do", "max_tokens": 400}
+                "context",
+                {"query": "what does the lighthouse keeper do", "max_tokens": 400, "threshold": 0.3},
             ),
         )
 
