@@ -19,13 +19,14 @@ from mdrag.embedder import Embedder
 from mdrag.errors import DocumentError
 from mdrag.scanner import NoteFilter
 from mdrag.schema import MAX_TAGS
-from mdrag.sections import SECTIONING_VERSION, Section, Sectioner
+from mdrag.sections import SECTIONING_VERSION, Outline, Section, Sectioner
 from mdrag.store import FileRecord, Store, clip_bytes, doc_id
 
 BATCH_TEXTS = 512  # texts embedded per write batch: large, length-sorted model batches
 BATCH_FILES = 256  # and never more files than this per batch, so each write stays bounded
 
 Progress = Callable[[int, int, int], None]  # (files done, files total, sections embedded)
+Listener = Callable[[list[dict[str, Any]]], None]  # told of each batch's new vector rows once visible
 
 
 @dataclass
@@ -56,6 +57,7 @@ class _Prepared:
     section_ids: list[str] = field(default_factory=list)
     windows: list[list[str]] = field(default_factory=list)
     title: str = ""
+    links: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
     file_hash: str = ""
     size: int = 0
@@ -77,6 +79,7 @@ class Indexer:
         self.catalog = catalog
         self.filter = note_filter
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
+        self.listeners: list[Listener] = []
 
     # ---- public operations ---------------------------------------------------------------
 
@@ -203,15 +206,10 @@ class Indexer:
             yield prepared
 
     def _section(self, prepared: _Prepared, document: Document) -> None:
-        outline = self.sectioner.split(document.text, document.body_offset)
-        title = document.fm_text("title") or outline.first_h1 or Path(document.path).stem
+        outline, title, inputs = embedding_inputs(self.sectioner, document)
         prepared.document, prepared.sections, prepared.title = document, outline.sections, title
-        for section in outline.sections:
-            path = list(section.heading_path)
-            if not path or path[0] != title:
-                path.insert(0, title)
-            prefix = " > ".join(path)
-            body = section.body_text or section.heading
+        prepared.links = outline.links
+        for prefix, body in inputs:
             prepared.windows.append(self.embedder.windows(prefix, body))
             key = "\0".join([self.embedder.model_id, str(SECTIONING_VERSION), prefix, body])
             prepared.section_ids.append(
@@ -246,6 +244,8 @@ class Indexer:
                 report.added += 1
             else:
                 report.updated += 1
+        for listener in self.listeners:
+            listener(new_rows + update_rows)
         # 3. the old version's rows, now unreachable
         updated = [p.path for p in batch if not p.is_new]
         if updated:
@@ -302,6 +302,7 @@ class Indexer:
                         "end_position": section.end_position,
                         "start_line": section.start_line,
                         "end_line": section.end_line,
+                        "anchor": clip_bytes(section.anchor, 1000),
                         "title": clip_bytes(p.title, 4000),
                         "tags": [clip_bytes(t, 500) for t in tags],
                         "section_text": clip_bytes(section.text),
@@ -334,6 +335,7 @@ class Indexer:
             "keywords": [clip_bytes(t, 500) for t in (doc.fm_list("keywords") if doc else [])][:MAX_TAGS],
             "summary": clip_bytes(doc.fm_text("summary") if doc else ""),
             "llm_hints": {"value": doc.frontmatter.get("llm_hints")} if doc else {},
+            "links": {"items": p.links},
             "language": clip_bytes(doc.language if doc else "en", 30),
             "word_count": doc.word_count if doc else 0,
             "section_count": len(p.sections) if not p.error else 0,
@@ -343,6 +345,22 @@ class Indexer:
             "indexed_at": time.time(),
             "doc_vector": doc_vector,
         }
+
+
+def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline, str, list[tuple[str, str]]]:
+    """A note's outline, its title, and each section's (prefix, body) as embedded.
+
+    The title leads every heading path, so a section is embedded knowing which note it is in.
+    """
+    outline = sectioner.split(document.text, document.body_offset)
+    title = document.fm_text("title") or outline.first_h1 or Path(document.path).stem
+    inputs = []
+    for section in outline.sections:
+        path = list(section.heading_path)
+        if not path or path[0] != title:
+            path.insert(0, title)
+        inputs.append((" > ".join(path), section.body_text or section.heading))
+    return outline, title, inputs
 
 
 def _record(row: dict[str, Any]) -> FileRecord:
@@ -355,4 +373,5 @@ def _record(row: dict[str, Any]) -> FileRecord:
         section_count=row["section_count"],
         indexed_at=row["indexed_at"],
         size=row["size"],
+        links=row["links"]["items"],
     )

@@ -12,7 +12,7 @@ from mdrag.errors import SchemaMismatchError
 
 VECTORS = "document_vectors"
 METADATA = "document_metadata"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: heading anchors on sections, links on notes
 MAX_TAGS = 64
 
 
@@ -89,6 +89,7 @@ def _create_vectors(client: MilvusClient, built_for: str, dimension: int, full_t
     s.add_field("end_position", DataType.INT64)
     s.add_field("start_line", DataType.INT32)
     s.add_field("end_line", DataType.INT32)
+    s.add_field("anchor", DataType.VARCHAR, max_length=1024)
     s.add_field("title", DataType.VARCHAR, max_length=4096)
     _tags(s, "tags")
     s.add_field("section_text", DataType.VARCHAR, max_length=65535)
@@ -142,6 +143,7 @@ def _create_metadata(client: MilvusClient, built_for: str, dimension: int) -> No
         _tags(s, name)
     s.add_field("summary", DataType.VARCHAR, max_length=65535)
     s.add_field("llm_hints", DataType.JSON)
+    s.add_field("links", DataType.JSON)  # {"items": [{kind, target, anchor, alias, line}, ...]}
     s.add_field("language", DataType.VARCHAR, max_length=32)
     s.add_field("word_count", DataType.INT64)
     s.add_field("section_count", DataType.INT32)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
+from mdrag.anchors import Slugger
+from mdrag.links import extract_links
 
 # Bump when the splitting rules change: it is part of every section_id, so a new
 # version re-embeds what it sections differently and nothing else.
@@ -27,6 +31,7 @@ _BLOCK_TYPES = {
     "hr": "paragraph",
 }
 _WORD = re.compile(r"\S+\s*")
+_GroupKey = tuple[str, int, tuple[str, ...], str]  # heading, level, heading path, anchor
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class Section:
     text: str
     body_start: int  # offset in `text` where the content under the heading line begins
     token_count: int
+    anchor: str = ""  # GitHub-style slug of the heading ("" before the first heading)
 
     @property
     def body_text(self) -> str:
@@ -53,10 +59,11 @@ class Section:
 
 @dataclass(frozen=True)
 class Outline:
-    """The sections of one note, and the text of its first H1 (a title candidate)."""
+    """The sections of one note, the text of its first H1 (a title candidate) and its links."""
 
     sections: list[Section]
     first_h1: str
+    links: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -88,20 +95,22 @@ class Sectioner:
     def split(self, text: str, body_offset: int = 0) -> Outline:
         body = text[body_offset:]
         lines = _LineIndex(text, body_offset)
-        blocks = _blocks(self._md.parse(body))
+        tokens = self._md.parse(body)
+        blocks = _blocks(tokens)
         first_h1 = next((b.heading for b in blocks if b.kind == "heading" and b.level == 1), "")
         groups = _group_by_heading(blocks)
         # One tokenizer call per note for every block, instead of one per block.
         ranges = [lines.chars(b.first_line, b.end_line) for g in groups for b in g[1]]
         counts = iter(self.count_tokens([text[s:e] for s, e in ranges]))
         sections: list[Section] = []
-        for (heading, level, path), group in groups:
+        for (heading, level, path, anchor), group in groups:
             units = []
             for block in group:
                 start, end = lines.chars(block.first_line, block.end_line)
                 units.extend(self._units(text, lines, block, _Unit(block.kind, start, end, next(counts))))
-            sections.extend(self._pack(text, lines, heading, level, path, units))
-        return Outline(_drop_empty(sections), first_h1)
+            sections.extend(self._pack(text, lines, (heading, level, path, anchor), units))
+        links = extract_links(tokens, lines.first_file_line + 1)
+        return Outline(_drop_empty(sections), first_h1, links)
 
     def _units(self, text: str, lines: _LineIndex, block: _Block, whole: _Unit) -> list[_Unit]:
         """The block as one unit, or, when over budget, split at its natural boundaries."""
@@ -148,11 +157,10 @@ class Sectioner:
         self,
         text: str,
         lines: _LineIndex,
-        heading: str,
-        level: int,
-        path: tuple[str, ...],
+        group: _GroupKey,
         units: list[_Unit],
     ) -> list[Section]:
+        heading, level, path, anchor = group
         chunks: list[list[_Unit]] = []
         budget = 0
         for unit in units:
@@ -182,6 +190,7 @@ class Sectioner:
                     text=text[start:end],
                     body_start=body_start,
                     token_count=sum(u.tokens for u in chunk),
+                    anchor=anchor,
                 )
             )
         return sections
@@ -232,21 +241,21 @@ def _blocks(tokens: list[Token]) -> list[_Block]:
     return blocks
 
 
-def _group_by_heading(
-    blocks: list[_Block],
-) -> list[tuple[tuple[str, int, tuple[str, ...]], list[_Block]]]:
-    groups: list[tuple[tuple[str, int, tuple[str, ...]], list[_Block]]] = []
+def _group_by_heading(blocks: list[_Block]) -> list[tuple[_GroupKey, list[_Block]]]:
+    groups: list[tuple[_GroupKey, list[_Block]]] = []
     stack: list[tuple[int, str]] = []
+    slugger = Slugger()  # every heading takes its slug in order, as GitHub numbers repeats
     for block in blocks:
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.heading))
-            groups.append(((block.heading, block.level, tuple(t for _, t in stack)), [block]))
+            key = (block.heading, block.level, tuple(t for _, t in stack), slugger.slug(block.heading))
+            groups.append((key, [block]))
         elif groups:
             groups[-1][1].append(block)
         else:
-            groups.append((("", 0, ()), [block]))
+            groups.append((("", 0, (), ""), [block]))
     return groups
 
 

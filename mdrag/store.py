@@ -6,7 +6,7 @@ import hashlib
 import logging
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ HIT_FIELDS = [
     "end_position",
     "start_line",
     "end_line",
+    "anchor",
     "title",
     "tags",
     "section_text",
@@ -58,6 +59,7 @@ CATALOG_FIELDS = [
     "section_count",
     "indexed_at",
     "size",
+    "links",
 ]
 
 
@@ -100,6 +102,7 @@ class FileRecord:
     section_count: int = 0
     indexed_at: float = 0.0
     size: int = 0
+    links: list[dict[str, Any]] = field(default_factory=list)  # what the note links to, unresolved
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -202,6 +205,33 @@ class Store:
                 found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
         return found
 
+    def section_vectors(self, paths: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
+        """Every window vector of these files, by (file_path, file_hash), as one matrix per version."""
+        found: dict[tuple[str, str], list[Any]] = {}
+        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
+            for row in self._iterate(
+                VECTORS, ["file_path", "file_hash", "embedding"], in_filter("doc_id", batch)
+            ):
+                found.setdefault((row["file_path"], row["file_hash"]), []).append(row["embedding"])
+        return {key: np.asarray(rows, dtype=np.float32) for key, rows in found.items()}
+
+    def doc_vectors(self) -> Iterator[dict[str, Any]]:
+        """file_path, file_hash and doc_vector of every note, for the all-pairs duplicate scan."""
+        yield from self._iterate(METADATA, ["file_path", "file_hash", "doc_vector"])
+
+    def search_doc_vectors(self, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
+        """The notes whose document vector is nearest (`distance` is the cosine)."""
+        result = self._call(
+            self._client.search,
+            METADATA,
+            data=[vector.tolist()],
+            anns_field="doc_vector",
+            limit=min(limit, 16384),
+            output_fields=["file_path", "file_hash"],
+            search_params={"metric_type": "COSINE"},
+        )
+        return [self._hit(match) for match in result[0]]
+
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
         """id, file_path and file_hash of every vector row, for the repair after a crash."""
         yield from self._iterate(VECTORS, ["id", "file_path", "file_hash"])
@@ -209,7 +239,9 @@ class Store:
     def load_catalog(self) -> dict[str, FileRecord]:
         catalog = {}
         for row in self._iterate(METADATA, CATALOG_FIELDS):
-            catalog[row["file_path"]] = FileRecord(**{k: row[k] for k in CATALOG_FIELDS})
+            fields = {k: row[k] for k in CATALOG_FIELDS}
+            fields["links"] = (fields["links"] or {}).get("items", [])
+            catalog[row["file_path"]] = FileRecord(**fields)
         return catalog
 
     def count_vectors(self) -> int:

@@ -1,0 +1,95 @@
+"""Links: [[wikilinks]] and relative markdown links between notes, found when indexing, resolved on asking."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from markdown_it.token import Token
+
+# [[target]], [[target#heading]], [[target|alias]], [[target#heading|alias]]; ![[embeds]] count too.
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+NOTE_SUFFIX = ".md"
+MAX_LINKS = 500  # per note: a generated index page must not make one metadata row huge
+
+
+def extract_links(tokens: list[Token], first_line: int) -> list[dict[str, Any]]:
+    """The links a note's body makes, in order; `first_line` is the 1-based file line of the body."""
+    links: list[dict[str, Any]] = []
+    for token in tokens:
+        if token.type != "inline" or token.map is None:
+            continue  # code blocks are never inline tokens, so their [[...]] are not links
+        line = first_line + token.map[0]
+        # Code spans blanked out, not removed, so offsets still give each link's line.
+        content = _INLINE_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), token.content)
+        for match in _WIKILINK.finditer(content):
+            target, anchor, alias = (g.strip() if g else "" for g in match.groups())
+            if target or anchor:
+                links.append(
+                    _link("wikilink", target, anchor, alias, line + content.count("\n", 0, match.start()))
+                )
+        cursor = 0
+        for child in token.children or []:
+            if child.type == "link_open":
+                cursor = max(content.find("](", cursor), cursor) + 1  # where this link's target sits
+                href = str(child.attrs.get("href", ""))
+                parts = urlsplit(href)
+                if parts.scheme or parts.netloc or not parts.path:
+                    continue  # web links, mailto: and same-page #anchors are not links to notes
+                at = line + content.count("\n", 0, cursor)
+                links.append(_link("markdown", unquote(parts.path), unquote(parts.fragment), "", at))
+    return links[:MAX_LINKS]
+
+
+def _link(kind: str, target: str, anchor: str, alias: str, line: int) -> dict[str, Any]:
+    return {"kind": kind, "target": target, "anchor": anchor, "alias": alias, "line": line}
+
+
+class LinkResolver:
+    """Resolves link targets to indexed notes: wikilinks by file name, markdown links by path."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = set(paths)
+        self._by_stem: dict[str, list[str]] = {}
+        for path in sorted(self.paths):
+            self._by_stem.setdefault(PurePosixPath(path).stem.casefold(), []).append(path)
+
+    def resolve(self, source: str, link: dict[str, Any]) -> str | None:
+        target = link["target"]
+        if not target:  # [[#heading]]: a link within the note itself
+            return source
+        if link["kind"] == "markdown":
+            return self._by_path(source, target)
+        return self._by_name(source, target)
+
+    def _by_path(self, source: str, target: str) -> str | None:
+        base = posixpath.dirname(source)
+        joined = posixpath.normpath(posixpath.join(base, target))
+        for candidate in (joined, joined + NOTE_SUFFIX):
+            if candidate in self.paths:
+                return candidate
+        return None
+
+    def _by_name(self, source: str, target: str) -> str | None:
+        """Obsidian's rule: the note of that name, the nearest one when several share it."""
+        name = target[: -len(NOTE_SUFFIX)] if target.lower().endswith(NOTE_SUFFIX) else target
+        wanted = PurePosixPath(name)
+        found = [
+            p
+            for p in self._by_stem.get(wanted.name.casefold(), [])
+            if _ends_with(PurePosixPath(p).with_suffix(""), wanted)
+        ]
+        if not found:
+            return None
+        here = posixpath.dirname(source)
+        return min(found, key=lambda p: (posixpath.dirname(p) != here, len(p), p))
+
+
+def _ends_with(path: PurePosixPath, tail: PurePosixPath) -> bool:
+    parts, want = [p.casefold() for p in path.parts], [p.casefold() for p in tail.parts]
+    return parts[-len(want) :] == want

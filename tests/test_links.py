@@ -1,0 +1,51 @@
+"""Links and anchors: wikilinks (aliases, headings) and relative links found, resolved, slugged as on GitHub."""
+
+from __future__ import annotations
+
+from mdrag.anchors import Slugger, github_slug
+from mdrag.links import LinkResolver
+from mdrag.sections import Sectioner
+
+
+def outline(text: str):
+    return Sectioner(lambda texts: [len(t.split()) for t in texts]).split(text)
+
+
+def test_wikilinks_with_alias_and_heading_and_relative_links_are_found_outside_code():
+    text = (
+        "# Trip\n\nSee [[Packing List#Tent|what to pack]] and [[Budget]].\n"
+        "Also [the map](../maps/route%20one.md#day-2), [web](https://example.com) and [top](#trip).\n\n"
+        "`[[not a link]]`\n\n```\n[[nor this]]\n```\n"
+    )
+    links = outline(text).links
+    assert [(link["kind"], link["target"], link["anchor"], link["alias"]) for link in links] == [
+        ("wikilink", "Packing List", "Tent", "what to pack"),
+        ("wikilink", "Budget", "", ""),
+        ("markdown", "../maps/route one.md", "day-2", ""),
+    ]
+    assert [link["line"] for link in links] == [3, 3, 4]
+
+
+def test_wikilinks_resolve_by_name_nearest_first_and_markdown_links_by_relative_path():
+    paths = ["/n/a/Budget.md", "/n/b/budget.md", "/n/a/trip.md", "/n/maps/route one.md"]
+    resolver = LinkResolver(paths)
+
+    def resolve(target: str, kind: str = "wikilink") -> str | None:
+        return resolver.resolve("/n/a/trip.md", {"kind": kind, "target": target})
+
+    assert resolve("budget") == "/n/a/Budget.md"  # same folder wins
+    assert resolve("b/Budget") == "/n/b/budget.md"
+    assert resolve("Budget.md") == "/n/a/Budget.md"
+    assert resolve("Nowhere") is None
+    assert resolve("../maps/route one.md", "markdown") == "/n/maps/route one.md"
+    assert resolve("../maps/route one", "markdown") == "/n/maps/route one.md"
+    assert resolve("missing.md", "markdown") is None
+
+
+def test_heading_anchors_follow_githubs_slugs_and_number_repeats():
+    assert github_slug("Install `mdrag` on **Linux**!") == "install-mdrag-on-linux"
+    assert github_slug("See [the docs](x.md) now") == "see-the-docs-now"
+    slugger = Slugger()
+    assert [slugger.slug(h) for h in ["Notes", "Notes", "Notes"]] == ["notes", "notes-1", "notes-2"]
+    sections = outline("# Log\n\n## Day\n\nrain\n\n## Day\n\nsun\n").sections
+    assert [s.anchor for s in sections] == ["day", "day-1"]
