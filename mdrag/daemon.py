@@ -222,12 +222,12 @@ class Daemon:
             return {"pong": True, "pid": os.getpid(), "state": self.state}
         if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
-        if op in ("search", "reindex") and self.store_error is not None:
+        if op != "status" and self.store_error is not None:
             raise StoreError(
                 f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.store_error}); "
                 "changes are queued and will be applied when it is back"
             )
-        if op == "search":
+        if op in ("search", "context"):
             wait = params.pop("wait_fresh", None)
             if wait is not None:
                 if (
@@ -237,7 +237,7 @@ class Daemon:
                 ):
                     raise QueryError(f"wait_fresh must be 0-{MAX_WAIT_FRESH_S:.0f} seconds")
                 self.queue.wait_idle(float(wait))
-            response = self.service.search(params)
+            response = self.service.handle(op, params)
             response["freshness"] = self.freshness()
             return response
         if op == "status":
@@ -254,7 +254,7 @@ class Daemon:
                 )
             )
             return command.wait()
-        raise QueryError(f"unknown operation {op!r}")
+        return self.service.handle(op, params)
 
     def freshness(self) -> dict[str, Any]:
         return {"queue_depth": self.queue.depth(), "last_change_applied_at": self.queue.last_applied_at}

@@ -11,8 +11,22 @@ from mdrag.errors import QueryError
 PROTOCOL_VERSION = 1
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 1000
+SELECTION_CHARS = (10, 5000)  # a passage used as the query: a sentence to a few paragraphs
+MAX_DRAFT_CHARS = 1_000_000
 SEARCH_MODES = ("hybrid", "dense", "keyword")
-OPERATIONS = ("ping", "search", "status", "reindex")
+GAP_STATUSES = ("open", "deferred", "addressed")
+OPERATIONS = (
+    "ping",
+    "search",
+    "status",
+    "reindex",
+    "similar",
+    "duplicates",
+    "related",
+    "context",
+    "gaps",
+    "gap_status",
+)
 
 
 @dataclass(frozen=True)
@@ -25,14 +39,25 @@ class SearchParams:
     mode: str = "hybrid"
     tags: tuple[str, ...] = ()
     path_prefix: str = ""
+    explain: bool = False
+    passage: bool = False  # the query is a selected passage (10-5000 characters), not a question
 
     @classmethod
     def parse(cls, raw: dict[str, Any], defaults: SearchParams | None = None) -> SearchParams:
         """Validate a request's fields, filling what it leaves out from `defaults`."""
         base = defaults or cls(query="-")
+        selection = raw.get("selection")
+        if selection is not None:
+            low, high = SELECTION_CHARS
+            if not isinstance(selection, str) or not low <= len(selection.strip()) <= high:
+                raise QueryError(f"a selection must be {low}-{high} characters after trimming spaces")
+            raw = {**raw, "query": selection}
         query = raw.get("query")
-        if not isinstance(query, str) or not 1 <= len(query.strip()) <= MAX_QUERY_CHARS:
+        if selection is None and (
+            not isinstance(query, str) or not 1 <= len(query.strip()) <= MAX_QUERY_CHARS
+        ):
             raise QueryError(f"query must be 1-{MAX_QUERY_CHARS} characters after trimming spaces")
+        assert isinstance(query, str)
         top_k = raw.get("top_k", base.top_k)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
             raise QueryError(f"top_k must be a whole number from 1 to 100, got {top_k!r}")
@@ -48,7 +73,44 @@ class SearchParams:
         prefix = raw.get("path_prefix") or ""
         if not isinstance(prefix, str):
             raise QueryError("path_prefix must be a string")
-        return cls(query.strip(), top_k, float(threshold), mode, tuple(t.strip() for t in tags), prefix)
+        explain = _flag(raw, "explain")
+        return cls(
+            query.strip(),
+            top_k,
+            float(threshold),
+            mode,
+            tuple(t.strip() for t in tags),
+            prefix,
+            explain,
+            passage=selection is not None,
+        )
+
+
+def _flag(raw: dict[str, Any], name: str) -> bool:
+    value = raw.get(name, False)
+    if not isinstance(value, bool):
+        raise QueryError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def whole_number(raw: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    """A bounded integer parameter, or a QueryError naming it."""
+    value = raw.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise QueryError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def text_param(raw: dict[str, Any], name: str, max_chars: int, required: bool = True) -> str:
+    """A non-blank string parameter of at most `max_chars`, or a QueryError naming it."""
+    value = raw.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value.strip() or len(value) > max_chars:
+        raise QueryError(f"{name} must be a non-empty string of at most {max_chars} characters")
+    return value
 
 
 def encode(message: dict[str, Any]) -> bytes:

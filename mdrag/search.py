@@ -15,6 +15,29 @@ from mdrag.store import HIT_FIELDS, Store, quote
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant; rank 1 scores 1/61
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
+NO_ANSWER = "nothing in your notes answers this"
+# Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
+CONFIDENCE_LEVELS = (("high", 0.85, 2), ("medium", 0.70, 0), ("low", 0.50, 0))
+
+
+def confidence_level(best_score: float | None, hits: int) -> str:
+    """high, medium, low or none, from the best cosine seen and how many hits passed."""
+    for level, lowest, fewest_hits in CONFIDENCE_LEVELS:
+        if best_score is not None and best_score >= lowest and hits >= fewest_hits:
+            return level
+    return "none"
+
+
+def source_reference(row: dict[str, Any]) -> dict[str, Any]:
+    """Where a hit lives: path, lines, heading path and a `path#slug` link an editor can open."""
+    path = row["file_path"]
+    return {
+        "path": path,
+        "start_line": row["start_line"],
+        "end_line": row["end_line"],
+        "heading_path": row["heading_path"],
+        "anchor": f"{path}#{row['anchor']}" if row.get("anchor") else path,
+    }
 
 
 @dataclass
@@ -30,7 +53,9 @@ class Hit:
     start_line: int
     end_line: int
     heading_path: str
+    source: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    explain: dict[str, Any] | None = None  # with --explain: dense score and the ranks behind it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,7 +68,9 @@ class SearchResponse:
     search_parameters: dict[str, Any]
     execution_time_ms: float
     best_candidate_score: float | None = None  # the best score seen, passing or not
+    confidence: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    explain: dict[str, Any] | None = None  # with --explain: the candidates the threshold dropped
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -69,7 +96,7 @@ class Searcher:
             # A server without full-text search (before Milvus 2.5) serves dense search only;
             # the store warned once when it opened.
             params = replace(params, mode="dense")
-        vector = self.embedder.embed_query(params.query)
+        vector = self._query_vector(params)
         limit = min(16384, params.top_k * CANDIDATE_FACTOR + 10)
         expr = _filter(params)
         ranked: list[list[dict[str, Any]]] = []
@@ -81,9 +108,10 @@ class Searcher:
                 self._sections(self.store.search_keyword(params.query, limit, expr), params, cosine=False)
             )
         ordered = _fuse(ranked) if len(ranked) > 1 else (ranked[0] if ranked else [])
-        chosen, best = self._pass_threshold(ordered, vector, params)
+        chosen, best, dropped = self._pass_threshold(ordered, vector, params)
         rows = self.store.fetch_rows([c["id"] for c in chosen], HIT_FIELDS)
         hits = [_hit(rows[c["id"]], c["cosine"]) for c in chosen if c["id"] in rows]
+        level = confidence_level(best, len(hits))
         message = ""
         if not hits:
             message = f"no section scored at or above the threshold {params.threshold:.2f}" + (
@@ -91,6 +119,11 @@ class Searcher:
                 if best is not None
                 else "; the index has no candidates"
             )
+        if level == "none":
+            message = NO_ANSWER + (f" ({message})" if message else "")
+        explain = None
+        if params.explain:
+            explain = _explain(hits, chosen, dropped, ordered, ranked, params)
         return SearchResponse(
             query=params.query,
             results=hits,
@@ -104,8 +137,22 @@ class Searcher:
             },
             execution_time_ms=round((time.perf_counter() - started) * 1000, 2),
             best_candidate_score=None if best is None else round(best, 4),
+            confidence={
+                "level": level,
+                "best_score": None if best is None else round(best, 4),
+                "hits": len(hits),
+            },
             message=message,
+            explain=explain,
         )
+
+    def _query_vector(self, params: SearchParams) -> np.ndarray:
+        """A question embeds as it is; a long passage as the mean of its windows, so none is cut off."""
+        if not params.passage:
+            return self.embedder.embed_query(params.query)
+        windows = self.embedder.windows("", params.query)
+        mean = np.mean([self.embedder.embed_query(w) for w in windows], axis=0)
+        return (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
 
     def _sections(
         self, rows: list[dict[str, Any]], params: SearchParams, cosine: bool
@@ -128,13 +175,15 @@ class Searcher:
 
     def _pass_threshold(
         self, ordered: list[dict[str, Any]], vector: np.ndarray, params: SearchParams
-    ) -> tuple[list[dict[str, Any]], float | None]:
-        """The first top_k candidates whose cosine passes the threshold, and the best cosine seen.
+    ) -> tuple[list[dict[str, Any]], float | None, list[dict[str, Any]]]:
+        """The first top_k candidates whose cosine passes the threshold, the best cosine seen,
+        and the candidates looked at that the threshold dropped.
 
         Keyword-only candidates have no cosine yet: the engine computes it, a slice at a time
         and only as far down the ranking as needed.
         """
         chosen: list[dict[str, Any]] = []
+        dropped: list[dict[str, Any]] = []
         best: float | None = None
         step = params.top_k + 10
         for start in range(0, len(ordered), step):
@@ -149,11 +198,13 @@ class Searcher:
                 if candidate["cosine"] is None:
                     continue
                 best = candidate["cosine"] if best is None else max(best, candidate["cosine"])
-                if candidate["cosine"] >= params.threshold and len(chosen) < params.top_k:
+                if candidate["cosine"] < params.threshold:
+                    dropped.append(candidate)
+                elif len(chosen) < params.top_k:
                     chosen.append(candidate)
             if len(chosen) >= params.top_k:
                 break
-        return chosen, best
+        return chosen, best, dropped
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str, int]:
@@ -172,6 +223,46 @@ def _fuse(lists: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
             score, kept = fused.get(key, (0.0, row))
             fused[key] = (score + 1.0 / (RRF_K + rank), kept)
     return [row for _, row in sorted(fused.values(), key=lambda item: -item[0])]
+
+
+def _explain(
+    hits: list[Hit],
+    chosen: list[dict[str, Any]],
+    dropped: list[dict[str, Any]],
+    ordered: list[dict[str, Any]],
+    ranked: list[list[dict[str, Any]]],
+    params: SearchParams,
+) -> dict[str, Any]:
+    """Per hit: its dense score and its dense, keyword and fused ranks; and what the threshold cut."""
+    fused_rank = {_key(c): rank for rank, c in enumerate(ordered, start=1)}
+    lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
+    ranks = {name: {_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()}
+    by_id = {c["id"]: c for c in chosen}
+
+    def ranks_of(candidate: dict[str, Any]) -> dict[str, Any]:
+        key = _key(candidate)
+        return {
+            "dense_score": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
+            "dense_rank": ranks.get("dense", {}).get(key),
+            "keyword_rank": ranks.get("keyword", {}).get(key),
+            "fused_rank": fused_rank.get(key),
+        }
+
+    for hit in hits:
+        candidate = by_id.get(hit.metadata["row_id"])
+        if candidate is not None:
+            hit.explain = ranks_of(candidate)
+    return {
+        "mode": params.mode,
+        "threshold": params.threshold,
+        "candidates": len(ordered),
+        "dropped_by_threshold": [
+            {"file_path": c["file_path"], "section_id": c["section_id"], **ranks_of(c)} for c in dropped
+        ],
+    }
+
+
+_MODE_LISTS = {"dense": ("dense",), "keyword": ("keyword",), "hybrid": ("dense", "keyword")}
 
 
 def _filter(params: SearchParams) -> str:
@@ -200,6 +291,7 @@ def _hit(row: dict[str, Any], cosine: float) -> Hit:
         start_line=row["start_line"],
         end_line=row["end_line"],
         heading_path=row["heading_path"],
+        source=source_reference(row),
         metadata={
             "title": row["title"],
             "tags": list(row["tags"] or []),
@@ -208,5 +300,6 @@ def _hit(row: dict[str, Any], cosine: float) -> Hit:
             "start_position": row["start_position"],
             "end_position": row["end_position"],
             "section_id": row["section_id"],
+            "row_id": row["id"],
         },
     )

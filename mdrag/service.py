@@ -1,7 +1,7 @@
 """Service: the embedder, store, catalog, indexer and searcher built from config, and their operations.
 
 The daemon owns one Service for its lifetime; the CLI builds one for a single command when
-no daemon runs. Both answer `search`, `status` and `reindex` with the same code.
+no daemon runs. Both answer every read operation (`handle`) and `reindex` with the same code.
 """
 
 from __future__ import annotations
@@ -13,26 +13,41 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from loguru import logger
 
 from mdrag import __version__
 from mdrag.catalog import Catalog
 from mdrag.config import Config
+from mdrag.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
 from mdrag.embedder import Embedder
-from mdrag.errors import ConfigError
+from mdrag.errors import ConfigError, QueryError
+from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport, Progress
-from mdrag.protocol import SearchParams
+from mdrag.protocol import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
+from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
+from mdrag.similarity import Similarity
 from mdrag.store import Store
+
+
+def beside_index(config: Config, suffix: str) -> Path:
+    """A file kept next to the index: beside a Milvus Lite file, or in the data dir for a server."""
+    if "://" not in config.milvus_uri:
+        return Path(config.milvus_uri).expanduser().resolve().with_suffix(suffix)
+    digest = hashlib.sha256(config.milvus_uri.encode()).hexdigest()[:12]
+    return config.data_dir / f"server-{digest}{suffix}"
 
 
 def dirty_marker(config: Config) -> Path:
     """A file that exists while a writer has the index open; found at start, it means a crash."""
-    if "://" not in config.milvus_uri:
-        return Path(config.milvus_uri).expanduser().resolve().with_suffix(".db.dirty")
-    digest = hashlib.sha256(config.milvus_uri.encode()).hexdigest()[:12]
-    return config.data_dir / f"server-{digest}.dirty"
+    return beside_index(config, ".db.dirty")
+
+
+def gap_log_path(config: Config) -> Path:
+    """Outside Milvus on purpose: the record of unanswered searches survives `reindex --rebuild`."""
+    return beside_index(config, ".gaps.sqlite")
 
 
 class Service:
@@ -53,6 +68,9 @@ class Service:
             self.embedder, self.store, self.catalog, self.filter, config.sections_max_tokens
         )
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
+        self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
+        self.gaps = GapLog(gap_log_path(config))
+        self.indexer.listeners.append(self._notice_answered_gaps)
         self._marker = dirty_marker(config)
         if self._marker.exists():
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
@@ -60,9 +78,79 @@ class Service:
         self._marker.parent.mkdir(parents=True, exist_ok=True)
         self._marker.write_text(f"{os.getpid()}\n")
 
+    def handle(self, op: str, params: dict[str, Any]) -> Any:
+        """Answer one read operation of the protocol (the daemon and the direct CLI both call this)."""
+        handlers = {
+            "search": self.search,
+            "status": lambda _: self.status(),
+            "similar": self.similar,
+            "duplicates": self.duplicates,
+            "related": self.related,
+            "context": self.context,
+            "gaps": lambda p: {"gaps": self.gaps.entries(p.get("status") or None)},
+            "gap_status": lambda p: self.gaps.set_status(
+                text_param(p, "query", 1000), p.get("status") or "addressed"
+            ),
+        }
+        if op not in handlers:
+            raise QueryError(f"unknown operation {op!r}")
+        return handlers[op](params)
+
     def search(self, raw: dict[str, Any]) -> dict[str, Any]:
         params = SearchParams.parse(raw, self.search_defaults())
-        return self.searcher.search(params).to_dict()
+        response = self.searcher.search(params).to_dict()
+        if not response["results"] and not params.passage:
+            self._record_gap(params.query, response["best_candidate_score"])
+        return response
+
+    def _record_gap(self, query: str, best: float | None) -> None:
+        try:
+            self.gaps.record(query, best, self.embedder.embed_query(query))
+        except Exception as exc:  # the answer matters more than its bookkeeping
+            logger.warning("could not record the unanswered query in {}: {}", self.gaps.path, exc)
+
+    def _notice_answered_gaps(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        try:
+            vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+            answered = self.gaps.notice_answers(
+                [row["file_path"] for row in rows], vectors, self.config.search_threshold
+            )
+        except Exception as exc:
+            logger.warning("could not check the recorded gaps against new notes: {}", exc)
+            return
+        for query in answered:
+            logger.info("a new note may answer the recorded gap {!r}", query)
+
+    def similar(self, params: dict[str, Any]) -> dict[str, Any]:
+        k = whole_number(params, "k", 10, 1, 100)
+        if params.get("text") is not None:
+            target = self.similarity.of_text(text_param(params, "text", MAX_DRAFT_CHARS))
+        else:
+            target = self.similarity.of_note(self._note(params))
+        return {"note": target.path, "results": self.similarity.similar(target, k)}
+
+    def duplicates(self, params: dict[str, Any]) -> dict[str, Any]:
+        min_score = whole_number(params, "min_score", 90, 1, 100)
+        limit = whole_number(params, "limit", 1000, 1, 100000)
+        pairs, total = self.similarity.duplicates(min_score, limit)
+        return {"min_score": min_score, "total_pairs": total, "pairs": pairs}
+
+    def related(self, params: dict[str, Any]) -> dict[str, Any]:
+        return related_notes(
+            self._note(params), self.catalog, self.similarity, whole_number(params, "k", 10, 1, 100)
+        )
+
+    def context(self, params: dict[str, Any]) -> dict[str, Any]:
+        max_tokens = whole_number(params, "max_tokens", DEFAULT_MAX_TOKENS, 50, 100000)
+        search = {k: v for k, v in params.items() if k != "max_tokens"}
+        search.setdefault("top_k", SEARCH_DEPTH)
+        search.setdefault("threshold", CONTEXT_THRESHOLD)
+        return build_context(self.search(search), max_tokens, self.embedder.count_tokens)
+
+    def _note(self, params: dict[str, Any]) -> str:
+        return str(Path(text_param(params, "note", 4096)).expanduser().resolve())
 
     def search_defaults(self) -> SearchParams:
         c = self.config

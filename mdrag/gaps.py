@@ -1,0 +1,135 @@
+"""Gaps: the searches your notes could not answer, counted per distinct query, kept beside the index."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mdrag.errors import QueryError
+from mdrag.protocol import GAP_STATUSES
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS gaps (
+    key TEXT PRIMARY KEY,          -- the query, spaces collapsed and case folded
+    query TEXT NOT NULL,           -- as first asked
+    count INTEGER NOT NULL,
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    status TEXT NOT NULL,          -- open, deferred or addressed
+    best_score REAL,               -- the best cosine any note reached, last time asked
+    vector BLOB,                   -- the query's embedding, to notice a note that answers it
+    possibly_addressed_by TEXT,    -- a note indexed later that scores at or above the threshold
+    possibly_addressed_at REAL
+)
+"""
+
+
+def gap_key(query: str) -> str:
+    return " ".join(query.split()).casefold()
+
+
+class GapLog:
+    """A small SQLite file: the daemon and a direct CLI may both write it, so each call connects."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._db() as db:
+            db.execute(_SCHEMA)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = sqlite3.connect(self.path, timeout=10)
+            try:
+                with db:  # one transaction: committed on success, rolled back on error
+                    yield db
+            finally:
+                db.close()
+
+    def record(self, query: str, best_score: float | None, vector: np.ndarray | None) -> None:
+        """Count one unanswered search; a query asked again reopens if it was marked addressed."""
+        now = time.time()
+        blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+        with self._db() as db:
+            db.execute(
+                """
+                INSERT INTO gaps (key, query, count, first_seen, last_seen, status, best_score, vector)
+                VALUES (?, ?, 1, ?, ?, 'open', ?, ?)
+                ON CONFLICT (key) DO UPDATE SET
+                    count = count + 1, last_seen = excluded.last_seen, best_score = excluded.best_score,
+                    vector = COALESCE(excluded.vector, vector),
+                    status = CASE WHEN status = 'addressed' THEN 'open' ELSE status END
+                """,
+                (gap_key(query), query.strip(), now, now, best_score, blob),
+            )
+
+    def entries(self, status: str | None = None) -> list[dict[str, Any]]:
+        """The gaps, most frequent first (then most recent)."""
+        if status is not None and status not in GAP_STATUSES:
+            raise QueryError(f"status must be one of {', '.join(GAP_STATUSES)}, got {status!r}")
+        with self._db() as db:
+            db.row_factory = sqlite3.Row
+            rows = db.execute(
+                "SELECT * FROM gaps WHERE (? IS NULL OR status = ?) ORDER BY count DESC, last_seen DESC",
+                (status, status),
+            ).fetchall()
+        return [_entry(row) for row in rows]
+
+    def set_status(self, query: str, status: str) -> dict[str, Any]:
+        if status not in GAP_STATUSES:
+            raise QueryError(f"status must be one of {', '.join(GAP_STATUSES)}, got {status!r}")
+        with self._db() as db:
+            db.row_factory = sqlite3.Row
+            key = gap_key(query)
+            changed = db.execute("UPDATE gaps SET status = ? WHERE key = ?", (status, key)).rowcount
+            if not changed:
+                raise QueryError(f"no recorded gap for the query {query!r}; `mdrag gaps` lists them")
+            row = db.execute("SELECT * FROM gaps WHERE key = ?", (key,)).fetchone()
+        return _entry(row)
+
+    def notice_answers(self, paths: list[str], vectors: np.ndarray, threshold: float) -> list[str]:
+        """Mark open gaps that one of these newly written windows answers; returns their queries."""
+        if not len(vectors):
+            return []
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT key, query, vector FROM gaps WHERE status = 'open' AND vector IS NOT NULL"
+            ).fetchall()
+            if not rows:
+                return []
+            queries = np.stack([np.frombuffer(row[2], dtype=np.float32) for row in rows])
+            if queries.shape[1] != vectors.shape[1]:
+                return []  # recorded under another model
+            scores = queries @ vectors.T
+            answered = []
+            for (key, query, _), row_scores in zip(rows, scores, strict=True):
+                best = int(np.argmax(row_scores))
+                if row_scores[best] >= threshold:
+                    db.execute(
+                        "UPDATE gaps SET possibly_addressed_by = ?, possibly_addressed_at = ? WHERE key = ?",
+                        (paths[best], time.time(), key),
+                    )
+                    answered.append(query)
+        return answered
+
+
+def _entry(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "query": row["query"],
+        "count": row["count"],
+        "status": row["status"],
+        "first_seen": row["first_seen"],
+        "last_seen": row["last_seen"],
+        "best_score": None if row["best_score"] is None else round(row["best_score"], 4),
+        "possibly_addressed_by": row["possibly_addressed_by"],
+        "possibly_addressed_at": row["possibly_addressed_at"],
+    }

@@ -1,0 +1,61 @@
+"""Related: a note's outgoing links, its backlinks and its semantic neighbours, each labelled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mdrag.catalog import Catalog
+from mdrag.errors import QueryError
+from mdrag.links import LinkResolver
+from mdrag.similarity import Similarity
+
+
+def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 10) -> dict[str, Any]:
+    """Links out (broken ones flagged), links in, and the k most similar notes, for one note."""
+    record = catalog.get(path)
+    if record is None:
+        raise QueryError(f"{path} is not an indexed note")
+    resolver = LinkResolver(catalog.paths())
+    outgoing = []
+    for link in record.links:
+        resolved = resolver.resolve(path, link)
+        outgoing.append({**link, "path": resolved, "broken": resolved is None})
+    backlinks = []
+    for other in catalog.records():
+        if other.file_path == path:
+            continue
+        for link in other.links:
+            if resolver.resolve(other.file_path, link) == path:
+                backlinks.append({**link, "path": other.file_path})
+    similar = similarity.similar(similarity.of_note(path), k) if catalog.visible_hash(path) else []
+    return {
+        "note": path,
+        "outgoing": outgoing,
+        "backlinks": backlinks,
+        "similar": similar,
+        "related": _labelled(path, outgoing, backlinks, similar),
+        "broken_links": [link for link in outgoing if link["broken"]],
+    }
+
+
+def _labelled(
+    path: str, outgoing: list[dict[str, Any]], backlinks: list[dict[str, Any]], similar: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One entry per other note, naming every way it relates: links to, linked from, similar."""
+    entries: dict[str, dict[str, Any]] = {}
+
+    def entry(other: str) -> dict[str, Any]:
+        return entries.setdefault(other, {"path": other, "relations": [], "score": None, "tier": None})
+
+    for link in outgoing:
+        if link["path"] and link["path"] != path and "links to" not in entry(link["path"])["relations"]:
+            entry(link["path"])["relations"].append("links to")
+    for link in backlinks:
+        if "linked from" not in entry(link["path"])["relations"]:
+            entry(link["path"])["relations"].append("linked from")
+    for note in similar:
+        item = entry(note["path"])
+        item["relations"].append("similar")
+        item.update(score=note["score"], tier=note["tier"])
+    return sorted(entries.values(), key=lambda e: (-len(e["relations"]), -(e["score"] or 0), e["path"]))
+

@@ -1,0 +1,171 @@
+"""Similarity: the notes most like a note or a draft, and near-duplicate pairs, scored 0-100.
+
+Document vectors (the mean of a note's windows) find the candidates; section matches
+confirm them: the score is how well each note's windows are matched by the other's, both
+ways, so a copy scores near 100 and a note that merely shares a topic does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mdrag.catalog import Catalog
+from mdrag.document import parse_document
+from mdrag.embedder import Embedder
+from mdrag.errors import QueryError
+from mdrag.indexer import embedding_inputs
+from mdrag.sections import Sectioner
+from mdrag.store import Store
+
+TIERS = ((90, "near-duplicate"), (80, "high"), (0, "related"))
+CANDIDATES_PER_RESULT = 4  # document-vector neighbours confirmed per note wanted
+PREFILTER_MARGIN = 0.10  # a pair whose document cosine is this far under the bar is not checked
+PAIR_BATCH = 400  # notes whose windows are loaded at once during the duplicate scan
+
+
+def tier(score: int) -> str:
+    return next(name for lowest, name in TIERS if score >= lowest)
+
+
+def match_score(a: np.ndarray, b: np.ndarray) -> float:
+    """0-100: the mean best cosine of each window of one note against the other's, both ways."""
+    if not len(a) or not len(b):
+        return 0.0
+    cosines = np.clip(a @ b.T, 0.0, 1.0)
+    return float(50.0 * (cosines.max(axis=1).mean() + cosines.max(axis=0).mean()))
+
+
+@dataclass
+class NoteVectors:
+    """A note (or a draft) as its document vector and the vectors of its windows."""
+
+    path: str | None
+    doc: np.ndarray
+    windows: np.ndarray
+
+
+class Similarity:
+    """Similar notes and duplicate pairs over the indexed notes; reads only."""
+
+    def __init__(self, store: Store, catalog: Catalog, embedder: Embedder, sectioner: Sectioner) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.embedder = embedder
+        self.sectioner = sectioner
+
+    # ---- what to compare ---------------------------------------------------------------------
+
+    def of_note(self, path: str) -> NoteVectors:
+        path = str(Path(path).expanduser().resolve())
+        visible = self.catalog.visible_hash(path)
+        if visible is None:
+            raise QueryError(f"{path} is not an indexed note")
+        windows = self._windows([path]).get(path)
+        if windows is None or not len(windows):
+            raise QueryError(f"{path} has no text to compare")
+        return NoteVectors(path, _unit(windows.mean(axis=0)), windows)
+
+    def of_text(self, text: str) -> NoteVectors:
+        """A draft, sectioned and embedded as indexing would, but never stored."""
+        document = parse_document("draft", text.encode("utf-8", "surrogateescape"))
+        _, _, inputs = embedding_inputs(self.sectioner, document)
+        texts = [w for prefix, body in inputs for w in self.embedder.windows(prefix, body)]
+        if not texts:
+            raise QueryError("the draft has no text to compare")
+        windows = self.embedder.embed(texts)
+        return NoteVectors(None, _unit(windows.mean(axis=0)), windows)
+
+    # ---- operations --------------------------------------------------------------------------
+
+    def similar(self, target: NoteVectors, k: int = 10, min_score: int = 0) -> list[dict[str, Any]]:
+        """The k notes most like `target`, best first, each with its score, tier and best match."""
+        neighbours = self.store.search_doc_vectors(target.doc, k * CANDIDATES_PER_RESULT + 1)
+        candidates = {
+            n["file_path"]: n["distance"]
+            for n in neighbours
+            if n["file_path"] != target.path and self.catalog.visible_hash(n["file_path"]) == n["file_hash"]
+        }
+        windows = self._windows(list(candidates))
+        results = []
+        for path, doc_cosine in candidates.items():
+            if path not in windows:
+                continue
+            score = round(match_score(target.windows, windows[path]))
+            if score >= min_score:
+                results.append(_result(path, score, doc_cosine))
+        results.sort(key=lambda r: (-r["score"], -r["doc_cosine"], r["path"]))
+        return results[:k]
+
+    def duplicates(self, min_score: int = 90, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
+        """Every pair of notes scoring at least `min_score`, each pair once, best first.
+
+        Returns (the first `limit` pairs, how many pairs there are in all).
+        """
+        paths, docs = [], []
+        for row in self.store.doc_vectors():
+            record = self.catalog.get(row["file_path"])
+            if (
+                record
+                and record.section_count
+                and self.catalog.visible_hash(row["file_path"]) == row["file_hash"]
+            ):
+                paths.append(row["file_path"])
+                docs.append(row["doc_vector"])
+        if len(paths) < 2:
+            return [], 0
+        candidates = _close_pairs(np.asarray(docs, dtype=np.float32), min_score / 100 - PREFILTER_MARGIN)
+        pairs: list[dict[str, Any]] = []
+        # Load windows a slice of pairs at a time: the whole index's vectors need not fit at once.
+        for start in range(0, len(candidates), PAIR_BATCH):
+            batch = candidates[start : start + PAIR_BATCH]
+            windows = self._windows(sorted({paths[i] for i, _, _ in batch} | {paths[j] for _, j, _ in batch}))
+            for i, j, doc_cosine in batch:
+                a, b = windows.get(paths[i]), windows.get(paths[j])
+                if a is None or b is None:
+                    continue
+                score = round(match_score(a, b))
+                if score >= min_score:
+                    pairs.append(
+                        {
+                            "a": paths[i],
+                            "b": paths[j],
+                            "score": score,
+                            "tier": tier(score),
+                            "doc_cosine": round(doc_cosine, 4),
+                        }
+                    )
+        pairs.sort(key=lambda p: (-p["score"], -p["doc_cosine"], p["a"], p["b"]))
+        return pairs[:limit], len(pairs)
+
+    def _windows(self, paths: list[str]) -> dict[str, np.ndarray]:
+        """The current version's window vectors of each path (older versions being swapped out skipped)."""
+        found = self.store.section_vectors(paths)
+        return {
+            path: vectors
+            for (path, file_hash), vectors in found.items()
+            if self.catalog.visible_hash(path) == file_hash
+        }
+
+
+def _close_pairs(docs: np.ndarray, bar: float, block: int = 2048) -> list[tuple[int, int, float]]:
+    """(i, j, cosine) for i < j whose document vectors are at least `bar` alike, a block of rows at a time."""
+    pairs = []
+    for start in range(0, len(docs), block):
+        cosines = docs[start : start + block] @ docs.T
+        rows, cols = np.nonzero(cosines >= bar)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            if start + r < c:
+                pairs.append((start + r, c, float(cosines[r, c])))
+    return pairs
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / (np.linalg.norm(vector) or 1.0)).astype(np.float32)
+
+
+def _result(path: str, score: int, doc_cosine: float) -> dict[str, Any]:
+    return {"path": path, "score": score, "tier": tier(score), "doc_cosine": round(float(doc_cosine), 4)}
