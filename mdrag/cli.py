@@ -11,119 +11,14 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import click
 
-from mdrag.config import Config, load_config
-from mdrag.errors import MdragError, ServerNotRunningError
-
-
-class Backend(Protocol):
-    """What the commands need: the daemon over its socket, or a Service in this process."""
-
-    def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
-
-    def status(self) -> dict[str, Any]: ...
-
-    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]: ...
-
-
-class LocalBackend:
-    """Opens the index in this process (only when no daemon holds it)."""
-
-    def __init__(self, config: Config) -> None:
-        from mdrag.service import Service  # heavy: torch, sentence-transformers, pymilvus
-
-        self.service = Service(config)
-
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        response = self.service.search(params)
-        # No daemon, no queue: the index is exactly as fresh as its last reindex.
-        response["freshness"] = {
-            "queue_depth": 0,
-            "last_change_applied_at": self.service.catalog.last_indexed_at(),
-        }
-        return response
-
-    def status(self) -> dict[str, Any]:
-        return {"daemon": None, **self.service.status()}
-
-    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]:
-        with _progress_bar() as progress:
-            report = self.service.reindex(paths or None, force=force, rebuild=rebuild, progress=progress)
-        return report.to_dict()
-
-    def close(self) -> None:
-        self.service.close()
-
-
-@contextmanager
-def _progress_bar() -> Iterator[Any]:
-    """A tqdm bar on a terminal (files, sections/s, ETA); a log line now and then otherwise."""
-    if not sys.stderr.isatty():
-        from loguru import logger
-
-        last = [0.0]
-
-        def log_progress(done: int, total: int, sections: int) -> None:
-            if time.monotonic() - last[0] > 5 or done == total:
-                last[0] = time.monotonic()
-                logger.info("indexed {}/{} files, {} sections embedded", done, total, sections)
-
-        yield log_progress
-        return
-    from tqdm import tqdm
-
-    bar = tqdm(total=0, unit="file", dynamic_ncols=True, file=sys.stderr)
-    started = time.monotonic()
-
-    def update(done: int, total: int, sections: int) -> None:
-        bar.total = total
-        bar.n = done
-        rate = sections / max(time.monotonic() - started, 1e-6)
-        bar.set_postfix_str(f"{sections} sections, {rate:.0f} sections/s", refresh=False)
-        bar.refresh()
-
-    try:
-        yield update
-    finally:
-        bar.close()
-
-
-@contextmanager
-def open_backend(config: Config, need_daemon: bool = False) -> Iterator[Backend]:
-    """The daemon when one answers on the socket, else the index opened here."""
-    from mdrag.client import DaemonClient
-
-    client = DaemonClient(config.server_socket_path)
-    if client.alive():
-        yield client
-        return
-    if need_daemon:
-        raise ServerNotRunningError(
-            f"no mdrag daemon answers on {config.server_socket_path}; start it with `mdrag serve`"
-        )
-    backend = LocalBackend(config)
-    try:
-        yield backend
-    finally:
-        backend.close()
-
-
-def _load(ctx: click.Context, **overrides: Any) -> Config:
-    config: Config = ctx.obj["config"]
-    return config.with_overrides(**overrides)
-
-
-def _configure_logging(config: Config, quiet: bool) -> None:
-    """Commands whose output is the answer (search, status, --json) log only warnings,
-    unless MDRAG_LOG_LEVEL asks for more."""
-    from mdrag.log import configure_logging
-
-    configure_logging("WARNING" if quiet and not os.environ.get("MDRAG_LOG_LEVEL") else config.log_level)
+from mdrag.backend import LocalBackend, command_config, configure_command_logging, open_backend
+from mdrag.cli_explore import COMMANDS, read_text_arg, shown
+from mdrag.config import load_config
+from mdrag.errors import MdragError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -143,7 +38,7 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 @click.pass_context
 def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> None:
     """Run the daemon in the foreground: watch the roots, keep the index fresh, answer on the socket."""
-    config = _load(
+    config = command_config(
         ctx,
         roots=tuple(os.path.abspath(os.path.expanduser(r)) for r in roots) or None,
         log_level=log_level,
@@ -164,12 +59,12 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
 @click.pass_context
 def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bool, as_json: bool) -> None:
     """Index the notes under the roots (or only PATHS); report what changed."""
-    config = _load(ctx)
+    config = command_config(ctx)
     absolute = [os.path.abspath(os.path.expanduser(p)) for p in paths]
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.
         config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
-    _configure_logging(config, quiet=as_json)
+    configure_command_logging(config, quiet=as_json)
     with open_backend(config) as backend:
         report = backend.reindex(absolute, force, rebuild)
     if as_json:
@@ -199,6 +94,14 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     default=None,
     help="Wait (up to SECONDS, default 30) until the daemon has applied every pending change.",
 )
+@click.option(
+    "--selected",
+    metavar="FILE|-",
+    help="Use a passage (10-5000 characters) from a file or stdin as the query.",
+)
+@click.option(
+    "--explain", is_flag=True, help="Show each hit's dense score and ranks, and what the threshold cut."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the response as one JSON object.")
 @click.pass_context
 def search(
@@ -210,12 +113,20 @@ def search(
     tags: tuple[str, ...],
     path_prefix: str | None,
     wait_fresh: float | None,
+    selected: str | None,
+    explain: bool,
     as_json: bool,
 ) -> None:
-    """Find the sections of your notes closest in meaning to QUERY."""
-    config = _load(ctx)
-    _configure_logging(config, quiet=True)
+    """Find the sections of your notes closest in meaning to QUERY (or to a --selected passage)."""
+    config = command_config(ctx)
+    configure_command_logging(config, quiet=True)
     params: dict[str, Any] = {"query": query or ""}
+    if selected is not None:
+        if query:
+            raise click.UsageError("give either QUERY or --selected, not both")
+        params = {"selection": read_text_arg(selected)}
+    if explain:
+        params["explain"] = True
     for key, value in (("top_k", top_k), ("threshold", threshold), ("mode", mode)):
         if value is not None:
             params[key] = value
@@ -238,26 +149,41 @@ def search(
 
 def _print_hits(response: dict[str, Any]) -> None:
     results = response["results"]
+    level = response.get("confidence", {}).get("level", "none")
     if not results:
-        click.echo(f"No results: {response.get('message') or 'nothing matched'}.")
+        click.echo(f"No results ({level} confidence): {response.get('message') or 'nothing matched'}.")
+        _print_dropped(response)
         return
-    cwd = os.getcwd()
     for hit in results:
-        path = (
-            os.path.relpath(hit["file_path"], cwd) if hit["file_path"].startswith(cwd) else hit["file_path"]
-        )
         heading = hit["heading_path"] or hit["metadata"].get("title", "")
         click.echo(
             click.style(f"{hit['confidence_score']:.3f}", fg="green")
-            + f"  {path}:{hit['start_line']}"
+            + f"  {shown(hit['source']['anchor'])}  (lines {hit['start_line']}-{hit['end_line']})"
             + (click.style(f"  {heading}", fg="cyan") if heading else "")
         )
+        if hit.get("explain"):
+            e = hit["explain"]
+            click.echo(
+                f"       dense {e['dense_score']}, dense rank {e['dense_rank']}, "
+                f"keyword rank {e['keyword_rank']}, fused rank {e['fused_rank']}"
+            )
         text = hit["section_text"]
         if text.startswith("#"):  # the heading is on the line above already
             text = text.partition("\n")[2]
         snippet = " ".join(text.split())
         click.echo(textwrap.indent(textwrap.shorten(snippet, 240, placeholder=" …"), "       "))
-    click.echo(f"({len(results)} results in {response['execution_time_ms']:.0f} ms)")
+    click.echo(f"({len(results)} results, {level} confidence, in {response['execution_time_ms']:.0f} ms)")
+    _print_dropped(response)
+
+
+def _print_dropped(response: dict[str, Any]) -> None:
+    explain = response.get("explain")
+    if not explain:
+        return
+    dropped = explain["dropped_by_threshold"]
+    click.echo(f"below the threshold {explain['threshold']}: {len(dropped)} candidates")
+    for c in dropped[:10]:
+        click.echo(f"  {c['dense_score']}  {shown(c['file_path'])}  (fused rank {c['fused_rank']})")
 
 
 @cli.command()
@@ -265,8 +191,8 @@ def _print_hits(response: dict[str, Any]) -> None:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show what the index holds: documents by status, sections, failures."""
-    config = _load(ctx)
-    _configure_logging(config, quiet=True)
+    config = command_config(ctx)
+    configure_command_logging(config, quiet=True)
     with open_backend(config) as backend:
         report = backend.status()
     if as_json:
@@ -323,11 +249,15 @@ def mcp_command(ctx: click.Context) -> None:
     """Serve search, similar, related, context and status to an AI assistant (MCP on stdio).
 
     A client of the running daemon (`mdrag serve`); it never opens the index itself."""
-    config = _load(ctx)
-    _configure_logging(config, quiet=True)  # stderr only: stdout carries the protocol
+    config = command_config(ctx)
+    configure_command_logging(config, quiet=True)  # stderr only: stdout carries the protocol
     from mdrag.mcp_server import build_server  # the MCP SDK loads only for this command
 
     build_server(config.server_socket_path).run("stdio")
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -14,10 +14,10 @@ HOMES = {
     "torch": {"embedder.py"},
     "transformers": {"embedder.py"},
     "watchdog": {"watcher.py"},
-    "markdown_it": {"sections.py"},
+    "markdown_it": {"sections.py", "links.py"},
     "frontmatter": {"document.py"},
-    "click": {"cli.py"},
-    "tqdm": {"cli.py"},
+    "click": {"cli.py", "cli_explore.py"},
+    "tqdm": {"backend.py"},
     "mcp": {"mcp_server.py"},
     "pydantic": {"mcp_server.py"},
 }

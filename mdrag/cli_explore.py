@@ -1,0 +1,177 @@
+"""CLI commands beyond search: similar, duplicates, related, gaps and context (daemon or direct)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from mdrag.backend import command_config, configure_command_logging, open_backend
+
+
+def run(ctx: click.Context, op: str, **params: Any) -> Any:
+    """One read operation through the daemon when it runs, else on the index opened here."""
+    config = command_config(ctx)
+    configure_command_logging(config, quiet=True)
+    with open_backend(config) as backend:
+        return backend.call(op, **{k: v for k, v in params.items() if v is not None})
+
+
+def emit(result: Any, as_json: bool) -> bool:
+    """Print `result` as JSON when asked; True when done."""
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    return as_json
+
+
+def shown(path: str) -> str:
+    cwd = os.getcwd() + os.sep
+    return path[len(cwd) :] if path.startswith(cwd) else path
+
+
+def read_text_arg(value: str) -> str:
+    """A FILE or `-` (stdin) argument's text."""
+    if value == "-":
+        return sys.stdin.read()
+    try:
+        with open(os.path.expanduser(value), encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {value}: {exc.strerror}") from None
+
+
+@click.command()
+@click.argument("note", required=False, type=click.Path())
+@click.option("-k", "k", type=int, default=10, show_default=True, help="How many notes.")
+@click.option("--text", "text_source", metavar="FILE|-", help="Compare a draft (a file, or - for stdin).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.pass_context
+def similar(ctx: click.Context, note: str | None, k: int, text_source: str | None, as_json: bool) -> None:
+    """The notes most similar to NOTE (or to a draft): score 0-100, near-duplicate at 90 and above."""
+    if (note is None) == (text_source is None):
+        raise click.UsageError("give either NOTE or --text FILE|-")
+    if text_source is not None:
+        result = run(ctx, "similar", text=read_text_arg(text_source), k=k)
+    else:
+        result = run(ctx, "similar", note=os.path.abspath(os.path.expanduser(note or "")), k=k)
+    if emit(result, as_json):
+        return
+    if not result["results"]:
+        click.echo("No similar notes.")
+    for item in result["results"]:
+        click.echo(f"{item['score']:>3}  {item['tier']:<14} {shown(item['path'])}")
+
+
+@click.command()
+@click.option("--min-score", type=int, default=90, show_default=True, help="Lowest pair score (1-100).")
+@click.option("--limit", type=int, default=1000, show_default=True, help="Pairs to list at most.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.pass_context
+def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) -> None:
+    """Every pair of notes scoring at least --min-score, each pair once: candidates to merge."""
+    result = run(ctx, "duplicates", min_score=min_score, limit=limit)
+    if emit(result, as_json):
+        return
+    for pair in result["pairs"]:
+        click.echo(f"{pair['score']:>3}  {shown(pair['a'])}\n     {shown(pair['b'])}")
+    more = result["total_pairs"] - len(result["pairs"])
+    click.echo(
+        f"({result['total_pairs']} pairs at {min_score} or above" + (f"; {more} not shown)" if more else ")")
+    )
+
+
+@click.command()
+@click.argument("note", type=click.Path())
+@click.option("-k", "k", type=int, default=10, show_default=True, help="How many similar notes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.pass_context
+def related(ctx: click.Context, note: str, k: int, as_json: bool) -> None:
+    """NOTE's links, backlinks and semantic neighbours, each labelled by how it relates."""
+    result = run(ctx, "related", note=os.path.abspath(os.path.expanduser(note)), k=k)
+    if emit(result, as_json):
+        return
+    for item in result["related"]:
+        score = f"  ({item['score']}, {item['tier']})" if item["score"] is not None else ""
+        click.echo(f"{', '.join(item['relations']):<28} {shown(item['path'])}{score}")
+    for link in result["broken_links"]:
+        click.echo(click.style(f"broken link, line {link['line']}: {link['target']}", fg="red"))
+    if not result["related"] and not result["broken_links"]:
+        click.echo("Nothing related.")
+
+
+@click.group(invoke_without_command=True)
+@click.option(
+    "--status", type=click.Choice(["open", "deferred", "addressed"]), help="Only gaps in this state."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the gaps as one JSON object.")
+@click.pass_context
+def gaps(ctx: click.Context, status: str | None, as_json: bool) -> None:
+    """Searches your notes could not answer, most frequent first."""
+    if ctx.invoked_subcommand is not None:
+        return
+    result = run(ctx, "gaps", status=status)
+    if emit(result, as_json):
+        return
+    if not result["gaps"]:
+        click.echo("No knowledge gaps recorded.")
+    for gap in result["gaps"]:
+        maybe = gap["possibly_addressed_by"]
+        hint = f"  (maybe answered by {shown(maybe)})" if maybe and gap["status"] == "open" else ""
+        click.echo(f"{gap['count']:>4}x  {gap['status']:<9} {gap['query']}{hint}")
+
+
+@gaps.command("resolve")
+@click.argument("query")
+@click.option(
+    "--status",
+    type=click.Choice(["addressed", "deferred", "open"]),
+    default="addressed",
+    show_default=True,
+    help="The gap's new state.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the updated gap as one JSON object.")
+@click.pass_context
+def resolve_gap(ctx: click.Context, query: str, status: str, as_json: bool) -> None:
+    """Mark the gap recorded for QUERY as addressed (or deferred, or open again)."""
+    gap = run(ctx, "gap_status", query=query, status=status)
+    if not emit(gap, as_json):
+        click.echo(f"{gap['query']}: {gap['status']}")
+
+
+@click.command()
+@click.argument("query")
+@click.option("--max-tokens", type=int, default=2000, show_default=True, help="Token budget of the pack.")
+@click.option("--tag", "tags", multiple=True, help="Only notes with this tag.")
+@click.option("--path", "path_prefix", help="Only notes under this path.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pack and its sources as one JSON object.")
+@click.pass_context
+def context(
+    ctx: click.Context,
+    query: str,
+    max_tokens: int,
+    tags: tuple[str, ...],
+    path_prefix: str | None,
+    as_json: bool,
+) -> None:
+    """A prompt-ready pack of the sections that best answer QUERY, with citations, within a budget."""
+    result = run(
+        ctx,
+        "context",
+        query=query,
+        max_tokens=max_tokens,
+        tags=list(tags) or None,
+        path_prefix=os.path.abspath(os.path.expanduser(path_prefix)) if path_prefix else None,
+    )
+    if emit(result, as_json):
+        return
+    if not result["sources"]:
+        click.echo(f"# No context: {result['message'] or 'nothing matched'}.", err=True)
+        return
+    click.echo(f"Notes relevant to: {result['query']}\n")
+    click.echo(result["context"])
+
+
+COMMANDS = (similar, duplicates, related, gaps, context)

@@ -1,0 +1,198 @@
+"""Beyond search, on real notes with the real model: similar notes, duplicates, links, gaps, confidence, context."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdrag.errors import QueryError
+from mdrag.search import confidence_level
+from tests.conftest import write
+
+SOURDOUGH = """---
+tags: [baking]
+---
+# Sourdough bread
+
+## Starter
+
+Feed the starter with equal weights of flour and water every morning, and keep it
+at room temperature until it doubles and smells pleasantly sour.
+
+## Dough
+
+Mix 500 g of bread flour, 350 g of water, 100 g of active starter and 10 g of salt.
+Fold the dough four times during the first two hours of bulk fermentation.
+
+## Baking
+
+Bake in a preheated Dutch oven at 250 degrees for twenty minutes with the lid on,
+then twenty more without it, until the crust is deep brown.
+"""
+
+OTHERS = {
+    "bicycle.md": "# Bicycle maintenance\n\nLubricate the chain every 300 km and check tyre pressure weekly.\n"
+    "Replace brake pads when the groove wears flat.\n",
+    "tax.md": "# Tax return\n\nCollect payslips, bank interest statements and receipts for deductible\n"
+    "donations before filing the annual tax return in April.\n",
+    "guitar.md": "# Guitar practice\n\nPractise the F barre chord slowly; press close to the fret and\n"
+    "roll the index finger slightly onto its bony side.\n",
+}
+
+
+@pytest.fixture()
+def library(notes, make_service):
+    write(notes / "sourdough.md", SOURDOUGH)
+    # The same note copied elsewhere and lightly edited: a near-duplicate.
+    edited = SOURDOUGH.replace("every morning", "each morning").replace("deep brown", "dark brown")
+    write(notes / "archive" / "sourdough-copy.md", edited)
+    for name, text in OTHERS.items():
+        write(notes / name, text)
+    write(
+        notes / "kitchen.md",
+        "# Kitchen\n\nMy bread recipe is in [[Sourdough|the sourdough note]], the list in [[Shopping]].\n"
+        "Bike notes: [bicycle](bicycle.md#bicycle-maintenance).\n",
+    )
+    service = make_service([notes])
+    service.reindex()
+    return service
+
+
+def test_a_copied_and_lightly_edited_note_is_a_near_duplicate_and_an_unrelated_one_is_not(library, notes):
+    result = library.handle("similar", {"note": str(notes / "sourdough.md"), "k": 5})
+    by_path = {r["path"]: r for r in result["results"]}
+    copy = by_path[str(notes / "archive" / "sourdough-copy.md")]
+    assert copy["score"] >= 90 and copy["tier"] == "near-duplicate"
+    assert result["results"][0]["path"] == copy["path"]
+    assert by_path[str(notes / "tax.md")]["score"] < 80
+    assert str(notes / "sourdough.md") not in by_path  # never itself
+
+    pairs = library.handle("duplicates", {"min_score": 90})
+    assert pairs["total_pairs"] == 1
+    assert {pairs["pairs"][0]["a"], pairs["pairs"][0]["b"]} == {
+        str(notes / "sourdough.md"),
+        str(notes / "archive" / "sourdough-copy.md"),
+    }
+
+
+def test_a_draft_is_checked_against_the_notes_before_it_is_saved(library, notes):
+    draft = SOURDOUGH.replace("Sourdough bread", "My sourdough")
+    result = library.handle("similar", {"text": draft, "k": 3})
+    assert result["note"] is None
+    assert result["results"][0]["score"] >= 90
+    assert result["results"][0]["path"] in {str(notes / "sourdough.md"), str(notes / "archive" / "sourdough-copy.md")}
+    with pytest.raises(QueryError):
+        library.handle("similar", {"note": str(notes / "not-there.md")})
+
+
+def test_a_wikilink_and_its_backlink_both_appear_in_related_and_broken_links_are_flagged(library, notes):
+    kitchen = library.handle("related", {"note": str(notes / "kitchen.md")})
+    relations = {item["path"]: item["relations"] for item in kitchen["related"]}
+    assert "links to" in relations[str(notes / "sourdough.md")]
+    assert "links to" in relations[str(notes / "bicycle.md")]
+    assert [link["target"] for link in kitchen["broken_links"]] == ["Shopping"]
+    alias = next(link for link in kitchen["outgoing"] if link["target"] == "Sourdough")
+    assert alias["alias"] == "the sourdough note" and alias["path"] == str(notes / "sourdough.md")
+
+    sourdough = library.handle("related", {"note": str(notes / "sourdough.md")})
+    relations = {item["path"]: item["relations"] for item in sourdough["related"]}
+    assert "linked from" in relations[str(notes / "kitchen.md")]
+    assert relations[str(notes / "archive" / "sourdough-copy.md")] == ["similar"]
+
+
+def test_an_unanswered_query_is_recorded_once_with_its_count_and_survives_a_rebuild(library, notes):
+    for _ in range(3):
+        assert library.search({"query": "how to renew my passport abroad"})["results"] == []
+    library.search({"query": "feeding the sourdough starter"})  # answered: not a gap
+    gaps = library.handle("gaps", {})["gaps"]
+    assert [(g["query"], g["count"], g["status"]) for g in gaps] == [("how to renew my passport abroad", 3, "open")]
+
+    library.reindex(rebuild=True)
+    assert library.handle("gaps", {"status": "open"})["gaps"][0]["count"] == 3
+
+    resolved = library.handle("gap_status", {"query": "How to renew  my passport abroad"})
+    assert resolved["status"] == "addressed"
+    assert library.handle("gaps", {"status": "open"})["gaps"] == []
+    with pytest.raises(QueryError):
+        library.handle("gap_status", {"query": "never asked"})
+
+
+def test_a_note_added_later_that_answers_a_gap_marks_it_possibly_addressed(library, notes):
+    library.search({"query": "renewing a passport while living abroad"})
+    note = write(
+        notes / "passport.md",
+        "# Renewing a passport abroad\n\nTo renew a passport while living abroad, book an appointment "
+        "at the embassy and bring the old passport and two photos.\n",
+    )
+    library.reindex([str(note)])
+    gap = library.handle("gaps", {})["gaps"][0]
+    assert gap["possibly_addressed_by"] == str(note)
+
+
+def test_every_hit_cites_its_source_with_lines_heading_path_and_a_github_anchor(library, notes):
+    response = library.search({"query": "how long to bake bread in a dutch oven", "threshold": 0.3})
+    hit = next(h for h in response["results"] if h["file_path"] == str(notes / "sourdough.md"))
+    source = hit["source"]
+    assert source["anchor"] == f"{notes / 'sourdough.md'}#baking"
+    assert source["heading_path"] == "Sourdough bread > Baking"
+    lines = SOURDOUGH.splitlines()
+    assert lines[source["start_line"] - 1] == "## Baking"
+    assert source["end_line"] >= source["start_line"]
+    assert response["confidence"]["level"] == confidence_level(
+        response["confidence"]["best_score"], len(response["results"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("best", "hits", "level"),
+    [
+        (0.85, 2, "high"),
+        (0.85, 1, "medium"),
+        (0.8499, 5, "medium"),
+        (0.70, 0, "medium"),
+        (0.6999, 3, "low"),
+        (0.50, 0, "low"),
+        (0.4999, 0, "none"),
+        (None, 0, "none"),
+    ],
+)
+def test_confidence_levels_follow_their_boundaries(best, hits, level):
+    assert confidence_level(best, hits) == level
+
+
+def test_a_query_nothing_answers_says_so(library):
+    response = library.search({"query": "quantum chromodynamics lattice gauge theory"})
+    assert response["confidence"]["level"] in ("none", "low")
+    if response["confidence"]["level"] == "none":
+        assert response["message"].startswith("nothing in your notes answers this")
+
+
+def test_explain_gives_ranks_per_hit_and_lists_what_the_threshold_dropped(library):
+    response = library.search({"query": "sourdough starter feeding", "explain": True, "threshold": 0.6})
+    assert response["results"]
+    for hit in response["results"]:
+        assert hit["explain"]["dense_score"] == hit["confidence_score"]
+        assert hit["explain"]["fused_rank"] >= 1
+    dropped = response["explain"]["dropped_by_threshold"]
+    assert dropped and all(c["dense_score"] < 0.6 for c in dropped)
+
+
+def test_a_selected_passage_finds_the_notes_it_relates_to(library, notes):
+    passage = "Before filing, I gather all the payslips and the receipts for charitable donations."
+    response = library.search({"selection": passage, "threshold": 0.3})
+    assert response["results"][0]["file_path"] == str(notes / "tax.md")
+    with pytest.raises(QueryError):
+        library.search({"selection": "too short"})
+    assert library.handle("gaps", {})["gaps"] == []  # passages are not recorded as gaps
+
+
+def test_context_packs_the_best_sections_within_budget_once_each_with_citations(library, notes, embedder):
+    pack = library.handle("context", {"query": "how do I bake sourdough bread", "max_tokens": 150})
+    assert pack["sources"] and pack["tokens"] <= 150
+    assert embedder.count_tokens([pack["context"]])[0] <= 150
+    assert pack["context"].startswith("[1] ")
+    assert f"{notes}" in pack["context"]
+    # The copy repeats the original's sections word for word: they go in once.
+    texts = [s["heading_path"] for s in pack["sources"]]
+    assert len(texts) == len(set(texts)) or len(pack["sources"]) == 1
+    big = library.handle("context", {"query": "how do I bake sourdough bread", "max_tokens": 5000})
+    assert big["tokens"] <= 5000 and len(big["sources"]) >= len(pack["sources"])
