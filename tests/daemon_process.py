@@ -112,9 +112,16 @@ def wait_until(predicate, timeout: float, interval: float = 0.05) -> float:
         time.sleep(interval)
 
 
-def mdrag_cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def mdrag_cli(
+    env: dict[str, str], *args: str, timeout: float = 600, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "mdrag.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
     )
 
 

@@ -1,0 +1,97 @@
+"""The exploring commands as a user runs them, with --json: through a running daemon, and with none."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import write
+from tests.daemon_process import DaemonProcess, mdrag_cli
+from tests.test_explore import OTHERS, SOURDOUGH
+
+GAP = "how do I renew a fishing licence"
+
+
+def run_json(env, *args, stdin=None):
+    result = mdrag_cli(env, *args, "--json", timeout=180, stdin=stdin)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def fill(notes):
+    write(notes / "sourdough.md", SOURDOUGH)
+    write(notes / "old" / "sourdough.md", SOURDOUGH.replace("every morning", "each morning"))
+    for name, text in OTHERS.items():
+        write(notes / name, text)
+    write(notes / "kitchen.md", "# Kitchen\n\nThe recipe is in [[sourdough]].\n")
+
+
+@pytest.fixture()
+def daemon(tmp_path):
+    notes = tmp_path / "notes"
+    fill(notes)
+    process = DaemonProcess(notes, tmp_path / "state").start()
+    process.wait_fresh()
+    yield process
+    process.close()
+
+
+def test_every_command_answers_through_the_daemon_and_gaps_survive_its_restart(daemon):
+    env, notes = daemon.env, daemon.notes
+    original, copy = str(notes / "sourdough.md"), str(notes / "old" / "sourdough.md")
+
+    similar = run_json(env, "similar", original, "-k", "3")
+    assert similar["results"][0]["path"] == copy and similar["results"][0]["tier"] == "near-duplicate"
+    draft = run_json(env, "similar", "--text", "-", stdin=SOURDOUGH)
+    assert draft["results"][0]["score"] >= 90
+    pairs = run_json(env, "duplicates")
+    assert [{p["a"], p["b"]} for p in pairs["pairs"]] == [{original, copy}]
+    related = run_json(env, "related", str(notes / "kitchen.md"))
+    assert "links to" in {r["path"]: r["relations"] for r in related["related"]}[original]
+    backlinks = run_json(env, "related", original)["backlinks"]
+    assert [b["path"] for b in backlinks] == [str(notes / "kitchen.md")]
+    pack = run_json(env, "context", "how do I bake sourdough bread", "--max-tokens", "200")
+    assert pack["sources"] and pack["tokens"] <= 200 and "#" in pack["sources"][0]["anchor"]
+    explained = run_json(env, "search", "sourdough starter", "--explain", "--threshold", "0.5")
+    assert explained["results"][0]["explain"]["fused_rank"] >= 1
+    assert explained["confidence"]["level"] in ("high", "medium", "low")
+    selected = run_json(env, "search", "--selected", "-", "--threshold", "0.3", stdin=OTHERS["tax.md"])
+    assert selected["results"][0]["file_path"] == str(notes / "tax.md")
+
+    for _ in range(3):
+        assert run_json(env, "search", GAP)["results"] == []
+    gaps = [g for g in run_json(env, "gaps")["gaps"] if g["query"] == GAP]
+    assert [(g["count"], g["status"]) for g in gaps] == [(3, "open")]
+
+    daemon.stop_cleanly()
+    daemon.start()
+    gaps = [g for g in run_json(env, "gaps", "--status", "open")["gaps"] if g["query"] == GAP]
+    assert [g["count"] for g in gaps] == [3]
+    assert run_json(env, "gaps", "resolve", GAP)["status"] == "addressed"
+    assert not [g for g in run_json(env, "gaps", "--status", "open")["gaps"] if g["query"] == GAP]
+    text = mdrag_cli(env, "gaps", "--status", "addressed")
+    assert GAP in text.stdout
+
+
+def test_the_commands_work_without_a_daemon(tmp_path):
+    notes = tmp_path / "notes"
+    fill(notes)
+    env = {
+        **os.environ,
+        "MDRAG_MILVUS_URI": str(tmp_path / "db" / "milvus.db"),
+        "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "none.sock"),
+        "MDRAG_CONFIG": str(write(tmp_path / "config.yaml", f"roots: [{notes}]\n")),
+        "HF_HUB_OFFLINE": "1",
+    }
+    assert run_json(env, "reindex")["added"] == 6
+    draft = run_json(env, "similar", "--text", "-", stdin=SOURDOUGH)
+    assert draft["results"][0]["tier"] == "near-duplicate"
+    assert len(run_json(env, "duplicates", "--min-score", "90")["pairs"]) == 1
+    related = run_json(env, "related", str(notes / "sourdough.md"))
+    assert [b["path"] for b in related["backlinks"]] == [str(notes / "kitchen.md")]
+    assert run_json(env, "search", GAP)["confidence"]["level"] in ("none", "low")
+    assert [g["query"] for g in run_json(env, "gaps")["gaps"]] == [GAP]
+    human = mdrag_cli(env, "related", str(notes / "kitchen.md"))
+    assert human.returncode == 0 and "links to" in human.stdout
