@@ -214,6 +214,8 @@ def _print_status(report: dict[str, Any]) -> None:
         f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")"
     )
     click.echo(f"sections:  {report['sections']}")
+    if report.get("open_gaps"):
+        click.echo(f"gaps:      {report['open_gaps']} open (`mdrag gaps` lists them)")
     last = report.get("last_indexed_at")
     click.echo(
         f"last indexed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last)) if last else 'never'}"

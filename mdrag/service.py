@@ -195,6 +195,7 @@ class Service:
             "model": self.embedder.model_id,
             "store": {"uri": self.config.milvus_uri, "full_text_search": self.store.full_text},
             "roots": [str(r) for r in self.filter.roots],
+            "open_gaps": len(self.gaps.entries("open")),
         }
 
     def close(self) -> None:
