@@ -158,7 +158,7 @@ def _print_hits(response: dict[str, Any]) -> None:
         heading = hit["heading_path"] or hit["metadata"].get("title", "")
         click.echo(
             click.style(f"{hit['confidence_score']:.3f}", fg="green")
-            + f"  {shown(hit['source']['anchor'])}  (lines {hit['start_line']}-{hit['end_line']})"
+            + f"  {shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}"  # editors open path:line
             + (click.style(f"  {heading}", fg="cyan") if heading else "")
         )
         if hit.get("explain"):
