@@ -113,7 +113,9 @@ def build_server(socket_path: str) -> MCPServer:
         max_tokens: Annotated[
             int | None, Field(ge=50, le=100_000, description="Token budget for the pack (default 2000).")
         ] = None,
-        threshold: Threshold = None,
+        threshold: Annotated[
+            float | None, Field(ge=0, le=1, description="Minimum similarity 0-1 (default 0.5, the low bar).")
+        ] = None,
     ) -> CallToolResult:
         """A prompt-ready pack of the notes' best sections for a question, within a token budget, best
         first, de-duplicated, each with its citation. Use it to answer from the user's notes with sources."""
