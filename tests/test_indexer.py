@@ -222,6 +222,7 @@ def stray_row(path: str, vector: list[float]) -> dict:
         "end_position": 10,
         "start_line": 1,
         "end_line": 1,
+        "anchor": "stray",
         "title": "Stray",
         "tags": [],
         "section_text": "stray dough",
