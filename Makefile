@@ -8,7 +8,7 @@ NOTES   ?= examples/notes
 TORCH_INDEX ?=
 RUN_DIR := .run
 
-.PHONY: install run test lint clean eval compose-tool
+.PHONY: install run test lint clean eval bench compose-tool
 
 install: $(VENV)/.installed
 
@@ -45,3 +45,9 @@ clean:
 # Retrieval quality on SciFact (or --notes/--queries/--qrels of your own): all modes, one run.
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
+
+# Speed and memory on the PowerShell reference (3,088 notes): cold index against the encode
+# ceiling, no-op rescan, freshness, socket queries at 100k sections, daemon RSS; about an hour
+# on 2 cores with torch. BENCH_ARGS="--files 200" for a quick subset run.
+bench: install
+	$(PY) -m bench $(BENCH_ARGS)

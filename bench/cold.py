@@ -1,0 +1,155 @@
+"""Cold index: a real `mdrag reindex` process over the corpus, against the model's encode ceiling.
+
+    python -m bench.cold [--files N] [--work DIR] [--ceiling-sample N]
+
+The pipeline is measured as a separate `mdrag reindex --json` process with its own Milvus Lite
+database (wall time and peak RSS from the kernel). The ceiling then encodes exactly the texts
+the pipeline embedded (read back from the index: one per distinct section window) with the
+same model and settings, in a plain loop in this process. Efficiency = ceiling time / the
+pipeline's indexing time (both without the model load, which the wall time includes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import harness
+
+
+def embedded_texts(db: Path) -> list[str]:
+    """The texts the pipeline embedded: one per distinct (section_id, window) in the index.
+
+    Identical sections (the corpus repeats across versions) are embedded once and reused, so the
+    distinct windows are exactly what went through the model on a cold run. Read in a child
+    process: Milvus Lite keeps a database locked by its reader until that process exits.
+    """
+    code = (
+        "import json, sys; from bench.cold import read_texts; json.dump(read_texts(sys.argv[1]), sys.stdout)"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", code, str(db)], capture_output=True, text=True, cwd=harness.REPO, check=True
+    )
+    return json.loads(finished.stdout)
+
+
+def read_texts(db: str) -> list[str]:
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=db)
+    texts: dict[tuple[str, int], str] = {}
+    fields = ["section_id", "window_index", "embedded_text"]
+    iterator = client.query_iterator("document_vectors", batch_size=4000, filter="", output_fields=fields)
+    while batch := iterator.next():
+        for row in batch:
+            texts.setdefault((row["section_id"], int(row["window_index"])), row["embedded_text"])
+    iterator.close()
+    client.close()
+    return list(texts.values())
+
+
+def ceiling(texts: list[str], config_path: Path, repeat: int = 1) -> dict[str, Any]:
+    """Encode `texts` with the configured model and batch size: nothing but the model, in a loop."""
+    from mdrag.config import load_config
+    from mdrag.embedder import Embedder
+
+    config = load_config(config_path)
+    embedder = Embedder(
+        config.embedding_model, config.embedding_device, config.embedding_batch_size, config.embedding_backend
+    )
+    embedder.embed(texts[:64])  # warm-up: first-call allocations are not the model's pace
+    seconds = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        embedder.embed(texts)
+        seconds.append(time.perf_counter() - started)
+    return {
+        "texts": len(texts),
+        "seconds": harness.spread(seconds, 2),
+        "model": embedder.model_id,
+        "backend": embedder.backend,
+    }
+
+
+def measure(work: harness.Work, ceiling_sample: int = 0, ceiling_repeat: int = 1) -> dict[str, Any]:
+    files, size = harness.corpus_size(work.notes)
+    report, finished = harness.reindex(work)
+    indexing = report["seconds"]
+    sections = report["sections_embedded"] + report["sections_reused"]
+    texts = embedded_texts(work.db)
+    encoded = texts
+    if ceiling_sample and ceiling_sample < len(texts):
+        encoded = random.Random(7).sample(texts, ceiling_sample)
+    limit = ceiling(encoded, work.root / "config.yaml", ceiling_repeat)
+    # Scale a sampled ceiling to all the texts the pipeline embedded (the rate, texts/s, is what holds).
+    ceiling_s = limit["seconds"]["median"] * len(texts) / max(len(encoded), 1)
+    return {
+        "command": "mdrag reindex --json (a separate process, its own Milvus Lite db)",
+        "files": files,
+        "megabytes": round(size / 1e6, 2),
+        "report": report,
+        "wall_s": round(finished.wall_s, 1),
+        "indexing_s": round(indexing, 1),
+        "startup_s": round(finished.wall_s - indexing, 1),
+        "peak_rss_mb": round(finished.peak_rss_mb),
+        "files_per_s": round(files / indexing, 2),
+        "sections_per_s": round(sections / indexing, 2),
+        "sections_embedded_per_s": round(report["sections_embedded"] / indexing, 2),
+        "texts_embedded": len(texts),
+        "texts_per_s": round(len(texts) / indexing, 2),
+        "mb_per_s": round(size / 1e6 / indexing, 3),
+        "ceiling": {
+            **limit,
+            "sampled_from": len(texts),
+            "texts_per_s": round(len(texts) / ceiling_s, 2),
+            "seconds_for_all_texts": round(ceiling_s, 1),
+        },
+        "efficiency": round(ceiling_s / indexing, 3),
+        "efficiency_wall": round(ceiling_s / finished.wall_s, 3),
+    }
+
+
+def summary(result: dict[str, Any]) -> str:
+    r, c = result, result["ceiling"]
+    return (
+        f"cold index: {r['files']} files ({r['megabytes']} MB) in {r['indexing_s']}s of indexing, "
+        f"{r['wall_s']}s wall; {r['files_per_s']} files/s, {r['sections_per_s']} sections/s "
+        f"({r['report']['sections_embedded']} embedded, {r['report']['sections_reused']} reused), "
+        f"{r['mb_per_s']} MB/s, peak RSS {r['peak_rss_mb']} MB\n"
+        f"encode ceiling: {c['texts']} texts in {c['seconds']['median']}s ({c['texts_per_s']} texts/s); "
+        f"pipeline {r['texts_per_s']} texts/s; efficiency {r['efficiency']} "
+        f"(whole process incl. start-up: {r['efficiency_wall']})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--files", type=int, default=0, help="index only N files of the corpus (0: all)")
+    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
+    parser.add_argument(
+        "--ceiling-sample",
+        type=int,
+        default=0,
+        help="encode only N of the embedded texts for the ceiling (0: all of them)",
+    )
+    parser.add_argument("--ceiling-repeat", type=int, default=1)
+    args = parser.parse_args()
+    work = harness.prepare(args.work, args.files)
+    try:
+        result = measure(work, args.ceiling_sample, args.ceiling_repeat)
+    finally:
+        harness.cleanup(work, keep=args.work is not None)
+    print(summary(result))
+    print(f"written to {harness.save('cold', result)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""Bench harness: the corpus in a work dir, real mdrag processes with their peak RSS, result files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.metrics import percentile
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "data" / "powershell-docs" / "reference.tar.gz"
+RESULTS = REPO / "bench" / "results"
+
+
+@dataclass
+class Work:
+    """One benchmark's notes, index and socket; every figure of a `make bench` run shares one."""
+
+    root: Path
+
+    @property
+    def notes(self) -> Path:
+        return self.root / "notes"
+
+    @property
+    def db(self) -> Path:
+        return self.root / "index" / "milvus.db"
+
+    @property
+    def socket(self) -> str:
+        # AF_UNIX paths are limited to ~107 bytes, and a work dir may be deep.
+        digest = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:10]
+        return f"/tmp/mdb-{os.getuid()}-{digest}/mdrag.sock"
+
+    def indexed(self) -> bool:
+        return self.db.exists()
+
+    def env(self) -> dict[str, str]:
+        config = self.root / "config.yaml"
+        if not config.exists():
+            config.write_text("{}\n")
+        return {
+            **os.environ,
+            "MDRAG_CONFIG": str(config),
+            "MDRAG_ROOTS": str(self.notes),
+            "MDRAG_MILVUS_URI": str(self.db),
+            "MDRAG_SERVER_SOCKET_PATH": self.socket,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+        }
+
+
+def prepare(work_dir: Path | None, files: int = 0, corpus: Path = CORPUS) -> Work:
+    """A work dir holding the corpus's .md files (every one, or `files` spread evenly over it)."""
+    root = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="mdrag-bench-"))
+    work = Work(root.resolve())
+    if work.notes.exists():
+        return work
+    with tarfile.open(corpus) as archive:
+        members = sorted(
+            (m for m in archive.getmembers() if m.isfile() and m.name.endswith(".md")), key=lambda m: m.name
+        )
+        if files and files < len(members):
+            # Evenly spaced over the sorted names: every version and module is represented.
+            members = [members[i * len(members) // files] for i in range(files)]
+        archive.extractall(work.notes, members=members, filter="data")
+    return work
+
+
+def corpus_size(notes: Path) -> tuple[int, int]:
+    """(markdown files, bytes) under a folder."""
+    sizes = [p.stat().st_size for p in notes.rglob("*.md")]
+    return len(sizes), sum(sizes)
+
+
+@dataclass
+class Finished:
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    peak_rss_mb: float
+
+
+def run(args: list[str], env: dict[str, str], timeout: float | None = None) -> Finished:
+    """Run a process to its end; its wall time and peak RSS come from the kernel (wait4)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True)
+        deadline = None if timeout is None else started + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                process.kill()
+            time.sleep(0.005)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Finished(process.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024)
+
+
+def mdrag(*args: str) -> list[str]:
+    """The `mdrag` console script of this interpreter's environment (what a user runs)."""
+    script = Path(sys.executable).parent / "mdrag"
+    return [str(script), *args] if script.exists() else [sys.executable, "-m", "mdrag.cli", *args]
+
+
+def reindex(work: Work) -> tuple[dict[str, Any], Finished]:
+    """One `mdrag reindex --json` process over the work dir (no daemon: it opens the index itself)."""
+    finished = run(mdrag("reindex", "--json"), work.env())
+    if finished.returncode != 0:
+        raise RuntimeError(f"mdrag reindex failed ({finished.returncode}):\n{finished.stderr[-4000:]}")
+    return json.loads(finished.stdout), finished
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """Resident (VmRSS) and peak resident (VmHWM) memory of a live process."""
+    figures = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            figures[key] = round(int(value.split()[0]) / 1024, 1)
+    return figures
+
+
+def spread(values: list[float], digits: int = 1) -> dict[str, Any]:
+    """Median and min–max of repeated measurements (these machines are noisy)."""
+    return {
+        "median": round(percentile(values, 50), digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "n": len(values),
+    }
+
+
+def machine() -> dict[str, Any]:
+    memory_kb = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal:")
+    )
+    return {
+        "cores": len(os.sched_getaffinity(0)),
+        "memory_gib": round(memory_kb / 1024**2),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def save(name: str, result: dict[str, Any], out_dir: Path = RESULTS) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine(), **result}, indent=2))
+    return path
+
+
+def cleanup(work: Work, keep: bool) -> None:
+    shutil.rmtree(Path(work.socket).parent, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(work.root, ignore_errors=True)

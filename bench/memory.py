@@ -1,0 +1,75 @@
+"""Memory: the daemon's resident set, idle after start and idle after it has indexed and searched.
+
+    python -m bench.memory [--files N] [--work DIR]
+
+A real `mdrag serve` over an indexed work dir: RSS once its start-up reconcile is done, then
+after it has embedded an edited note and answered searches (the model surely loaded), each
+after a few quiet seconds; and the peak (VmHWM). The cold index's peak RSS is bench.cold's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import harness
+from bench.session import Daemon, poll
+
+
+def measure(daemon: Daemon) -> dict[str, Any]:
+    time.sleep(5)
+    after_start = daemon.rss()
+    note = sorted(daemon.work.notes.rglob("*.md"))[0]
+    with note.open("a", encoding="utf-8") as handle:
+        handle.write("\n\n## Memory probe\n\nThe daemon embeds this paragraph, zqmemoryprobe.\n")
+    poll(
+        lambda: any(
+            "zqmemoryprobe" in h["section_text"]
+            for h in daemon.search("memory probe zqmemoryprobe", threshold=0.0)["results"]
+        ),
+        120,
+    )
+    for query in ("restart a service", "copy files to a remote computer", "format a date"):
+        daemon.search(query)
+    time.sleep(5)
+    after_work = daemon.rss()
+    return {
+        "sections": daemon.status()["sections"],
+        "idle_after_start_mb": after_start["VmRSS"],
+        "idle_after_indexing_and_search_mb": after_work["VmRSS"],
+        "peak_mb": after_work["VmHWM"],
+        "start_to_ready_s": round(daemon.started_in_s, 1),
+    }
+
+
+def summary(result: dict[str, Any]) -> str:
+    return (
+        f"daemon RSS at {result['sections']} sections: idle after start {result['idle_after_start_mb']} MB, "
+        f"idle after indexing and searching {result['idle_after_indexing_and_search_mb']} MB, "
+        f"peak {result['peak_mb']} MB (ready in {result['start_to_ready_s']}s)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--files", type=int, default=0, help="only N files of the corpus (0: all)")
+    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
+    args = parser.parse_args()
+    work = harness.prepare(args.work, args.files)
+    try:
+        if not work.indexed():
+            harness.reindex(work)
+        with Daemon(work) as daemon:
+            result = measure(daemon)
+    finally:
+        harness.cleanup(work, keep=args.work is not None)
+    print(summary(result))
+    print(f"written to {harness.save('memory', result)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Query latency through the daemon's socket, at the corpus size and at 100,000+ sections.
+
+    python -m bench.query [--files N] [--work DIR] [--queries 200] [--sections 100000]
+
+200 realistic queries (the example headings of the notes, "Example 3: Get the ..." without the
+"Example 3:", and cmdlet titles), seeded, each through mdrag.client.DaemonClient with the
+daemon's default search (hybrid, top 10, threshold 0.7); latency is the client's wall time.
+Then the index grows to --sections by copies of the corpus in further folders under the root:
+section ids come from content, so their vectors are reused from the store and nothing is
+embedded again (the copy's reindex report shows it). Also the wall time of whole
+`mdrag search` processes against the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import harness
+from bench.metrics import percentile
+from bench.session import Daemon
+
+EXAMPLE = re.compile(r"^#{2,4}\s+Example\s+\d+\s*[:.-]\s*(.{12,120})$", re.MULTILINE)
+TITLE = re.compile(r"^title:\s*(.+)$", re.MULTILINE)
+
+
+def realistic_queries(notes: Path, count: int, seed: int = 7) -> list[str]:
+    examples: set[str] = set()
+    titles: set[str] = set()
+    for path in sorted(notes.rglob("*.md")):
+        if "/copy-" in str(path):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        examples.update(m.strip() for m in EXAMPLE.findall(text))
+        titles.update(m.strip().strip("'\"") for m in TITLE.findall(text[:2000]))
+    rng = random.Random(seed)
+    picked = rng.sample(sorted(examples), min(len(examples), count * 3 // 4))
+    picked += rng.sample(sorted(titles), min(len(titles), count - len(picked)))
+    rng.shuffle(picked)
+    return picked
+
+
+def latencies(daemon: Daemon, queries: list[str]) -> dict[str, Any]:
+    for query in queries[:10]:  # warm-up, not counted
+        daemon.search(query)
+    client_ms, server_ms = [], []
+    for query in queries:
+        started = time.perf_counter()
+        response = daemon.search(query)
+        client_ms.append((time.perf_counter() - started) * 1000)
+        server_ms.append(response["execution_time_ms"])
+    return {
+        "queries": len(queries),
+        "sections": daemon.status()["sections"],
+        "p50_ms": round(percentile(client_ms, 50), 1),
+        "p95_ms": round(percentile(client_ms, 95), 1),
+        "p99_ms": round(percentile(client_ms, 99), 1),
+        "max_ms": round(max(client_ms), 1),
+        "server_p50_ms": round(percentile(server_ms, 50), 1),
+    }
+
+
+def process_wall(daemon: Daemon, queries: list[str], runs: int = 7) -> dict[str, Any]:
+    """Whole `mdrag search` processes (start, import, ask the daemon, print) against the daemon."""
+    walls = []
+    for query in queries[:runs]:
+        finished = harness.run(harness.mdrag("search", query), daemon.work.env(), timeout=60)
+        if finished.returncode != 0:
+            raise RuntimeError(f"mdrag search failed: {finished.stderr[-2000:]}")
+        walls.append(finished.wall_s * 1000)
+    return {"runs": runs, "wall_ms": harness.spread(walls, 0)}
+
+
+def grow(daemon: Daemon, sections: int) -> dict[str, Any]:
+    """Copies of the corpus under the root until the index holds `sections` (vectors reused)."""
+    notes = daemon.work.notes
+    originals = [p for p in sorted(notes.iterdir()) if not p.name.startswith("copy-")]
+    reports = []
+    started = time.perf_counter()
+    copy = 0
+    while daemon.status()["sections"] < sections:
+        copy += 1
+        target = notes / f"copy-{copy}"
+        for entry in originals:
+            if entry.is_dir():
+                shutil.copytree(entry, target / entry.name)
+            else:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(entry, target / entry.name)
+        reports.append(daemon.client.reindex([str(target)], force=False, rebuild=False))
+        daemon.search("settle", wait_fresh=300)  # the watcher's own events for the copy, too
+    return {"copies": copy, "seconds": round(time.perf_counter() - started, 1), "reindex_reports": reports}
+
+
+def shrink(daemon: Daemon) -> None:
+    for target in sorted(daemon.work.notes.glob("copy-*")):
+        shutil.rmtree(target)
+        daemon.client.reindex([str(target)], force=False, rebuild=False)
+    daemon.search("settle", wait_fresh=300)
+
+
+def measure(daemon: Daemon, count: int = 200, sections: int = 100_000) -> dict[str, Any]:
+    queries = realistic_queries(daemon.work.notes, count)
+    result: dict[str, Any] = {"corpus": latencies(daemon, queries)}
+    result["corpus"]["process"] = process_wall(daemon, queries)
+    result["growth"] = grow(daemon, sections)
+    result["scaled"] = latencies(daemon, queries)
+    result["scaled"]["process"] = process_wall(daemon, queries)
+    embedded = sum(r["sections_embedded"] for r in result["growth"]["reindex_reports"])
+    result["scaled"]["how"] = (
+        f"{result['growth']['copies']} copies of the corpus in further folders under the root; "
+        "section ids derive from content, so their vectors were reused from the store, "
+        f"sections embedded for the copies: {embedded}"
+    )
+    return result
+
+
+def summary(result: dict[str, Any]) -> str:
+    lines = []
+    for name in ("corpus", "scaled"):
+        r = result[name]
+        lines.append(
+            f"query latency at {r['sections']} sections ({r['queries']} queries, socket): "
+            f"p50 {r['p50_ms']} ms, "
+            f"p99 {r['p99_ms']} ms (server p50 {r['server_p50_ms']} ms); whole `mdrag search` process "
+            f"{r['process']['wall_ms']['median']} ms (min {r['process']['wall_ms']['min']}, "
+            f"max {r['process']['wall_ms']['max']})"
+        )
+    lines.append(f"scaled by: {result['scaled']['how']} ({result['growth']['seconds']}s)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--files", type=int, default=0, help="only N files of the corpus (0: all)")
+    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--sections", type=int, default=100_000, help="grow the index to this many sections")
+    args = parser.parse_args()
+    work = harness.prepare(args.work, args.files)
+    try:
+        if not work.indexed():
+            harness.reindex(work)
+        with Daemon(work) as daemon:
+            try:
+                result = measure(daemon, args.queries, args.sections)
+            finally:
+                shrink(daemon)
+    finally:
+        harness.cleanup(work, keep=args.work is not None)
+    print(summary(result))
+    print(f"written to {harness.save('query', result)}")
+
+
+if __name__ == "__main__":
+    main()

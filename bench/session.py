@@ -1,0 +1,84 @@
+"""A real `mdrag serve` daemon over a bench work dir, for the freshness, query and memory figures."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import harness
+from mdrag.client import DaemonClient
+from mdrag.errors import RemoteError, ServerNotRunningError
+
+
+class Daemon:
+    """`mdrag serve` on the work dir's notes and index; a context manager that always stops it."""
+
+    def __init__(self, work: harness.Work) -> None:
+        self.work = work
+        self.client = DaemonClient(work.socket, timeout=600)
+        self.log_path = work.root / "daemon.log"
+        self.process: subprocess.Popen[str] | None = None
+        self.started_in_s = 0.0
+
+    def __enter__(self) -> Daemon:
+        Path(self.work.socket).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        log = open(self.log_path, "a")  # noqa: SIM115 - handed to the child process
+        started = time.perf_counter()
+        self.process = subprocess.Popen(
+            harness.mdrag("serve"), env=self.work.env(), stdout=log, stderr=log, text=True
+        )
+        deadline = started + 600
+        while time.perf_counter() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mdrag serve exited with {self.process.returncode}:\n{self.log()}")
+            if self.client.alive():
+                # A search with wait_fresh returns once the start-up reconcile has been applied.
+                self.search("warm-up", wait_fresh=300)
+                self.started_in_s = time.perf_counter() - started
+                return self
+            time.sleep(0.1)
+        raise RuntimeError(f"mdrag serve did not come up in 600 s:\n{self.log()}")
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def search(self, query: str, **params: Any) -> dict[str, Any]:
+        return self.client.search({"query": query, **params})
+
+    def status(self) -> dict[str, Any]:
+        return self.client.status()
+
+    def rss(self) -> dict[str, float]:
+        return harness.rss_mb(self.pid)
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+
+def poll(predicate: Any, timeout: float, interval: float = 0.02) -> float:
+    """Seconds until `predicate()` held (raises TimeoutError past `timeout`)."""
+    started = time.perf_counter()
+    while True:
+        try:
+            if predicate():
+                return time.perf_counter() - started
+        except (RemoteError, ServerNotRunningError):
+            pass
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError(f"not met within {timeout}s")
+        time.sleep(interval)
