@@ -13,6 +13,7 @@ import yaml
 from mdrag.errors import ConfigError
 
 SEARCH_MODES = ("hybrid", "dense", "keyword")
+EMBEDDING_BACKENDS = ("torch", "onnx", "onnx-int8")  # as mdrag.embedder.BACKENDS, without importing it
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -49,6 +50,7 @@ class Config:
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_device: str = "cpu"
     embedding_batch_size: int = 64
+    embedding_backend: str = "torch"
     sections_max_tokens: int = 1000
     search_top_k: int = 10
     search_threshold: float = 0.7
@@ -85,6 +87,7 @@ KEYS: dict[str, str] = {
     "embedding.model": "embedding_model",
     "embedding.device": "embedding_device",
     "embedding.batch_size": "embedding_batch_size",
+    "embedding.backend": "embedding_backend",
     "sections.max_tokens": "sections_max_tokens",
     "search.top_k": "search_top_k",
     "search.threshold": "search_threshold",
@@ -242,6 +245,10 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
         )
     if not 1 <= config.embedding_batch_size <= 4096:
         raise _fail("embedding_batch_size", where("embedding_batch_size"), "must be 1-4096")
+    if config.embedding_backend not in EMBEDDING_BACKENDS:
+        raise _fail(
+            "embedding_backend", where("embedding_backend"), f"must be one of {', '.join(EMBEDDING_BACKENDS)}"
+        )
     if not 0 <= config.watch_debounce_ms <= 60_000:
         raise _fail("watch_debounce_ms", where("watch_debounce_ms"), "must be 0-60000")
     if config.watch_sweep_interval_s < 0:

@@ -1,12 +1,14 @@
-"""Embedder: sentence-transformers all-MiniLM-L6-v2, its tokenizer, and windows over long sections."""
+"""Embedder: all-MiniLM-L6-v2 on torch or ONNX Runtime, its tokenizer, and windows over long sections."""
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 from loguru import logger
@@ -15,6 +17,11 @@ from mdrag.errors import ConfigError
 
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 WINDOW_OVERLAP = 32  # tokens shared by consecutive windows, so no phrase is cut in two
+# torch: sentence-transformers as published. onnx: the same weights exported to ONNX Runtime
+# (identical vectors to 1e-6, no torch in the process). onnx-int8: weights quantized to int8
+# per channel (cosine to torch's vectors 0.99 on average; its own model id, so a switch rebuilds).
+BACKENDS = ("torch", "onnx", "onnx-int8")
+TOKENS_PER_RUN = 4096  # padded tokens per ONNX Runtime call (bounds its memory)
 
 
 def resolve_model(name: str) -> tuple[str, str]:
@@ -38,38 +45,77 @@ def resolve_model(name: str) -> tuple[str, str]:
     return name, name
 
 
-class Embedder:
-    """Normalized sentence embeddings plus the model's own token counting."""
+class EmbedCancelled(Exception):
+    """embed() was asked to stop (between model batches); nothing it computed is returned."""
 
-    def __init__(self, model: str = "all-MiniLM-L6-v2", device: str = "cpu", batch_size: int = 64) -> None:
+
+class _Runner(Protocol):
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
+
+
+class Embedder:
+    """Normalized sentence embeddings plus the model's own token counting.
+
+    The tokenizer, dimension and window size come from the model's files; the model itself
+    loads on the first encode, so a run that embeds nothing (a no-op rescan, `status`) never
+    pays for torch or the weights.
+    """
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        device: str = "cpu",
+        batch_size: int = 64,
+        backend: str = "torch",
+    ) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in the daemon's log
-
-        source, self.model_id = resolve_model(model)
-        logger.info("loading embedding model {} from {}", self.model_id, source)
-        try:
-            self._model = SentenceTransformer(source, device=device)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"embedding.model: cannot load {model!r}: {exc}") from exc
+        if backend not in BACKENDS:
+            raise ConfigError(f"embedding.backend: must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self._name, self._device, self.backend = model, device, backend
+        self._source, model_id = resolve_model(model)
+        # int8 vectors differ from fp32 ones (cosine ~0.99): an index must not mix them.
+        self.model_id = model_id + ("+onnx-int8" if backend == "onnx-int8" else "")
         self.batch_size = batch_size
-        dimension = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        self.dimension = int(dimension() or 384)
-        self.max_seq_length = int(self._model.max_seq_length or 256)
-        # The fast tokenizer comes configured to truncate and pad; a private copy without
-        # either counts every token and gives exact character offsets for windows.
-        self._tokenizer = copy.deepcopy(self._model.tokenizer.backend_tokenizer)
+        self._runner: _Runner | None = None
+        self._load_lock = threading.Lock()
+        facts = _model_facts(self._source)
+        if facts is None:  # a hub name or an unusual layout: learn it all from the loaded model
+            if backend != "torch":
+                raise ConfigError(
+                    f"embedding.backend: {backend} needs a local mean-pooled model, not {model!r}"
+                )
+            runner = self._load()
+            assert isinstance(runner, _TorchRunner)
+            facts = runner.facts()
+        self.dimension, self.max_seq_length, tokenizer = facts
+        # A private tokenizer without truncation or padding counts every token and gives exact
+        # character offsets for windows.
+        self._tokenizer = copy.deepcopy(tokenizer)
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
         self._gate = threading.Condition()
         self._busy = False
         self._queries_waiting = 0
+
+    def load(self) -> None:
+        """Load the model now (a daemon may warm up before its first query)."""
+        self._load()
+
+    def _load(self) -> _Runner:
+        with self._load_lock:
+            if self._runner is None:
+                logger.info(
+                    "loading embedding model {} ({}) from {}", self.model_id, self.backend, self._source
+                )
+                try:
+                    if self.backend == "torch":
+                        self._runner = _TorchRunner(self._source, self._device)
+                    else:
+                        self._runner = _OnnxRunner(self._source, self.backend, self.max_seq_length)
+                except (OSError, ValueError) as exc:
+                    raise ConfigError(f"embedding.model: cannot load {self._name!r}: {exc}") from exc
+            return self._runner
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:
@@ -108,18 +154,21 @@ class Embedder:
         encoding = self._tokenizer.encode(text, add_special_tokens=False)
         return text[: encoding.offsets[tokens - 1][1]] if encoding.offsets else text
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], cancel: threading.Event | None = None) -> np.ndarray:
         """L2-normalized float32 vectors, one row per text, for indexing.
 
-        Texts are sorted by length across the whole call (one model batch holds texts of
+        Texts are sorted by token count across the whole call (one model batch holds texts of
         similar length, so little is padding) and run one model batch at a time, letting a
-        waiting query go between batches.
+        waiting query go between batches; a set `cancel` raises EmbedCancelled between them.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        lengths = self.count_tokens(texts)
+        order = sorted(range(len(texts)), key=lambda i: min(lengths[i], self.max_seq_length), reverse=True)
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
+            if cancel is not None and cancel.is_set():
+                raise EmbedCancelled
             chunk = order[start : start + self.batch_size]
             vectors[chunk] = self._encode([texts[i] for i in chunk], query=False)
         return vectors
@@ -128,6 +177,7 @@ class Embedder:
         return self._encode([text], query=True)[0]
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
+        runner = self._load()
         # One encode at a time (the tokenizer is not safe to share across threads, and torch
         # already uses every core); a query goes ahead of the next indexing batch.
         with self._gate:
@@ -137,15 +187,175 @@ class Embedder:
             self._busy = True
             self._queries_waiting -= query
         try:
-            vectors = self._model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            vectors = runner.encode(texts, self.batch_size)
         finally:
             with self._gate:
                 self._busy = False
                 self._gate.notify_all()
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _model_facts(source: str) -> tuple[int, int, Any] | None:
+    """(dimension, max_seq_length, tokenizer) read from a local mean-pooled sentence-transformers
+    folder without loading it; None for anything else (then the model itself is asked)."""
+    folder = Path(source)
+    try:
+        modules = json.loads((folder / "modules.json").read_text())
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        pooling = json.loads((folder / modules[1]["path"] / "config.json").read_text())
+        settings = json.loads((folder / "sentence_bert_config.json").read_text())
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    mean_only = pooling.get("pooling_mode_mean_tokens") and not any(
+        value
+        for key, value in pooling.items()
+        if key.startswith("pooling_mode_") and key != "pooling_mode_mean_tokens"
+    )
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]) or not mean_only:
+        return None
+    if not (folder / "tokenizer.json").exists() or settings.get("do_lower_case"):
+        return None
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    return int(pooling["word_embedding_dimension"]), int(settings.get("max_seq_length") or 256), tokenizer
+
+
+class _TorchRunner:
+    """sentence-transformers on torch: the reference back-end."""
+
+    def __init__(self, source: str, device: str) -> None:
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in the daemon's log
+        self.model = SentenceTransformer(source, device=device)
+
+    def facts(self) -> tuple[int, int, Any]:
+        dimension = getattr(self.model, "get_embedding_dimension", None) or (
+            self.model.get_sentence_embedding_dimension
+        )
+        return (
+            int(dimension() or 384),
+            int(self.model.max_seq_length or 256),
+            self.model.tokenizer.backend_tokenizer,
+        )
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        vectors = self.model.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class _OnnxRunner:
+    """The same model on ONNX Runtime: tokenize, run, mean-pool over the mask, normalize."""
+
+    def __init__(self, source: str, backend: str, max_seq_length: int) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        path = onnx_model(source, quantized=backend == "onnx-int8")
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_seq_length)
+        self.tokenizer.no_padding()
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts)  # truncated to the window, not padded
+        out = []
+        start = 0
+        while start < len(encodings):
+            # At most TOKENS_PER_RUN tokens per run: the attention tensors of 64 full windows
+            # take ~2 GB in ONNX Runtime; 4096 tokens keep it under ~0.7 GB at the same speed.
+            group = encodings[start : start + batch_size]
+            longest = max(len(e.ids) for e in group)
+            group = group[: max(1, TOKENS_PER_RUN // longest)]
+            longest = max(len(e.ids) for e in group)
+            ids = np.zeros((len(group), longest), dtype=np.int64)
+            mask = np.zeros((len(group), longest), dtype=np.int64)
+            for row, encoding in enumerate(group):
+                ids[row, : len(encoding.ids)] = encoding.ids
+                mask[row, : len(encoding.ids)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0]
+            weights = mask[..., None].astype(np.float32)
+            mean = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            out.append(mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None))
+            start += len(group)
+        return np.concatenate(out).astype(np.float32, copy=False)
+
+
+def onnx_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "mdrag" / "onnx"
+
+
+def onnx_model(source: str, quantized: bool) -> Path:
+    """The model exported to ONNX (and quantized) once, offline, from its local weights; cached on disk."""
+    import hashlib
+
+    weights = sorted(Path(source).glob("*.safetensors")) or sorted(Path(source).glob("*.bin"))
+    stamp = "|".join(f"{w.resolve()}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights)
+    folder = onnx_cache_dir() / hashlib.sha256(f"{source}|{stamp}".encode()).hexdigest()[:16]
+    fp32, int8 = folder / "model.onnx", folder / "model-int8.onnx"
+    target = int8 if quantized else fp32
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    if not fp32.exists():
+        logger.info("exporting {} to ONNX in {} (once)", source, folder)
+        _export(source, fp32)
+    if quantized:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        logger.info("quantizing the ONNX model to int8 (once)")
+        partial = int8.with_suffix(".partial")
+        # Per-channel int8 weights on the matrix products only: the embedding table and
+        # per-tensor scales cost accuracy (cosine to fp32 0.95 instead of 0.99) for little speed.
+        quantize_dynamic(
+            fp32, partial, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], per_channel=True
+        )
+        partial.replace(int8)
+    return target
+
+
+def _export(source: str, target: Path) -> None:
+    import torch
+    from transformers import AutoModel
+
+    class Hidden(torch.nn.Module):
+        """The transformer's last hidden state, the one output mean pooling needs."""
+
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    model = Hidden(AutoModel.from_pretrained(source).eval())
+    ids = torch.ones(2, 16, dtype=torch.long)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    partial = target.with_suffix(".partial")
+    with torch.no_grad():
+        torch.onnx.export(
+            model,
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(partial),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes={name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]},
+            opset_version=17,
+            dynamo=False,
+        )
+    partial.replace(target)  # a crash mid-export never leaves a half file under the real name

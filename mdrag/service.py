@@ -57,7 +57,10 @@ class Service:
         self.config = config
         self.started_at = time.time()
         self.embedder = embedder or Embedder(
-            config.embedding_model, config.embedding_device, config.embedding_batch_size
+            config.embedding_model,
+            config.embedding_device,
+            config.embedding_batch_size,
+            config.embedding_backend,
         )
         self.store = Store(
             config.milvus_uri, config.milvus_token, self.embedder.dimension, self.embedder.model_id

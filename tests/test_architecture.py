@@ -13,6 +13,8 @@ HOMES = {
     "sentence_transformers": {"embedder.py"},
     "torch": {"embedder.py"},
     "transformers": {"embedder.py"},
+    "onnxruntime": {"embedder.py"},
+    "tokenizers": {"embedder.py"},
     "watchdog": {"watcher.py"},
     "markdown_it": {"sections.py", "links.py"},
     "frontmatter": {"document.py"},
