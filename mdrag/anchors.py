@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import re
 
-_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<[^>]+>|[*_`~]")
 _NOT_SLUG = re.compile(r"[^\w\- ]", re.UNICODE)
 
 
-def plain_heading(text: str) -> str:
-    """A heading's inline markdown reduced to the text a reader sees: links keep their label."""
-    return _MARKUP.sub(lambda m: m.group(1) or "", text).strip()
-
-
 def github_slug(heading: str) -> str:
-    """GitHub's rule: lower case, drop punctuation but hyphens and underscores, spaces to hyphens."""
-    return _NOT_SLUG.sub("", plain_heading(heading).lower()).replace(" ", "-")
+    """GitHub's rule on a heading's rendered text (no markup): lower case, drop punctuation but
+    hyphens and underscores, each space to a hyphen."""
+    return _NOT_SLUG.sub("", heading.strip().lower()).replace(" ", "-")
 
 
 class Slugger:

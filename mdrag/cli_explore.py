@@ -66,7 +66,7 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
 
 
 @click.command()
-@click.option("--min-score", type=int, default=90, show_default=True, help="Lowest pair score (1-100).")
+@click.option("--min-score", type=int, default=90, show_default=True, help="Lowest pair score (50-100).")
 @click.option("--limit", type=int, default=1000, show_default=True, help="Pairs to list at most.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.pass_context
@@ -77,6 +77,8 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
         return
     for pair in result["pairs"]:
         click.echo(f"{pair['score']:>3}  {shown(pair['a'])}\n     {shown(pair['b'])}")
+    if not result.get("complete", True):
+        click.echo("(the scan stopped at its limit of candidate pairs; raise --min-score to see them all)")
     more = result["total_pairs"] - len(result["pairs"])
     click.echo(
         f"({result['total_pairs']} pairs at {min_score} or above" + (f"; {more} not shown)" if more else ")")

@@ -13,9 +13,12 @@ SEARCH_DEPTH = 30  # hits fetched to fill the budget; the pack takes them best f
 CONTEXT_THRESHOLD = 0.5
 
 
-def citation(hit: dict[str, Any]) -> str:
+def citation(hit: dict[str, Any], short: bool = False) -> str:
+    """`path#anchor (lines a-b): heading path`; short, the path and lines alone."""
     source = hit["source"]
     where = f"{source['anchor']} (lines {source['start_line']}-{source['end_line']})"
+    if short:
+        return f"{source['path']} (lines {source['start_line']}-{source['end_line']})"
     return f"{where}: {source['heading_path']}" if source["heading_path"] else where
 
 
@@ -23,38 +26,47 @@ def build_context(response: dict[str, Any], max_tokens: int, count_tokens: Token
     """Pack the response's hits, best first, skipping repeats, until the budget is spent.
 
     A section whose text appears twice (a note copied into two places) goes in once; a hit
-    longer than what is left of the budget is cut to fit only when nothing else went in.
+    longer than what is left of the budget is cut to fit only when nothing else went in, and
+    then under a short citation if the full one leaves no room. The word-piece tokenizer
+    splits at whitespace, so blocks joined by blank lines cost the sum of their counts.
     """
     blocks: list[str] = []
     sources: list[dict[str, Any]] = []
     seen: set[str] = set()
     used = 0
     hits = response["results"]
-    sizes = count_tokens([h["section_text"] for h in hits])
+    sizes = count_tokens([h["section_text"].strip() for h in hits])
     for hit, size in zip(hits, sizes, strict=True):
         text = hit["section_text"].strip()
         fingerprint = " ".join(text.split()).casefold()
         if fingerprint in seen:
             continue
         header = f"[{len(sources) + 1}] {citation(hit)}"
-        cost = size + count_tokens([header])[0] + 2
-        if used + cost > max_tokens:
+        header_cost = count_tokens([header])[0]
+        if used + header_cost + size > max_tokens:
             if sources:
                 continue  # a smaller hit further down may still fit
-            text = _cut(text, max(0, max_tokens - (cost - size)), count_tokens)
-            cost = max_tokens
+            if header_cost * 2 > max_tokens:
+                header = f"[1] {citation(hit, short=True)}"
+                header_cost = count_tokens([header])[0]
+            room = max_tokens - header_cost - 1  # the cut's " …"
+            if room < 1:
+                break
+            text = _cut(text, room, count_tokens)
+            size = count_tokens([text])[0]
         seen.add(fingerprint)
         blocks.append(f"{header}\n{text}")
         sources.append({"n": len(sources) + 1, "score": hit["confidence_score"], **hit["source"]})
-        used += cost
+        used += header_cost + size
+    context = "\n\n".join(blocks)
     return {
         "query": response["query"],
         "confidence": response["confidence"],
         "message": response.get("message", ""),
-        "tokens": used,
+        "tokens": count_tokens([context])[0] if context else 0,
         "max_tokens": max_tokens,
         "sources": sources,
-        "context": "\n\n".join(blocks),
+        "context": context,
     }
 
 

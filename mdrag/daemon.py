@@ -222,7 +222,7 @@ class Daemon:
             return {"pong": True, "pid": os.getpid(), "state": self.state}
         if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
-        if op != "status" and self.store_error is not None:
+        if op not in ("status", "gaps", "gap_status") and self.store_error is not None:
             raise StoreError(
                 f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.store_error}); "
                 "changes are queued and will be applied when it is back"

@@ -67,7 +67,8 @@ class GapLog:
                 ON CONFLICT (key) DO UPDATE SET
                     count = count + 1, last_seen = excluded.last_seen, best_score = excluded.best_score,
                     vector = COALESCE(excluded.vector, vector),
-                    status = CASE WHEN status = 'addressed' THEN 'open' ELSE status END
+                    status = CASE WHEN status = 'addressed' THEN 'open' ELSE status END,
+                    possibly_addressed_by = NULL, possibly_addressed_at = NULL
                 """,
                 (gap_key(query), query.strip(), now, now, best_score, blob),
             )
@@ -83,6 +84,10 @@ class GapLog:
                 (status, status),
             ).fetchall()
         return [_entry(row) for row in rows]
+
+    def count_open(self) -> int:
+        with self._db() as db:
+            return int(db.execute("SELECT COUNT(*) FROM gaps WHERE status = 'open'").fetchone()[0])
 
     def set_status(self, query: str, status: str) -> dict[str, Any]:
         if status not in GAP_STATUSES:

@@ -13,9 +13,12 @@ from markdown_it.token import Token
 
 # [[target]], [[target#heading]], [[target|alias]], [[target#heading|alias]]; ![[embeds]] count too.
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
-_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
-NOTE_SUFFIX = ".md"
+# A code span: a backtick run, then the same-length run; anchored at run edges so a long run
+# of backticks cannot make the engine backtrack through every split of it.
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
+NOTE_SUFFIXES = (".md", ".markdown")
 MAX_LINKS = 500  # per note: a generated index page must not make one metadata row huge
+MAX_TARGET_CHARS = 1000
 
 
 def extract_links(tokens: list[Token], first_line: int) -> list[dict[str, Any]]:
@@ -29,7 +32,8 @@ def extract_links(tokens: list[Token], first_line: int) -> list[dict[str, Any]]:
         content = _INLINE_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), token.content)
         for match in _WIKILINK.finditer(content):
             target, anchor, alias = (g.strip() if g else "" for g in match.groups())
-            if target or anchor:
+            target = target.rstrip("\\")  # [[X\|alias]]: the escaped pipe of a link inside a table
+            if (target or anchor) and _is_note(target):
                 links.append(
                     _link("wikilink", target, anchor, alias, line + content.count("\n", 0, match.start()))
                 )
@@ -39,15 +43,30 @@ def extract_links(tokens: list[Token], first_line: int) -> list[dict[str, Any]]:
                 cursor = max(content.find("](", cursor), cursor) + 1  # where this link's target sits
                 href = str(child.attrs.get("href", ""))
                 parts = urlsplit(href)
-                if parts.scheme or parts.netloc or not parts.path:
-                    continue  # web links, mailto: and same-page #anchors are not links to notes
+                if parts.scheme or parts.netloc or not parts.path or not _is_note(unquote(parts.path)):
+                    continue  # web links, mailto:, same-page #anchors, images and files are not notes
                 at = line + content.count("\n", 0, cursor)
                 links.append(_link("markdown", unquote(parts.path), unquote(parts.fragment), "", at))
     return links[:MAX_LINKS]
 
 
+def _is_note(target: str) -> bool:
+    """A link to a note: a markdown file, or a name without a suffix; not a folder or an attachment."""
+    if target.endswith(("/", "\\")):
+        return False
+    suffix = PurePosixPath(target.replace("\\", "/")).suffix.lower()
+    return not suffix or suffix in NOTE_SUFFIXES or not suffix[1:].isalpha()
+
+
 def _link(kind: str, target: str, anchor: str, alias: str, line: int) -> dict[str, Any]:
-    return {"kind": kind, "target": target, "anchor": anchor, "alias": alias, "line": line}
+    clip = MAX_TARGET_CHARS
+    return {
+        "kind": kind,
+        "target": target[:clip],
+        "anchor": anchor[:clip],
+        "alias": alias[:clip],
+        "line": line,
+    }
 
 
 class LinkResolver:
@@ -60,25 +79,26 @@ class LinkResolver:
             self._by_stem.setdefault(PurePosixPath(path).stem.casefold(), []).append(path)
 
     def resolve(self, source: str, link: dict[str, Any]) -> str | None:
-        target = link["target"]
+        target = link["target"].replace("\\", "/")  # a note written on Windows
         if not target:  # [[#heading]]: a link within the note itself
             return source
         if link["kind"] == "markdown":
+            return self._by_path(source, target)
+        if target.startswith(("./", "../")):
             return self._by_path(source, target)
         return self._by_name(source, target)
 
     def _by_path(self, source: str, target: str) -> str | None:
         base = posixpath.dirname(source)
-        joined = posixpath.normpath(posixpath.join(base, target))
-        for candidate in (joined, joined + NOTE_SUFFIX):
+        joined = posixpath.normpath(posixpath.join(base, target))  # an absolute target stays absolute
+        for candidate in (joined, *(joined + suffix for suffix in NOTE_SUFFIXES)):
             if candidate in self.paths:
                 return candidate
         return None
 
     def _by_name(self, source: str, target: str) -> str | None:
         """Obsidian's rule: the note of that name, the nearest one when several share it."""
-        name = target[: -len(NOTE_SUFFIX)] if target.lower().endswith(NOTE_SUFFIX) else target
-        wanted = PurePosixPath(name)
+        wanted = PurePosixPath(_without_suffix(target))
         found = [
             p
             for p in self._by_stem.get(wanted.name.casefold(), [])
@@ -88,6 +108,19 @@ class LinkResolver:
             return None
         here = posixpath.dirname(source)
         return min(found, key=lambda p: (posixpath.dirname(p) != here, len(p), p))
+
+
+def _without_suffix(target: str) -> str:
+    lowered = target.lower()
+    for suffix in NOTE_SUFFIXES:
+        if lowered.endswith(suffix):
+            return target[: -len(suffix)]
+    return target
+
+
+def link_names(link: dict[str, Any]) -> str:
+    """The file name (no suffix, case folded) a link can resolve to: a cheap test before resolving."""
+    return _without_suffix(PurePosixPath(link["target"].replace("\\", "/")).name).casefold()
 
 
 def _ends_with(path: PurePosixPath, tail: PurePosixPath) -> bool:

@@ -12,7 +12,7 @@ PROTOCOL_VERSION = 1
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 1000
 SELECTION_CHARS = (10, 5000)  # a passage used as the query: a sentence to a few paragraphs
-MAX_DRAFT_CHARS = 1_000_000
+MAX_DRAFT_CHARS = 100_000  # a long note; embedding it holds the model for a few seconds
 SEARCH_MODES = ("hybrid", "dense", "keyword")
 GAP_STATUSES = ("open", "deferred", "addressed")
 OPERATIONS = (
@@ -58,6 +58,7 @@ class SearchParams:
         ):
             raise QueryError(f"query must be 1-{MAX_QUERY_CHARS} characters after trimming spaces")
         assert isinstance(query, str)
+        check_text(query, "query")
         top_k = raw.get("top_k", base.top_k)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
             raise QueryError(f"top_k must be a whole number from 1 to 100, got {top_k!r}")
@@ -86,6 +87,16 @@ class SearchParams:
         )
 
 
+def check_text(value: str, name: str) -> None:
+    """Reject what no note can hold and the tokenizer cannot take: NUL and unpaired surrogates."""
+    if "\0" in value:
+        raise QueryError(f"{name} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError(f"{name} is not valid Unicode text (an unpaired surrogate)") from None
+
+
 def _flag(raw: dict[str, Any], name: str) -> bool:
     value = raw.get(name, False)
     if not isinstance(value, bool):
@@ -110,6 +121,7 @@ def text_param(raw: dict[str, Any], name: str, max_chars: int, required: bool = 
         return ""
     if not isinstance(value, str) or not value.strip() or len(value) > max_chars:
         raise QueryError(f"{name} must be a non-empty string of at most {max_chars} characters")
+    check_text(value, name)
     return value
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from mdrag.catalog import Catalog
 from mdrag.errors import QueryError
-from mdrag.links import LinkResolver
+from mdrag.links import LinkResolver, link_names
 from mdrag.similarity import Similarity
 
 
@@ -21,13 +22,17 @@ def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 
         resolved = resolver.resolve(path, link)
         outgoing.append({**link, "path": resolved, "broken": resolved is None})
     backlinks = []
+    name = PurePosixPath(path).stem.casefold()
     for other in catalog.records():
         if other.file_path == path:
             continue
         for link in other.links:
-            if resolver.resolve(other.file_path, link) == path:
+            # Only a link naming this file can resolve to it: the cheap test spares resolving the rest.
+            if link_names(link) == name and resolver.resolve(other.file_path, link) == path:
                 backlinks.append({**link, "path": other.file_path})
-    similar = similarity.similar(similarity.of_note(path), k) if catalog.visible_hash(path) else []
+    # A note with no text (only frontmatter, or just created) has links but nothing to compare.
+    has_text = record.section_count > 0 and catalog.visible_hash(path) is not None
+    similar = similarity.similar(similarity.of_note(path), k) if has_text else []
     return {
         "note": path,
         "outgoing": outgoing,
@@ -58,4 +63,3 @@ def _labelled(
         item["relations"].append("similar")
         item.update(score=note["score"], tier=note["tier"])
     return sorted(entries.values(), key=lambda e: (-len(e["relations"]), -(e["score"] or 0), e["path"]))
-

@@ -21,7 +21,10 @@ CONFIDENCE_LEVELS = (("high", 0.85, 2), ("medium", 0.70, 0), ("low", 0.50, 0))
 
 
 def confidence_level(best_score: float | None, hits: int) -> str:
-    """high, medium, low or none, from the best cosine seen and how many hits passed."""
+    """high, medium, low or none, from the best returned hit's cosine and how many were returned.
+
+    With the default threshold 0.7 a returned hit is at least medium; low needs a lower threshold.
+    """
     for level, lowest, fewest_hits in CONFIDENCE_LEVELS:
         if best_score is not None and best_score >= lowest and hits >= fewest_hits:
             return level
@@ -111,7 +114,8 @@ class Searcher:
         chosen, best, dropped = self._pass_threshold(ordered, vector, params)
         rows = self.store.fetch_rows([c["id"] for c in chosen], HIT_FIELDS)
         hits = [_hit(rows[c["id"]], c["cosine"]) for c in chosen if c["id"] in rows]
-        level = confidence_level(best, len(hits))
+        top = max((hit.confidence_score for hit in hits), default=None)
+        level = confidence_level(top, len(hits))
         message = ""
         if not hits:
             message = f"no section scored at or above the threshold {params.threshold:.2f}" + (
@@ -137,11 +141,7 @@ class Searcher:
             },
             execution_time_ms=round((time.perf_counter() - started) * 1000, 2),
             best_candidate_score=None if best is None else round(best, 4),
-            confidence={
-                "level": level,
-                "best_score": None if best is None else round(best, 4),
-                "hits": len(hits),
-            },
+            confidence={"level": level, "best_score": top, "hits": len(hits)},
             message=message,
             explain=explain,
         )

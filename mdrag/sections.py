@@ -74,6 +74,7 @@ class _Block:
     parts: list[tuple[int, int]]  # line ranges to split at when the block is too long
     heading: str = ""
     level: int = 0
+    plain: str = ""  # the heading as rendered, without markup: what its anchor is made from
 
 
 @dataclass
@@ -231,7 +232,8 @@ def _blocks(tokens: list[Token]) -> list[_Block]:
         if token.level == 0 and token.type == "heading_open":
             inline = tokens[index + 1] if index + 1 < len(tokens) else None
             title = " ".join((inline.content if inline else "").split())
-            blocks.append(_Block("heading", token.map[0], token.map[1], [], title, int(token.tag[1:])))
+            level = int(token.tag[1:])
+            blocks.append(_Block("heading", token.map[0], token.map[1], [], title, level, _rendered(inline)))
         elif token.level == 0 and token.type in _BLOCK_TYPES:
             blocks.append(_Block(_BLOCK_TYPES[token.type], token.map[0], token.map[1], []))
         elif blocks and token.level == 1 and token.type in ("list_item_open",):
@@ -239,6 +241,17 @@ def _blocks(tokens: list[Token]) -> list[_Block]:
         elif blocks and token.type == "tr_open":
             blocks[-1].parts.append((token.map[0], token.map[1]))
     return blocks
+
+
+def _rendered(inline: Token | None) -> str:
+    """An inline token's text as a reader sees it: link labels and code kept, markup and HTML dropped."""
+    parts = []
+    for child in inline.children or [] if inline else []:
+        if child.type in ("text", "code_inline", "text_special"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return "".join(parts)
 
 
 def _group_by_heading(blocks: list[_Block]) -> list[tuple[_GroupKey, list[_Block]]]:
@@ -250,7 +263,7 @@ def _group_by_heading(blocks: list[_Block]) -> list[tuple[_GroupKey, list[_Block
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.heading))
-            key = (block.heading, block.level, tuple(t for _, t in stack), slugger.slug(block.heading))
+            key = (block.heading, block.level, tuple(t for _, t in stack), slugger.slug(block.plain))
             groups.append((key, [block]))
         elif groups:
             groups[-1][1].append(block)

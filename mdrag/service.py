@@ -102,7 +102,10 @@ class Service:
     def search(self, raw: dict[str, Any]) -> dict[str, Any]:
         params = SearchParams.parse(raw, self.search_defaults())
         response = self.searcher.search(params).to_dict()
-        if not response["results"] and not params.passage:
+        # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
+        # search narrowed by tags or a folder, not one asking for more than the configured threshold.
+        plain = not (params.passage or params.tags or params.path_prefix)
+        if not response["results"] and plain and params.threshold <= self.config.search_threshold:
             self._record_gap(params.query, response["best_candidate_score"])
         return response
 
@@ -135,10 +138,11 @@ class Service:
         return {"note": target.path, "results": self.similarity.similar(target, k)}
 
     def duplicates(self, params: dict[str, Any]) -> dict[str, Any]:
-        min_score = whole_number(params, "min_score", 90, 1, 100)
+        # Below 50 nearly every pair qualifies: a list nobody can act on, at quadratic cost.
+        min_score = whole_number(params, "min_score", 90, 50, 100)
         limit = whole_number(params, "limit", 1000, 1, 100000)
-        pairs, total = self.similarity.duplicates(min_score, limit)
-        return {"min_score": min_score, "total_pairs": total, "pairs": pairs}
+        pairs, total, complete = self.similarity.duplicates(min_score, limit)
+        return {"min_score": min_score, "total_pairs": total, "complete": complete, "pairs": pairs}
 
     def related(self, params: dict[str, Any]) -> dict[str, Any]:
         return related_notes(
@@ -153,7 +157,10 @@ class Service:
         return build_context(self.search(search), max_tokens, self.embedder.count_tokens)
 
     def _note(self, params: dict[str, Any]) -> str:
-        return str(Path(text_param(params, "note", 4096)).expanduser().resolve())
+        """The note's path as the catalog knows it: as written (a symlink stays one), else resolved."""
+        given = Path(text_param(params, "note", 4096)).expanduser()
+        absolute = os.path.abspath(given)
+        return absolute if self.catalog.get(absolute) is not None else str(given.resolve())
 
     def search_defaults(self) -> SearchParams:
         c = self.config
@@ -198,8 +205,15 @@ class Service:
             "model": self.embedder.model_id,
             "store": {"uri": self.config.milvus_uri, "full_text_search": self.store.full_text},
             "roots": [str(r) for r in self.filter.roots],
-            "open_gaps": len(self.gaps.entries("open")),
+            "open_gaps": self._open_gaps(),
         }
+
+    def _open_gaps(self) -> int | None:
+        try:
+            return self.gaps.count_open()
+        except Exception as exc:  # the status report must not fail over its least important line
+            logger.warning("could not read the gap log {}: {}", self.gaps.path, exc)
+            return None
 
     def close(self) -> None:
         self.store.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from loguru import logger
 
 from mdrag.catalog import Catalog
 from mdrag.document import parse_document
@@ -24,7 +25,9 @@ from mdrag.store import Store
 TIERS = ((90, "near-duplicate"), (80, "high"), (0, "related"))
 CANDIDATES_PER_RESULT = 4  # document-vector neighbours confirmed per note wanted
 PREFILTER_MARGIN = 0.10  # a pair whose document cosine is this far under the bar is not checked
-PAIR_BATCH = 400  # notes whose windows are loaded at once during the duplicate scan
+PAIR_BATCH = 400  # pairs whose notes' windows are loaded at once during the duplicate scan
+MAX_CANDIDATE_PAIRS = 200_000  # bounds the scan's memory whatever the corpus and the bar
+ROW_BLOCK = 256  # document-vector rows compared at once: a block x n float32 matrix
 
 
 def tier(score: int) -> str:
@@ -100,10 +103,11 @@ class Similarity:
         results.sort(key=lambda r: (-r["score"], -r["doc_cosine"], r["path"]))
         return results[:k]
 
-    def duplicates(self, min_score: int = 90, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
+    def duplicates(self, min_score: int = 90, limit: int = 1000) -> tuple[list[dict[str, Any]], int, bool]:
         """Every pair of notes scoring at least `min_score`, each pair once, best first.
 
-        Returns (the first `limit` pairs, how many pairs there are in all).
+        Returns (the first `limit` pairs, how many pairs there are in all, whether the scan
+        covered every candidate pair).
         """
         paths, docs = [], []
         for row in self.store.doc_vectors():
@@ -116,8 +120,12 @@ class Similarity:
                 paths.append(row["file_path"])
                 docs.append(row["doc_vector"])
         if len(paths) < 2:
-            return [], 0
+            return [], 0, True
         candidates = _close_pairs(np.asarray(docs, dtype=np.float32), min_score / 100 - PREFILTER_MARGIN)
+        if len(candidates) >= MAX_CANDIDATE_PAIRS:
+            logger.warning(
+                "duplicates: stopped at {} candidate pairs; raise --min-score", MAX_CANDIDATE_PAIRS
+            )
         pairs: list[dict[str, Any]] = []
         # Load windows a slice of pairs at a time: the whole index's vectors need not fit at once.
         for start in range(0, len(candidates), PAIR_BATCH):
@@ -139,7 +147,7 @@ class Similarity:
                         }
                     )
         pairs.sort(key=lambda p: (-p["score"], -p["doc_cosine"], p["a"], p["b"]))
-        return pairs[:limit], len(pairs)
+        return pairs[:limit], len(pairs), len(candidates) < MAX_CANDIDATE_PAIRS
 
     def _windows(self, paths: list[str]) -> dict[str, np.ndarray]:
         """The current version's window vectors of each path (older versions being swapped out skipped)."""
@@ -151,15 +159,20 @@ class Similarity:
         }
 
 
-def _close_pairs(docs: np.ndarray, bar: float, block: int = 2048) -> list[tuple[int, int, float]]:
-    """(i, j, cosine) for i < j whose document vectors are at least `bar` alike, a block of rows at a time."""
-    pairs = []
-    for start in range(0, len(docs), block):
-        cosines = docs[start : start + block] @ docs.T
-        rows, cols = np.nonzero(cosines >= bar)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            if start + r < c:
-                pairs.append((start + r, c, float(cosines[r, c])))
+def _close_pairs(docs: np.ndarray, bar: float) -> list[tuple[int, int, float]]:
+    """(i, j, cosine) for i < j whose document vectors are at least `bar` alike, at most
+    MAX_CANDIDATE_PAIRS of them; each block of rows is compared with the rows after it only."""
+    pairs: list[tuple[int, int, float]] = []
+    for start in range(0, len(docs), ROW_BLOCK):
+        cosines = docs[start : start + ROW_BLOCK] @ docs[start:].T
+        rows, cols = np.nonzero(np.triu(cosines >= bar, k=1))
+        take = min(len(rows), MAX_CANDIDATE_PAIRS - len(pairs))
+        values = cosines[rows[:take], cols[:take]]
+        pairs.extend(
+            zip((rows[:take] + start).tolist(), (cols[:take] + start).tolist(), values.tolist(), strict=True)
+        )
+        if len(pairs) >= MAX_CANDIDATE_PAIRS:
+            break
     return pairs
 
 

@@ -103,6 +103,9 @@ def test_an_unanswered_query_is_recorded_once_with_its_count_and_survives_a_rebu
     for _ in range(3):
         assert library.search({"query": "how to renew my passport abroad"})["results"] == []
     library.search({"query": "feeding the sourdough starter"})  # answered: not a gap
+    # Narrowed or stricter-than-usual searches that find nothing are not gaps in the notes.
+    library.search({"query": "bicycle chain", "tags": ["no-such-tag"]})
+    library.search({"query": "bicycle chain", "threshold": 0.99})
     gaps = library.handle("gaps", {})["gaps"]
     assert [(g["query"], g["count"], g["status"]) for g in gaps] == [("how to renew my passport abroad", 3, "open")]
 
@@ -126,6 +129,35 @@ def test_a_note_added_later_that_answers_a_gap_marks_it_possibly_addressed(libra
     library.reindex([str(note)])
     gap = library.handle("gaps", {})["gaps"][0]
     assert gap["possibly_addressed_by"] == str(note)
+    assert library.handle("status", {})["open_gaps"] == 1
+
+
+def test_related_lists_the_backlinks_of_a_note_with_no_text(library, notes):
+    empty = write(notes / "empty.md", "---\ntitle: Empty\n---\n")
+    write(notes / "pointer.md", "# Pointer\n\nSee [[empty]], ![[diagram.png]] and [the pdf](files/a.pdf).\n")
+    library.reindex()
+    assert [b["path"] for b in library.handle("related", {"note": str(empty)})["backlinks"]] == [
+        str(notes / "pointer.md")
+    ]
+    pointer = library.handle("related", {"note": str(notes / "pointer.md")})
+    assert pointer["broken_links"] == []  # attachments are not notes, so never broken links
+
+
+def test_bad_requests_get_clear_errors(library, notes):
+    for op, params in [
+        ("similar", {"note": "a\0.md"}),
+        ("similar", {"text": "\ud800 draft"}),
+        ("similar", {"note": 42}),
+        ("similar", {"text": "x" * 100_001}),
+        ("duplicates", {"min_score": 10}),
+        ("related", {"note": str(notes / "missing.md")}),
+        ("context", {"query": "bread", "max_tokens": 10}),
+        ("gap_status", {"query": "bread", "status": "done"}),
+        ("gaps", {"status": "closed"}),
+        ("search", {"query": "\ud800"}),
+    ]:
+        with pytest.raises(QueryError):
+            library.handle(op, params)
 
 
 def test_every_hit_cites_its_source_with_lines_heading_path_and_a_github_anchor(library, notes):
@@ -148,10 +180,10 @@ def test_every_hit_cites_its_source_with_lines_heading_path_and_a_github_anchor(
         (0.85, 2, "high"),
         (0.85, 1, "medium"),
         (0.8499, 5, "medium"),
-        (0.70, 0, "medium"),
+        (0.70, 1, "medium"),
         (0.6999, 3, "low"),
-        (0.50, 0, "low"),
-        (0.4999, 0, "none"),
+        (0.50, 1, "low"),
+        (0.4999, 2, "none"),
         (None, 0, "none"),
     ],
 )
@@ -161,9 +193,16 @@ def test_confidence_levels_follow_their_boundaries(best, hits, level):
 
 def test_a_query_nothing_answers_says_so(library):
     response = library.search({"query": "quantum chromodynamics lattice gauge theory"})
-    assert response["confidence"]["level"] in ("none", "low")
-    if response["confidence"]["level"] == "none":
-        assert response["message"].startswith("nothing in your notes answers this")
+    assert response["results"] == []
+    assert response["confidence"] == {"level": "none", "best_score": None, "hits": 0}
+    assert response["message"].startswith("nothing in your notes answers this")
+
+
+def test_a_search_returning_hits_between_half_and_the_usual_bar_is_low(library):
+    response = library.search({"query": "bread", "threshold": 0.3})
+    best = response["confidence"]["best_score"]
+    assert best == max(h["confidence_score"] for h in response["results"])
+    assert response["confidence"]["level"] == confidence_level(best, len(response["results"]))
 
 
 def test_explain_gives_ranks_per_hit_and_lists_what_the_threshold_dropped(library):

@@ -43,9 +43,18 @@ def test_wikilinks_resolve_by_name_nearest_first_and_markdown_links_by_relative_
 
 
 def test_heading_anchors_follow_githubs_slugs_and_number_repeats():
-    assert github_slug("Install `mdrag` on **Linux**!") == "install-mdrag-on-linux"
-    assert github_slug("See [the docs](x.md) now") == "see-the-docs-now"
+    assert github_slug("A & B") == "a--b"
     slugger = Slugger()
     assert [slugger.slug(h) for h in ["Notes", "Notes", "Notes"]] == ["notes", "notes-1", "notes-2"]
     sections = outline("# Log\n\n## Day\n\nrain\n\n## Day\n\nsun\n").sections
     assert [s.anchor for s in sections] == ["day", "day-1"]
+    headings = [
+        "## my_function",
+        "## `snake_case` API",
+        "## Foo\\_bar",
+        "## A &amp; B",
+        "## Install **mdrag** on <br> Linux!",
+        "## See [the docs](x.md) now",
+    ]
+    anchors = [outline(h + "\n\ntext\n").sections[0].anchor for h in headings]
+    assert anchors == ["my_function", "snake_case-api", "foo_bar", "a--b", "install-mdrag-on--linux", "see-the-docs-now"]

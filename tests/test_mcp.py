@@ -144,7 +144,8 @@ def test_an_assistant_gets_similar_notes_links_and_a_context_pack(daemon, tmp_pa
 
     assert "lighthouse-copy.md" in json.dumps(answer(similar_note))
     assert "lighthouse.md" in json.dumps(answer(similar_draft))
-    assert "keeper.md" in json.dumps(answer(related)), "the backlink from keeper.md"
+    backlinks = [link["path"] for link in answer(related)["backlinks"]]
+    assert [os.path.basename(p) for p in backlinks] == ["keeper.md"], "the backlink from keeper.md"
     assert not context.is_error, context.content
     pack = context.content[0].text  # the prompt-ready text itself, not JSON
     assert "trims the wick" in pack and "lighthouse" in pack
