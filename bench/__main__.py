@@ -1,9 +1,12 @@
 """Every benchmark figure in one run (`make bench`): cold index, no-op rescan, freshness, queries, memory.
 
-    python -m bench [--files N] [--work DIR] [--ceiling-sample N] [--queries 200] [--sections 100000]
+    python -m bench [--files N] [--work DIR] [--ceiling-sample N] [--backend-texts N] [--queries 200]
+                    [--sections 100000]
 
 One work dir (the corpus extracted, its own Milvus Lite index and socket) serves every figure in
-turn; each prints as it is measured. Writes bench/results/bench.json and bench/results/bench.md.
+turn; each prints as it is measured. After the cold index, a sample of its texts is encoded by
+each model back-end (torch, onnx, onnx-int8) for their speed ratio. Writes
+bench/results/bench.json and bench/results/bench.md.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench import cold, freshness, harness, memory, query, rescan
+from bench import backends, cold, freshness, harness, memory, query, rescan
 from bench.session import Daemon
 
 
@@ -22,6 +25,9 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
     try:
         result["cold"] = cold.measure(work, args.ceiling_sample)
         print(cold.summary(result["cold"]), flush=True)
+        if args.backend_texts:
+            result["backends"] = backends.measure(backends.sample(work, args.backend_texts))
+            print(backends.summary(result["backends"]), flush=True)
         result["rescan"] = rescan.measure(work)
         print(rescan.summary(result["rescan"]), flush=True)
         with Daemon(work) as daemon:
@@ -138,6 +144,12 @@ def markdown(r: dict[str, Any]) -> str:
         "| --- | --- |",
     ]
     lines += [f"| {a} | {b} |" for a, b in rows]
+    if "backends" in r:
+        for name, b in r["backends"]["backends"].items():
+            lines.append(
+                f"| encode speed, {name} ({r['backends']['texts']} texts) | {b['texts_per_s']} texts/s, "
+                f"x{b['speedup_vs_torch']} torch; cosine to torch {b['cosine_to_torch']['mean']} |"
+            )
     lines += ["", "| target | measured | goal | met |", "| --- | --- | --- | --- |"]
     lines += [f"| {a} | {b} | {g} | {'yes' if ok else 'no'} |" for a, b, g, ok in targets(r)]
     return "\n".join(lines)
@@ -154,6 +166,12 @@ def main() -> None:
         type=int,
         default=0,
         help="encode N of the embedded texts for the ceiling (0: all of them)",
+    )
+    parser.add_argument(
+        "--backend-texts",
+        type=int,
+        default=1500,
+        help="texts for the back-end encode comparison (0: skip it)",
     )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sections", type=int, default=100_000)

@@ -54,14 +54,17 @@ def read_texts(db: str) -> list[str]:
     return list(texts.values())
 
 
-def ceiling(texts: list[str], config_path: Path, repeat: int = 1) -> dict[str, Any]:
+def ceiling(texts: list[str], config_path: Path, repeat: int = 1, backend: str = "") -> dict[str, Any]:
     """Encode `texts` with the configured model and batch size: nothing but the model, in a loop."""
     from mdrag.config import load_config
     from mdrag.embedder import Embedder
 
     config = load_config(config_path)
     embedder = Embedder(
-        config.embedding_model, config.embedding_device, config.embedding_batch_size, config.embedding_backend
+        config.embedding_model,
+        config.embedding_device,
+        config.embedding_batch_size,
+        backend or config.embedding_backend,
     )
     embedder.embed(texts[:64])  # warm-up: first-call allocations are not the model's pace
     seconds = []
@@ -86,7 +89,7 @@ def measure(work: harness.Work, ceiling_sample: int = 0, ceiling_repeat: int = 1
     encoded = texts
     if ceiling_sample and ceiling_sample < len(texts):
         encoded = random.Random(7).sample(texts, ceiling_sample)
-    limit = ceiling(encoded, work.root / "config.yaml", ceiling_repeat)
+    limit = ceiling(encoded, work.root / "config.yaml", ceiling_repeat, work.backend)
     # Scale a sampled ceiling to all the texts the pipeline embedded (the rate, texts/s, is what holds).
     ceiling_s = limit["seconds"]["median"] * len(texts) / max(len(encoded), 1)
     return {
@@ -98,6 +101,7 @@ def measure(work: harness.Work, ceiling_sample: int = 0, ceiling_repeat: int = 1
         "indexing_s": round(indexing, 1),
         "startup_s": round(finished.wall_s - indexing, 1),
         "peak_rss_mb": round(finished.peak_rss_mb),
+        "peak_rss_with_milvus_mb": round(finished.peak_tree_rss_mb),
         "files_per_s": round(files / indexing, 2),
         "sections_per_s": round(sections / indexing, 2),
         "sections_embedded_per_s": round(report["sections_embedded"] / indexing, 2),
@@ -121,7 +125,8 @@ def summary(result: dict[str, Any]) -> str:
         f"cold index: {r['files']} files ({r['megabytes']} MB) in {r['indexing_s']}s of indexing, "
         f"{r['wall_s']}s wall; {r['files_per_s']} files/s, {r['sections_per_s']} sections/s "
         f"({r['report']['sections_embedded']} embedded, {r['report']['sections_reused']} reused), "
-        f"{r['mb_per_s']} MB/s, peak RSS {r['peak_rss_mb']} MB\n"
+        f"{r['mb_per_s']} MB/s, peak RSS {r['peak_rss_mb']} MB "
+        f"({r['peak_rss_with_milvus_mb']} MB with Milvus Lite)\n"
         f"encode ceiling: {c['texts']} texts in {c['seconds']['median']}s ({c['texts_per_s']} texts/s); "
         f"pipeline {r['texts_per_s']} texts/s; efficiency {r['efficiency']} "
         f"(whole process incl. start-up: {r['efficiency_wall']})"
@@ -138,17 +143,34 @@ def main() -> None:
         "--ceiling-sample",
         type=int,
         default=0,
-        help="encode only N of the embedded texts for the ceiling (0: all of them)",
+        help="encode only N of the embedded texts for the ceiling (0: all)",
     )
     parser.add_argument("--ceiling-repeat", type=int, default=1)
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        default=[""],
+        help="one cold index per embedding.backend, in this run (default: as configured)",
+    )
     args = parser.parse_args()
-    work = harness.prepare(args.work, args.files)
-    try:
-        result = measure(work, args.ceiling_sample, args.ceiling_repeat)
-    finally:
-        harness.cleanup(work, keep=args.work is not None)
-    print(summary(result))
-    print(f"written to {harness.save('cold', result)}")
+    results = {}
+    for backend in args.backends:
+        base = harness.prepare(args.work / (backend or "default") if args.work else None, args.files)
+        work = harness.Work(base.root, backend)
+        try:
+            results[backend or "configured"] = result = measure(
+                work, args.ceiling_sample, args.ceiling_repeat
+            )
+        finally:
+            harness.cleanup(work, keep=args.work is not None)
+        print(f"[{result['ceiling']['backend']}] {summary(result)}", flush=True)
+    if len(results) > 1:
+        first = next(iter(results.values()))
+        for name, result in results.items():
+            result["speedup_vs_first"] = round(first["indexing_s"] / result["indexing_s"], 2)
+            print(f"{name}: cold index {result['indexing_s']}s, x{result['speedup_vs_first']} vs the first")
+    out = results if len(results) > 1 else next(iter(results.values()))
+    print(f"written to {harness.save('cold', out)}")
 
 
 if __name__ == "__main__":

@@ -86,7 +86,11 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mdrag-eval-") as tmp:
         root = unpack(args.notes, Path(tmp) / "notes").resolve()
         ids = doc_ids(root)
-        config = Config().with_overrides(roots=(str(root),), milvus_uri=str(Path(tmp) / "index" / "eval.db"))
+        config = Config().with_overrides(
+            roots=(str(root),),
+            milvus_uri=str(Path(tmp) / "index" / "eval.db"),
+            embedding_backend=args.backend,
+        )
         service = Service(config)
         try:
             started = time.perf_counter()
@@ -108,6 +112,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "notes": len(ids),
         "index_seconds": round(index_seconds, 1),
         "sections_embedded": report.sections_embedded,
+        "backend": service.embedder.backend,
         "modes": results,
         "published": PUBLISHED,
         "machine": {"cores": _cores(), "python": platform.python_version()},
@@ -193,6 +198,9 @@ def main() -> None:
     parser.add_argument("--qrels", type=Path, default=DATA / "qrels.test.tsv", help="BEIR qrels TSV")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N judged queries")
+    parser.add_argument(
+        "--backend", choices=("torch", "onnx", "onnx-int8"), help="embedding.backend (default: torch)"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/eval.json"))
     args = parser.parse_args()
     from mdrag.log import configure_logging

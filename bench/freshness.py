@@ -2,9 +2,9 @@
 
     python -m bench.freshness [--files N] [--work DIR] [--edits 20]
 
-Each edit appends a short section (a heading and a paragraph with a unique marker word) to a different note (spread over the
-corpus), then searches for that paragraph through the socket every 20 ms (the daemon's default
-query: hybrid, top 10, threshold 0) until a hit's section text holds the marker. The daemon runs
+Each edit appends a short section (a heading and a paragraph with a unique marker word) to a
+different note (spread over the corpus), then searches for that paragraph through the socket
+every 20 ms (hybrid, top 10, threshold 0) until a hit's section text holds the marker. The daemon runs
 with its default debounce (watch.debounce_ms, 500 ms).
 """
 

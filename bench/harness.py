@@ -28,6 +28,7 @@ class Work:
     """One benchmark's notes, index and socket; every figure of a `make bench` run shares one."""
 
     root: Path
+    backend: str = ""  # embedding.backend for every mdrag process of this work dir ("": as configured)
 
     @property
     def notes(self) -> Path:
@@ -50,8 +51,10 @@ class Work:
         config = self.root / "config.yaml"
         if not config.exists():
             config.write_text("{}\n")
+        backend = {"MDRAG_EMBEDDING_BACKEND": self.backend} if self.backend else {}
         return {
             **os.environ,
+            **backend,
             "MDRAG_CONFIG": str(config),
             "MDRAG_ROOTS": str(self.notes),
             "MDRAG_MILVUS_URI": str(self.db),
@@ -90,27 +93,38 @@ class Finished:
     stdout: str
     stderr: str
     wall_s: float
-    peak_rss_mb: float
+    peak_rss_mb: float  # the mdrag process itself
+    peak_tree_rss_mb: float  # with its children (the Milvus Lite server), sampled
 
 
 def run(args: list[str], env: dict[str, str], timeout: float | None = None) -> Finished:
-    """Run a process to its end; its wall time and peak RSS come from the kernel (wait4)."""
+    """Run a process to its end: its wall time, and its peak RSS (VmHWM, sampled as it runs).
+
+    Not wait4's ru_maxrss: a child forked from a big bench process counts the parent's pages
+    until it execs, so that figure is the parent's size, not the child's.
+    """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         process = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True)
         deadline = None if timeout is None else started + timeout
+        peak = tree = 0.0
         while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            pid, status = os.waitpid(process.pid, os.WNOHANG)
             if pid:
                 break
+            try:
+                peak = max(peak, rss_mb(process.pid).get("VmHWM", 0.0))
+                tree = max(tree, tree_rss_mb(process.pid))
+            except (OSError, ValueError):
+                pass  # between exit and reaping
             if deadline is not None and time.perf_counter() > deadline:
                 process.kill()
-            time.sleep(0.005)
+            time.sleep(0.01)
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Finished(process.returncode, out.read(), err.read(), wall, usage.ru_maxrss / 1024)
+        return Finished(process.returncode, out.read(), err.read(), wall, peak, tree)
 
 
 def mdrag(*args: str) -> list[str]:
@@ -135,6 +149,21 @@ def rss_mb(pid: int) -> dict[str, float]:
         if key in ("VmRSS", "VmHWM"):
             figures[key] = round(int(value.split()[0]) / 1024, 1)
     return figures
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants (mdrag plus its Milvus Lite server)."""
+    total = 0.0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            total += rss_mb(current).get("VmRSS", 0.0)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue  # exited meanwhile
+    return round(total, 1)
 
 
 def spread(values: list[float], digits: int = 1) -> dict[str, Any]:

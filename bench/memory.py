@@ -39,6 +39,7 @@ def measure(daemon: Daemon) -> dict[str, Any]:
         "sections": daemon.status()["sections"],
         "idle_after_start_mb": after_start["VmRSS"],
         "idle_after_indexing_and_search_mb": after_work["VmRSS"],
+        "idle_with_milvus_lite_server_mb": after_work["with_milvus"],
         "peak_mb": after_work["VmHWM"],
         "start_to_ready_s": round(daemon.started_in_s, 1),
     }
@@ -48,7 +49,9 @@ def summary(result: dict[str, Any]) -> str:
     return (
         f"daemon RSS at {result['sections']} sections: idle after start {result['idle_after_start_mb']} MB, "
         f"idle after indexing and searching {result['idle_after_indexing_and_search_mb']} MB, "
-        f"peak {result['peak_mb']} MB (ready in {result['start_to_ready_s']}s)"
+        f"peak {result['peak_mb']} MB; "
+        f"with its Milvus Lite server {result['idle_with_milvus_lite_server_mb']} MB "
+        f"(ready in {result['start_to_ready_s']}s)"
     )
 
 

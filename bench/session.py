@@ -64,7 +64,7 @@ class Daemon:
         return self.client.status()
 
     def rss(self) -> dict[str, float]:
-        return harness.rss_mb(self.pid)
+        return {**harness.rss_mb(self.pid), "with_milvus": harness.tree_rss_mb(self.pid)}
 
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
