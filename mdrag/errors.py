@@ -41,6 +41,10 @@ class SchemaMismatchError(StoreError):
     """The collections on disk were built with another model, dimension or layout."""
 
 
+class LayoutOutdatedError(SchemaMismatchError):
+    """The collections were built by an older mdrag for the same model: safe to rebuild from the notes."""
+
+
 class ServerNotRunningError(MdragError):
     """No daemon is listening on the configured socket."""
 

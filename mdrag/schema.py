@@ -8,7 +8,7 @@ from typing import Any
 from loguru import logger
 from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
 
-from mdrag.errors import SchemaMismatchError
+from mdrag.errors import LayoutOutdatedError, SchemaMismatchError
 
 VECTORS = "document_vectors"
 METADATA = "document_metadata"
@@ -39,6 +39,8 @@ def ensure_collections(client: MilvusClient, built_for: str, dimension: int, uri
 def _check(client: MilvusClient, name: str, built_for: str, uri: str) -> bool:
     info = client.describe_collection(name)
     found = info.get("description", "")
+    if found != built_for and _same_model(found, built_for):
+        raise LayoutOutdatedError(f"collection {name} in {uri} has an older layout: {found}")
     if found != built_for:
         raise SchemaMismatchError(
             f"collection {name} in {uri} was built for {found or 'an unknown layout'}, "
@@ -50,6 +52,14 @@ def _check(client: MilvusClient, name: str, built_for: str, uri: str) -> bool:
     if not full_text:
         logger.warning("the Milvus store has no full-text (BM25) field; search is dense only")
     return full_text
+
+
+def _same_model(found: str, built_for: str) -> bool:
+    try:
+        old, new = json.loads(found), json.loads(built_for)
+    except ValueError:
+        return False
+    return isinstance(old, dict) and (old.get("model"), old.get("dim")) == (new["model"], new["dim"])
 
 
 def _create_vectors_as_supported(client: MilvusClient, built_for: str, dimension: int) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 
-from mdrag.errors import StoreError, StoreLockedError
+from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
 from mdrag.schema import METADATA, VECTORS, ensure_collections, identity
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
@@ -136,7 +136,13 @@ class Store:
         except Exception as exc:  # pymilvus raises several unrelated types here
             raise self._open_error(exc, held) from exc
         self._identity = identity(model_id, dimension)
-        self._ensure_collections()
+        try:
+            self._ensure_collections()
+        except LayoutOutdatedError as exc:
+            # Same model, older mdrag: the index is derived from the notes, so an upgrade
+            # rebuilds it by itself rather than asking a person (or systemd) to.
+            logger.warning("{}; rebuilding the index from the notes (every note is embedded again)", exc)
+            self.drop_all()
 
     def _open_error(self, exc: Exception, held: bool) -> StoreError:
         text = str(exc)

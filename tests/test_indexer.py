@@ -263,3 +263,22 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
     Store(config.milvus_uri, dimension=384, model_id=embedder.model_id).close()
     with pytest.raises(SchemaMismatchError, match="mdrag reindex --rebuild"):
         Store(config.milvus_uri, dimension=384, model_id="some/other-model")
+
+
+def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):
+    from mdrag import schema
+    from mdrag.service import Service
+
+    write(notes / "bread.md", SOURDOUGH)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
+    old = make_service([notes])
+    old.reindex()
+    old.close()
+    monkeypatch.undo()
+    upgraded = Service(old.config, embedder=embedder)  # same model, newer layout: no person needed
+    try:
+        assert len(upgraded.catalog) == 0
+        assert upgraded.reindex().added == 1
+        assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
+    finally:
+        upgraded.close()
