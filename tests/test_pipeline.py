@@ -1,0 +1,47 @@
+"""The indexing pipeline's shape: the reader thread ahead of the model, stops between model batches."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mdrag.embedder import EmbedCancelled, Embedder
+from mdrag.indexer import _read_ahead
+
+
+def test_read_ahead_yields_every_item_in_order():
+    assert list(_read_ahead(iter(range(1000)), depth=8)) == list(range(1000))
+
+
+def test_an_error_while_reading_ahead_surfaces_in_the_indexer():
+    def items():
+        yield 1
+        raise ValueError("a parser bug")
+
+    with pytest.raises(ValueError, match="a parser bug"):
+        list(_read_ahead(items(), depth=4))
+
+
+def test_closing_the_read_ahead_stops_the_reader_thread():
+    produced = []
+
+    def items():
+        for i in range(10_000):
+            produced.append(i)
+            yield i
+
+    reader = _read_ahead(items(), depth=4)
+    assert next(reader) == 0
+    reader.close()
+    assert not any(t.name == "mdrag-reader" for t in threading.enumerate())
+    assert len(produced) < 20  # it stopped, rather than reading the whole corpus
+
+
+def test_a_stop_request_ends_embedding_before_the_model_loads():
+    embedder = Embedder()  # the model loads on first encode; the tokenizer is already there
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(EmbedCancelled):
+        embedder.embed(["a section", "another"], cancel=stop)
+    assert embedder.dimension == 384 and embedder.count_tokens(["two words"]) == [2]
