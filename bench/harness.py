@@ -71,12 +71,13 @@ def prepare(work_dir: Path | None, files: int = 0, corpus: Path = CORPUS) -> Wor
     if work.notes.exists():
         return work
     with tarfile.open(corpus) as archive:
-        members = sorted(
-            (m for m in archive.getmembers() if m.isfile() and m.name.endswith(".md")), key=lambda m: m.name
-        )
+        members = [m for m in archive.getmembers() if m.isfile() and m.name.endswith(".md")]
         if files and files < len(members):
             # Evenly spaced over the sorted names: every version and module is represented.
-            members = [members[i * len(members) // files] for i in range(files)]
+            names = sorted(m.name for m in members)
+            wanted = {names[i * len(names) // files] for i in range(files)}
+            members = [m for m in members if m.name in wanted]
+        # In the archive's order: a gzip stream read backwards is decompressed again from the start.
         archive.extractall(work.notes, members=members, filter="data")
     return work
 
