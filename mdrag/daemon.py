@@ -62,6 +62,9 @@ class Daemon:
             self.server.start()
             self.notifier.status("loading the model and opening the index")
             self.service = Service(self.config)
+            # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
+            # now, so its first search is fast and a model that cannot load fails the start.
+            self.service.embedder.load()
             self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
             self.watcher.start()  # before the first reconcile, so no change slips between the two
             self.queue.submit(Command("reconcile"))
