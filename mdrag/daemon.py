@@ -24,8 +24,12 @@ STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
 
 
-class _StopDuringStartup(Exception):
-    """SIGTERM or SIGINT arrived before the service was up."""
+class _StopDuringStartup(BaseException):
+    """SIGTERM or SIGINT arrived before the service was up.
+
+    A BaseException, like KeyboardInterrupt: raised from the signal handler wherever start-up
+    is (opening the store, say), it must pass the `except Exception` of the code it interrupts.
+    """
 
 
 class Daemon:
