@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import queue
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from mdrag.catalog import Catalog
 from mdrag.document import Document, hash_bytes, parse_document, read_bytes
 from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError
+from mdrag.readahead import read_ahead
 from mdrag.scanner import NoteFilter
 from mdrag.schema import MAX_TAGS
 from mdrag.sections import SECTIONING_VERSION, Outline, Section, Sectioner
@@ -138,7 +138,7 @@ class Indexer:
         batch: list[_Prepared] = []
         texts = 0
         # A reader thread reads, hashes and sections the next files while the model embeds.
-        prepared_files = _read_ahead(self._prepare(present, force, report), READ_AHEAD)
+        prepared_files = read_ahead(self._prepare(present, force, report), READ_AHEAD)
         try:
             for prepared in prepared_files:
                 batch.append(prepared)
@@ -375,47 +375,6 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
             path.insert(0, title)
         inputs.append((" > ".join(path), section.body_text or section.heading))
     return outline, title, inputs
-
-
-def _read_ahead(items: Iterator[_Prepared], depth: int) -> Generator[_Prepared, None, None]:
-    """`items`, produced by a reader thread up to `depth` ahead (parsing overlaps embedding).
-
-    Closing the generator stops the reader after the file it is on; its errors surface here.
-    """
-    ahead: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(kind: str, value: Any) -> bool:
-        while not stop.is_set():
-            try:
-                ahead.put((kind, value), timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def read() -> None:
-        try:
-            for item in items:
-                if not put("item", item):
-                    return
-            put("end", None)
-        except BaseException as exc:  # handed to the consumer, which raises it in its own thread
-            put("error", exc)
-
-    reader = threading.Thread(target=read, name="mdrag-reader", daemon=True)
-    reader.start()
-    try:
-        while True:
-            kind, value = ahead.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
-    finally:
-        stop.set()
-        reader.join()
 
 
 def _record(row: dict[str, Any]) -> FileRecord:

@@ -7,11 +7,11 @@ import threading
 import pytest
 
 from mdrag.embedder import EmbedCancelled, Embedder
-from mdrag.indexer import _read_ahead
+from mdrag.readahead import read_ahead
 
 
 def test_read_ahead_yields_every_item_in_order():
-    assert list(_read_ahead(iter(range(1000)), depth=8)) == list(range(1000))
+    assert list(read_ahead(iter(range(1000)), depth=8)) == list(range(1000))
 
 
 def test_an_error_while_reading_ahead_surfaces_in_the_indexer():
@@ -20,7 +20,7 @@ def test_an_error_while_reading_ahead_surfaces_in_the_indexer():
         raise ValueError("a parser bug")
 
     with pytest.raises(ValueError, match="a parser bug"):
-        list(_read_ahead(items(), depth=4))
+        list(read_ahead(items(), depth=4))
 
 
 def test_closing_the_read_ahead_stops_the_reader_thread():
@@ -31,7 +31,7 @@ def test_closing_the_read_ahead_stops_the_reader_thread():
             produced.append(i)
             yield i
 
-    reader = _read_ahead(items(), depth=4)
+    reader = read_ahead(items(), depth=4)
     assert next(reader) == 0
     reader.close()
     assert not any(t.name == "mdrag-reader" for t in threading.enumerate())

@@ -1,0 +1,51 @@
+"""Read-ahead: a generator run by a reader thread a bounded number of items ahead of its consumer."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Generator, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def read_ahead(items: Iterator[T], depth: int) -> Generator[T, None, None]:
+    """`items`, produced by a reader thread up to `depth` ahead (parsing overlaps embedding).
+
+    Closing the generator stops the reader after the file it is on; its errors surface here.
+    """
+    ahead: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(kind: str, value: Any) -> bool:
+        while not stop.is_set():
+            try:
+                ahead.put((kind, value), timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in items:
+                if not put("item", item):
+                    return
+            put("end", None)
+        except BaseException as exc:  # handed to the consumer, which raises it in its own thread
+            put("error", exc)
+
+    reader = threading.Thread(target=read, name="mdrag-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            kind, value = ahead.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        reader.join()
