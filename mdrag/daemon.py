@@ -67,8 +67,10 @@ class Daemon:
             self.notifier.status("loading the model and opening the index")
             self.service = Service(self.config)
             # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
-            # now, so its first search is fast and a model that cannot load fails the start.
+            # now, and the vectors too, so its first search is fast and a model that cannot load
+            # fails the start.
             self.service.embedder.load()
+            self.service.store.load_vectors()
             self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
             self.watcher.start()  # before the first reconcile, so no change slips between the two
             self.queue.submit(Command("reconcile"))

@@ -31,7 +31,8 @@ def ensure_collections(client: MilvusClient, built_for: str, dimension: int, uri
             _create_metadata(client, built_for, dimension)
         else:
             full_text = _create_vectors_as_supported(client, built_for, dimension)
-    client.load_collection(VECTORS)
+    # Only the small metadata collection loads now: Milvus Lite reads a whole collection into
+    # memory on load (~25 s for 140k vector rows), and a no-op rescan never touches the vectors.
     client.load_collection(METADATA)
     return full_text
 
@@ -135,7 +136,6 @@ def _add_scalar_indexes(client: MilvusClient, name: str, fields: list[str]) -> N
             client.create_index(name, params)
         except MilvusException as exc:
             logger.info("no INVERTED index on {}.{} ({}); filters on it scan", name, field_name, exc.message)
-    client.load_collection(name)
 
 
 def _create_metadata(client: MilvusClient, built_for: str, dimension: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 from mdrag.catalog import Catalog
 from mdrag.embedder import Embedder
 from mdrag.protocol import SearchParams
-from mdrag.store import HIT_FIELDS, Store, quote
+from mdrag.store import Store, quote
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant; rank 1 scores 1/61
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
@@ -84,14 +85,19 @@ class SearchResponse:
 class Searcher:
     """Answers similarity queries over the index; safe to call from many threads.
 
-    Candidates come back from the engine as keys only; the display fields are fetched for
-    the final hits alone, so a search moves a few rows of text, not hundreds.
+    A hybrid search is two engine calls, the BM25 one running while the query is embedded and
+    the dense one searched; every candidate comes back with its display fields, and keyword
+    candidates with their vectors, so the threshold is applied without another round trip.
     """
 
     def __init__(self, embedder: Embedder, store: Store, catalog: Catalog) -> None:
         self.embedder = embedder
         self.store = store
         self.catalog = catalog
+        self._keyword_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mdrag-keyword")
+
+    def close(self) -> None:
+        self._keyword_pool.shutdown(wait=False, cancel_futures=True)
 
     def search(self, params: SearchParams) -> SearchResponse:
         started = time.perf_counter()
@@ -99,21 +105,27 @@ class Searcher:
             # A server without full-text search (before Milvus 2.5) serves dense search only;
             # the store warned once when it opened.
             params = replace(params, mode="dense")
-        vector = self._query_vector(params)
         limit = min(16384, params.top_k * CANDIDATE_FACTOR + 10)
         expr = _filter(params)
-        ranked: list[list[dict[str, Any]]] = []
-        if params.mode in ("dense", "hybrid"):
-            ranked.append(self._sections(self.store.search_dense(vector, limit, expr), params, cosine=True))
+        keyword = None
         # BM25 over an empty collection is an engine error, not an empty answer.
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
-            ranked.append(
-                self._sections(self.store.search_keyword(params.query, limit, expr), params, cosine=False)
-            )
+            keyword = self._keyword_pool.submit(self.store.search_keyword, params.query, limit, expr)
+        vector = self._query_vector(params)
+        ranked: list[list[dict[str, Any]]] = []
+        if params.mode in ("dense", "hybrid"):
+            dense = self.store.search_dense(vector, limit, expr)
+            for row in dense:
+                row["cosine"] = row["distance"]
+            ranked.append(self._sections(dense, params))
+        if keyword is not None:
+            found = keyword.result()
+            for row in found:
+                row["cosine"] = float(np.dot(np.asarray(row.pop("embedding"), dtype=np.float32), vector))
+            ranked.append(self._sections(found, params))
         ordered = _fuse(ranked) if len(ranked) > 1 else (ranked[0] if ranked else [])
-        chosen, best, dropped = self._pass_threshold(ordered, vector, params)
-        rows = self.store.fetch_rows([c["id"] for c in chosen], HIT_FIELDS)
-        hits = [_hit(rows[c["id"]], c["cosine"]) for c in chosen if c["id"] in rows]
+        chosen, best, dropped = _pass_threshold(ordered, params)
+        hits = [_hit(c, c["cosine"]) for c in chosen]
         top = max((hit.confidence_score for hit in hits), default=None)
         level = confidence_level(top, len(hits))
         message = ""
@@ -154,10 +166,8 @@ class Searcher:
         mean = np.mean([self.embedder.embed_query(w) for w in windows], axis=0)
         return (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
 
-    def _sections(
-        self, rows: list[dict[str, Any]], params: SearchParams, cosine: bool
-    ) -> list[dict[str, Any]]:
-        """Windows -> one candidate per section, in the engine's order, with its best cosine if known."""
+    def _sections(self, rows: list[dict[str, Any]], params: SearchParams) -> list[dict[str, Any]]:
+        """Windows -> one candidate per section, in the engine's order, as its best-cosine window."""
         sections: dict[tuple[str, str, int], dict[str, Any]] = {}
         for row in rows:
             if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]:
@@ -165,46 +175,28 @@ class Searcher:
             if params.path_prefix and not row["file_path"].startswith(params.path_prefix):
                 continue
             key = _key(row)
-            score = row["distance"] if cosine else None
-            if key not in sections:
-                row["cosine"] = score
+            if key not in sections or row["cosine"] > sections[key]["cosine"]:
                 sections[key] = row
-            elif score is not None and score > sections[key]["cosine"]:
-                sections[key].update(id=row["id"], cosine=score)
         return list(sections.values())
 
-    def _pass_threshold(
-        self, ordered: list[dict[str, Any]], vector: np.ndarray, params: SearchParams
-    ) -> tuple[list[dict[str, Any]], float | None, list[dict[str, Any]]]:
-        """The first top_k candidates whose cosine passes the threshold, the best cosine seen,
-        and the candidates looked at that the threshold dropped.
 
-        Keyword-only candidates have no cosine yet: the engine computes it, a slice at a time
-        and only as far down the ranking as needed.
-        """
-        chosen: list[dict[str, Any]] = []
-        dropped: list[dict[str, Any]] = []
-        best: float | None = None
-        step = params.top_k + 10
-        for start in range(0, len(ordered), step):
-            window = ordered[start : start + step]
-            unknown = [c["id"] for c in window if c["cosine"] is None]
-            if unknown:
-                cosines = self.store.cosines(vector, unknown)
-                for candidate in window:
-                    if candidate["cosine"] is None:
-                        candidate["cosine"] = cosines.get(candidate["id"])
-            for candidate in window:
-                if candidate["cosine"] is None:
-                    continue
-                best = candidate["cosine"] if best is None else max(best, candidate["cosine"])
-                if candidate["cosine"] < params.threshold:
-                    dropped.append(candidate)
-                elif len(chosen) < params.top_k:
-                    chosen.append(candidate)
-            if len(chosen) >= params.top_k:
-                break
-        return chosen, best, dropped
+def _pass_threshold(
+    ordered: list[dict[str, Any]], params: SearchParams
+) -> tuple[list[dict[str, Any]], float | None, list[dict[str, Any]]]:
+    """The first top_k candidates whose cosine passes the threshold, the best cosine seen,
+    and the candidates looked at that the threshold dropped."""
+    chosen: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+    best: float | None = None
+    for candidate in ordered:
+        if len(chosen) >= params.top_k:
+            break
+        best = candidate["cosine"] if best is None else max(best, candidate["cosine"])
+        if candidate["cosine"] < params.threshold:
+            dropped.append(candidate)
+        else:
+            chosen.append(candidate)
+    return chosen, best, dropped
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str, int]:

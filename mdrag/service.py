@@ -216,5 +216,6 @@ class Service:
             return None
 
     def close(self) -> None:
+        self.searcher.close()
         self.store.close()
         self._marker.unlink(missing_ok=True)

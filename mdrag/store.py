@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,9 +28,8 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
 # raises its own StoreError with the message, so its log would only say it twice.
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
 
-# What a search candidate carries: enough to de-duplicate windows and check its version.
-CANDIDATE_FIELDS = ["section_id", "file_path", "file_hash", "start_position"]
-# What a search hit shows, fetched for the final hits only.
+# What a search hit shows. Every candidate carries it: on Milvus Lite a second call to fetch
+# the rows of the final hits (a `get` by id) costs more than the fields do (20 ms at 140k rows).
 HIT_FIELDS = [
     "section_id",
     "file_path",
@@ -136,6 +136,8 @@ class Store:
         except Exception as exc:  # pymilvus raises several unrelated types here
             raise self._open_error(exc, held) from exc
         self._identity = identity(model_id, dimension)
+        self._vectors_loaded = False
+        self._load_lock = threading.Lock()
         try:
             self._ensure_collections()
         except LayoutOutdatedError as exc:
@@ -164,21 +166,36 @@ class Store:
             if self._client.has_collection(name):
                 self._client.drop_collection(name)
         self.full_text = True
+        self._vectors_loaded = False
         self._ensure_collections()
+
+    def load_vectors(self) -> None:
+        """Load the vectors collection now (a daemon warms up before its first search)."""
+        self._vectors()
+
+    def _vectors(self) -> str:
+        """The vectors collection's name, loaded on first use: loading reads every row into
+        memory (Milvus Lite: seconds per 10k rows), which a no-op rescan never needs."""
+        if not self._vectors_loaded:
+            with self._load_lock:
+                if not self._vectors_loaded:
+                    self._call(self._client.load_collection, VECTORS)
+                    self._vectors_loaded = True
+        return VECTORS
 
     # ---- writes -------------------------------------------------------------------------
 
     def insert_vectors(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
-            self._call(self._client.insert, VECTORS, data=list(batch))
+            self._call(self._client.insert, self._vectors(), data=list(batch))
 
     def upsert_vectors(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
-            self._call(self._client.upsert, VECTORS, data=list(batch))
+            self._call(self._client.upsert, self._vectors(), data=list(batch))
 
     def delete_vectors_of_paths(self, paths: Sequence[str]) -> None:
         for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
-            self._call(self._client.delete, VECTORS, filter=in_filter("doc_id", batch))
+            self._call(self._client.delete, self._vectors(), filter=in_filter("doc_id", batch))
 
     def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
@@ -186,7 +203,7 @@ class Store:
 
     def delete_vectors(self, ids: Sequence[str]) -> None:
         for batch in _batches(list(ids), WRITE_BATCH * 4):
-            self._call(self._client.delete, VECTORS, filter=in_filter("id", batch))
+            self._call(self._client.delete, self._vectors(), filter=in_filter("id", batch))
 
     def delete_metadata(self, paths: Sequence[str]) -> None:
         for batch in _batches([doc_id(p) for p in paths], WRITE_BATCH * 4):
@@ -198,7 +215,9 @@ class Store:
         """id, file_path and file_hash of every vector row of these files (one query per 500)."""
         rows: list[dict[str, Any]] = []
         for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
-            rows.extend(self._query(VECTORS, in_filter("doc_id", batch), ["id", "file_path", "file_hash"]))
+            rows.extend(
+                self._query(self._vectors(), in_filter("doc_id", batch), ["id", "file_path", "file_hash"])
+            )
         return rows
 
     def vectors_for_sections(self, section_ids: Sequence[str]) -> dict[tuple[str, int], list[float]]:
@@ -206,7 +225,7 @@ class Store:
         found: dict[tuple[str, int], list[float]] = {}
         for batch in _batches(sorted(set(section_ids)), IN_BATCH):
             for row in self._query(
-                VECTORS, in_filter("section_id", batch), ["section_id", "window_index", "embedding"]
+                self._vectors(), in_filter("section_id", batch), ["section_id", "window_index", "embedding"]
             ):
                 found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
         return found
@@ -216,7 +235,7 @@ class Store:
         found: dict[tuple[str, str], list[Any]] = {}
         for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
             for row in self._iterate(
-                VECTORS, ["file_path", "file_hash", "embedding"], in_filter("doc_id", batch)
+                self._vectors(), ["file_path", "file_hash", "embedding"], in_filter("doc_id", batch)
             ):
                 found.setdefault((row["file_path"], row["file_hash"]), []).append(row["embedding"])
         return {key: np.asarray(rows, dtype=np.float32) for key, rows in found.items()}
@@ -240,7 +259,7 @@ class Store:
 
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
         """id, file_path and file_hash of every vector row, for the repair after a crash."""
-        yield from self._iterate(VECTORS, ["id", "file_path", "file_hash"])
+        yield from self._iterate(self._vectors(), ["id", "file_path", "file_hash"])
 
     def load_catalog(self) -> dict[str, FileRecord]:
         catalog = {}
@@ -251,35 +270,36 @@ class Store:
         return catalog
 
     def count_vectors(self) -> int:
-        result = self._call(self._client.query, VECTORS, filter="", output_fields=["count(*)"])
+        result = self._call(self._client.query, self._vectors(), filter="", output_fields=["count(*)"])
         return int(result[0]["count(*)"]) if result else 0
 
     def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
-        """Nearest windows by cosine, as light candidates (keys only; `distance` is the cosine)."""
+        """Nearest windows by cosine, each with what a hit shows (`distance` is the cosine)."""
         result = self._call(
             self._client.search,
-            VECTORS,
+            self._vectors(),
             data=[vector.tolist()],
             anns_field="embedding",
             limit=limit,
             filter=filter,
-            output_fields=CANDIDATE_FIELDS,
+            output_fields=HIT_FIELDS,
             search_params={"metric_type": "COSINE"},
         )
         return [self._hit(match) for match in result[0]]
 
     def search_keyword(self, text: str, limit: int, filter: str = "") -> list[dict[str, Any]]:
-        """Best BM25 windows, as light candidates (`distance` is the BM25 score)."""
+        """Best BM25 windows, each with what a hit shows and its `embedding`, so the caller
+        scores it by cosine without another round trip (`distance` is the BM25 score)."""
         if not self.full_text:
             return []
         try:
             result = self._client.search(
-                VECTORS,
+                self._vectors(),
                 data=[text],
                 anns_field="sparse",
                 limit=limit,
                 filter=filter,
-                output_fields=CANDIDATE_FIELDS,
+                output_fields=[*HIT_FIELDS, "embedding"],
                 search_params={"metric_type": "BM25"},
             )
         except MilvusException as exc:
@@ -289,29 +309,6 @@ class Store:
                 return []
             raise StoreError(f"Milvus BM25 search failed on {self.uri}: {exc.message}") from exc
         return [self._hit(match) for match in result[0]]
-
-    def cosines(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
-        """The query's cosine with these rows, computed by the engine (no vectors cross the wire)."""
-        if not ids:
-            return {}
-        result = self._call(
-            self._client.search,
-            VECTORS,
-            data=[vector.tolist()],
-            anns_field="embedding",
-            limit=len(ids),
-            filter=in_filter("id", ids),
-            output_fields=[],
-            search_params={"metric_type": "COSINE"},
-        )
-        return {match["id"]: float(match["distance"]) for match in result[0]}
-
-    def fetch_rows(self, ids: Sequence[str], fields: list[str]) -> dict[str, dict[str, Any]]:
-        """Rows by primary key (hex ids, safe in pymilvus' unescaped id filter)."""
-        if not ids:
-            return {}
-        rows = self._call(self._client.get, VECTORS, ids=list(ids), output_fields=fields)
-        return {row["id"]: row for row in rows}
 
     @staticmethod
     def _hit(match: dict[str, Any]) -> dict[str, Any]:
