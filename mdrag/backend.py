@@ -92,8 +92,9 @@ def _progress_bar() -> Iterator[Any]:
 
 
 @contextmanager
-def open_backend(config: Config, need_daemon: bool = False) -> Iterator[Backend]:
-    """The daemon when one answers on the socket, else the index opened here."""
+def open_backend(config: Config, quiet: bool, need_daemon: bool = False) -> Iterator[Backend]:
+    """The daemon when one answers on the socket, else the index opened here (and only then
+    is logging set up: loguru's import is a fifth of a short command's start-up)."""
     from mdrag.client import DaemonClient
 
     client = DaemonClient(config.server_socket_path)
@@ -104,6 +105,7 @@ def open_backend(config: Config, need_daemon: bool = False) -> Iterator[Backend]
         raise ServerNotRunningError(
             f"no mdrag daemon answers on {config.server_socket_path}; start it with `mdrag serve`"
         )
+    configure_command_logging(config, quiet)
     backend = LocalBackend(config)
     try:
         yield backend

@@ -64,8 +64,7 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.
         config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
-    configure_command_logging(config, quiet=as_json)
-    with open_backend(config) as backend:
+    with open_backend(config, quiet=as_json) as backend:
         report = backend.reindex(absolute, force, rebuild)
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -119,7 +118,6 @@ def search(
 ) -> None:
     """Find the sections of your notes closest in meaning to QUERY (or to a --selected passage)."""
     config = command_config(ctx)
-    configure_command_logging(config, quiet=True)
     params: dict[str, Any] = {"query": query or ""}
     if selected is not None:
         if query:
@@ -137,7 +135,7 @@ def search(
     from mdrag.protocol import SearchParams
 
     SearchParams.parse(params)  # fail fast on a bad query, before any index is opened
-    with open_backend(config) as backend:
+    with open_backend(config, quiet=True) as backend:
         if wait_fresh is not None and not isinstance(backend, LocalBackend):
             params["wait_fresh"] = wait_fresh  # a local index is as fresh as it gets
         response = backend.search(params)
@@ -192,8 +190,7 @@ def _print_dropped(response: dict[str, Any]) -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show what the index holds: documents by status, sections, failures."""
     config = command_config(ctx)
-    configure_command_logging(config, quiet=True)
-    with open_backend(config) as backend:
+    with open_backend(config, quiet=True) as backend:
         report = backend.status()
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))

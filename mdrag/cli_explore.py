@@ -9,14 +9,13 @@ from typing import Any
 
 import click
 
-from mdrag.backend import command_config, configure_command_logging, open_backend
+from mdrag.backend import command_config, open_backend
 
 
 def run(ctx: click.Context, op: str, **params: Any) -> Any:
     """One read operation through the daemon when it runs, else on the index opened here."""
     config = command_config(ctx)
-    configure_command_logging(config, quiet=True)
-    with open_backend(config) as backend:
+    with open_backend(config, quiet=True) as backend:
         return backend.call(op, **{k: v for k, v in params.items() if v is not None})
 
 
