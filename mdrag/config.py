@@ -50,7 +50,7 @@ class Config:
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_device: str = "cpu"
     embedding_batch_size: int = 64
-    embedding_backend: str = "torch"
+    embedding_backend: str = "onnx"
     sections_max_tokens: int = 1000
     search_top_k: int = 10
     search_threshold: float = 0.7

@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,20 +67,25 @@ class Embedder:
         model: str = "all-MiniLM-L6-v2",
         device: str = "cpu",
         batch_size: int = 64,
-        backend: str = "torch",
+        backend: str = "onnx",
     ) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         if backend not in BACKENDS:
             raise ConfigError(f"embedding.backend: must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        self._name, self._device, self.backend = model, device, backend
         self._source, model_id = resolve_model(model)
+        facts = _model_facts(self._source)
+        if backend == "onnx" and (facts is None or device != "cpu"):
+            # The default back-end gives torch's vectors on the CPU; a model it cannot run (a hub
+            # name, or not mean-pooled) or another device gets them from torch itself.
+            logger.info("embedding.backend onnx runs local mean-pooled models on the CPU; using torch")
+            backend = "torch"
+        self._name, self._device, self.backend = model, device, backend
         # int8 vectors differ from fp32 ones (cosine ~0.99): an index must not mix them.
         self.model_id = model_id + ("+onnx-int8" if backend == "onnx-int8" else "")
         self.batch_size = batch_size
         self._runner: _Runner | None = None
         self._load_lock = threading.Lock()
-        facts = _model_facts(self._source)
         if facts is None:  # a hub name or an unusual layout: learn it all from the loaded model
             if backend != "torch":
                 raise ConfigError(
@@ -367,7 +373,10 @@ def _export(source: str, target: Path) -> None:
     ids = torch.ones(2, 16, dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     partial = target.with_suffix(".partial")
-    with torch.no_grad():
+    # The tracer warns about Python branches in the model's code that the export keeps as
+    # traced (correct for these inputs); a daemon's first start need not print them.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(
             model,
             (ids, torch.ones_like(ids), torch.zeros_like(ids)),
