@@ -96,6 +96,7 @@ class MilvusServer:
                 client.drop_collection(name)
                 continue
             key = "id" if name == "document_vectors" else "doc_id"
+            client.load_collection(name)  # a Store loads the vectors only when it needs them
             client.delete(name, filter=f'{key} != ""')
         client.close()
 

@@ -79,7 +79,10 @@ def test_a_draft_is_checked_against_the_notes_before_it_is_saved(library, notes)
     result = library.handle("similar", {"text": draft, "k": 3})
     assert result["note"] is None
     assert result["results"][0]["score"] >= 90
-    assert result["results"][0]["path"] in {str(notes / "sourdough.md"), str(notes / "archive" / "sourdough-copy.md")}
+    assert result["results"][0]["path"] in {
+        str(notes / "sourdough.md"),
+        str(notes / "archive" / "sourdough-copy.md"),
+    }
     with pytest.raises(QueryError):
         library.handle("similar", {"note": str(notes / "not-there.md")})
 
@@ -107,7 +110,9 @@ def test_an_unanswered_query_is_recorded_once_with_its_count_and_survives_a_rebu
     library.search({"query": "bicycle chain", "tags": ["no-such-tag"]})
     library.search({"query": "bicycle chain", "threshold": 0.99})
     gaps = library.handle("gaps", {})["gaps"]
-    assert [(g["query"], g["count"], g["status"]) for g in gaps] == [("how to renew my passport abroad", 3, "open")]
+    assert [(g["query"], g["count"], g["status"]) for g in gaps] == [
+        ("how to renew my passport abroad", 3, "open")
+    ]
 
     library.reindex(rebuild=True)
     assert library.handle("gaps", {"status": "open"})["gaps"][0]["count"] == 3

@@ -57,4 +57,11 @@ def test_heading_anchors_follow_githubs_slugs_and_number_repeats():
         "## See [the docs](x.md) now",
     ]
     anchors = [outline(h + "\n\ntext\n").sections[0].anchor for h in headings]
-    assert anchors == ["my_function", "snake_case-api", "foo_bar", "a--b", "install-mdrag-on--linux", "see-the-docs-now"]
+    assert anchors == [
+        "my_function",
+        "snake_case-api",
+        "foo_bar",
+        "a--b",
+        "install-mdrag-on--linux",
+        "see-the-docs-now",
+    ]
