@@ -125,7 +125,7 @@ class Searcher:
             ranked.append(self._sections(found, params))
         ordered = _fuse(ranked) if len(ranked) > 1 else (ranked[0] if ranked else [])
         chosen, best, dropped = _pass_threshold(ordered, params)
-        hits = [_hit(c, c["cosine"]) for c in chosen]
+        hits = [_hit(c) for c in chosen]
         top = max((hit.confidence_score for hit in hits), default=None)
         level = confidence_level(top, len(hits))
         message = ""
@@ -272,13 +272,14 @@ def _filter(params: SearchParams) -> str:
     return " and ".join(clauses)
 
 
-def _hit(row: dict[str, Any], cosine: float) -> Hit:
+def _hit(row: dict[str, Any]) -> Hit:
+    """A candidate row (display fields and its `cosine`) as the hit a response shows."""
     return Hit(
         file_path=row["file_path"],
         section_heading=row["section_heading"],
         heading_level=row["heading_level"],
         chunk_index=row["chunk_index"],
-        confidence_score=round(cosine, 4),
+        confidence_score=round(row["cosine"], 4),
         section_text=row["section_text"],
         start_line=row["start_line"],
         end_line=row["end_line"],
