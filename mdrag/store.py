@@ -16,7 +16,7 @@ from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 
 from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
-from mdrag.schema import METADATA, VECTORS, ensure_collections, identity
+from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
@@ -275,7 +275,8 @@ class Store:
         return int(result[0]["count(*)"]) if result else 0
 
     def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
-        """Nearest windows by cosine, each with what a hit shows (`distance` is the cosine)."""
+        """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
+        vectors, i.e. the cosine)."""
         result = self._call(
             self._client.search,
             self._vectors(),
@@ -284,7 +285,7 @@ class Store:
             limit=limit,
             filter=filter,
             output_fields=HIT_FIELDS,
-            search_params={"metric_type": "COSINE"},
+            search_params={"metric_type": DENSE_METRIC},
         )
         return [self._hit(match) for match in result[0]]
 

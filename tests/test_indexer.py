@@ -282,3 +282,30 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
         assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         upgraded.close()
+
+
+def test_a_cosine_index_switches_to_inner_product_in_place_with_the_same_scores(
+    make_service, embedder, notes, monkeypatch
+):
+    from mdrag import schema, store
+    from mdrag.service import Service
+
+    write(notes / "bread.md", SOURDOUGH)
+    monkeypatch.setattr(schema, "DENSE_METRIC", "COSINE")  # as indexes were made before IP
+    monkeypatch.setattr(store, "DENSE_METRIC", "COSINE")
+    old = make_service([notes])
+    old.reindex()
+    before = old.search({"query": "sourdough starter", "threshold": 0.0, "mode": "dense"})["results"]
+    old.close()
+    monkeypatch.undo()
+    upgraded = Service(old.config, embedder=embedder)
+    try:
+        client = upgraded.store._client
+        assert client.describe_index(schema.VECTORS, "embedding")["metric_type"] == "IP"
+        assert upgraded.reindex().unchanged == 1  # the same vectors: nothing embedded again
+        after = upgraded.search({"query": "sourdough starter", "threshold": 0.0, "mode": "dense"})["results"]
+        assert [(h["section_heading"], h["confidence_score"]) for h in after] == [
+            (h["section_heading"], h["confidence_score"]) for h in before
+        ]
+    finally:
+        upgraded.close()
