@@ -101,17 +101,18 @@ class Service:
 
     def search(self, raw: dict[str, Any]) -> dict[str, Any]:
         params = SearchParams.parse(raw, self.search_defaults())
-        response = self.searcher.search(params).to_dict()
+        found = self.searcher.search(params)
+        response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
         # search narrowed by tags or a folder, not one asking for more than the configured threshold.
         plain = not (params.passage or params.tags or params.path_prefix)
         if not response["results"] and plain and params.threshold <= self.config.search_threshold:
-            self._record_gap(params.query, response["best_candidate_score"])
+            self._record_gap(params.query, response["best_candidate_score"], found.query_vector)
         return response
 
-    def _record_gap(self, query: str, best: float | None) -> None:
+    def _record_gap(self, query: str, best: float | None, vector: np.ndarray | None) -> None:
         try:
-            self.gaps.record(query, best, self.embedder.embed_query(query))
+            self.gaps.record(query, best, vector)
         except Exception as exc:  # the answer matters more than its bookkeeping
             logger.warning("could not record the unanswered query in {}: {}", self.gaps.path, exc)
 
