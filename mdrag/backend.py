@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+from mdrag import lite
 from mdrag.config import Config
 from mdrag.errors import ServerNotRunningError
 
@@ -29,7 +30,8 @@ class LocalBackend:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
-        from mdrag.service import Service  # heavy: torch, sentence-transformers, pymilvus
+        lite.start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
+        from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
 
         self.service = Service(config)
 

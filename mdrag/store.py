@@ -8,13 +8,13 @@ import threading
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 
+from mdrag import lite
 from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
 from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 
@@ -120,15 +120,14 @@ class Store:
         self.dimension = dimension
         self.model_id = model_id
         self.full_text = True  # BM25 sparse field present; False on servers without it
-        self.is_lite = "://" not in uri
+        self.is_lite = lite.is_lite(uri)
         held = False
         if self.is_lite:
-            db = Path(uri).expanduser()
+            db = lite.database_path(uri)
             db.parent.mkdir(parents=True, exist_ok=True)
             uri = str(db)
-            # Milvus Lite keeps ".NAME.lock" beside a database while a process has it open,
-            # and a failed second open deletes it: so look before trying.
-            held = (db.parent / f".{db.name}.lock").exists()
+            # A failed second open deletes the lock file: so look before trying.
+            held = lite.lock_held(db) and not lite.started_here(db)
         try:
             # A per-call timeout bounds pymilvus' retries, so an unreachable server is an error
             # after timeout_s rather than a call that hangs.
@@ -356,8 +355,4 @@ class Store:
             logger.debug("closing the Milvus client failed: {}", exc)
         if self.is_lite and not self._released:
             self._released = True
-            # Stop the embedded Milvus Lite server now: left to the interpreter's teardown, its
-            # stop took 0.2-2.3 s more of a short command's wall time (0.03 s when asked here).
-            from milvus_lite.server_manager import server_manager_instance
-
-            server_manager_instance.release_server(str(Path(self.uri).expanduser()))
+            lite.release(self.uri)

@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "mdrag"
 HOMES = {
     "pymilvus": {"store.py", "schema.py"},
-    "milvus_lite": {"store.py"},
+    "milvus_lite": {"lite.py"},
     "sentence_transformers": {"embedder.py"},
     "torch": {"embedder.py"},
     "transformers": {"embedder.py"},

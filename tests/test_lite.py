@@ -1,0 +1,30 @@
+"""The Milvus Lite head start: a command's early server is the one its store opens, and a held
+database is left to the store's own open (and its clear error)."""
+
+from __future__ import annotations
+
+from mdrag import lite
+
+
+def test_the_store_opens_to_the_server_started_early(tmp_path):
+    from mdrag.store import Store
+
+    uri = str(tmp_path / "index" / "milvus.db")
+    thread = lite.start_early(uri)
+    assert thread is not None
+    thread.join(30)
+    db = lite.database_path(uri)
+    assert lite.started_here(db) and lite.lock_held(db)
+    store = Store(uri, dimension=384, model_id="m")
+    try:
+        assert store.count_vectors() == 0
+    finally:
+        store.close()
+    assert not lite.started_here(db) and not lite.lock_held(db)  # stopped by close, lock gone
+
+
+def test_no_head_start_for_a_server_uri_or_a_database_another_process_holds(tmp_path):
+    assert lite.start_early("http://localhost:19530") is None
+    db = tmp_path / "milvus.db"
+    (tmp_path / ".milvus.db.lock").write_text("")
+    assert lite.start_early(str(db)) is None
