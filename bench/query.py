@@ -14,6 +14,7 @@ embedded again (the copy's reindex report shows it). Also the wall time of whole
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import re
 import shutil
@@ -77,21 +78,27 @@ def process_wall(daemon: Daemon, queries: list[str], runs: int = 7) -> dict[str,
 
 
 def grow(daemon: Daemon, sections: int) -> dict[str, Any]:
-    """Copies of the corpus under the root until the index holds `sections` (vectors reused)."""
+    """Copies of the corpus under the root until the index holds `sections` (vectors reused).
+
+    The last copy holds only the share of the files still needed, so the index lands just above
+    `sections` rather than at the next whole multiple of the corpus.
+    """
     notes = daemon.work.notes
-    originals = [p for p in sorted(notes.iterdir()) if not p.name.startswith("copy-")]
+    originals = sorted(
+        p for p in notes.rglob("*") if p.is_file() and not p.relative_to(notes).parts[0].startswith("copy-")
+    )
+    per_copy = daemon.status()["sections"]
     reports = []
     started = time.perf_counter()
     copy = 0
-    while daemon.status()["sections"] < sections:
+    while (have := daemon.status()["sections"]) < sections:
         copy += 1
         target = notes / f"copy-{copy}"
-        for entry in originals:
-            if entry.is_dir():
-                shutil.copytree(entry, target / entry.name)
-            else:
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(entry, target / entry.name)
+        share = min(1.0, (sections - have) / per_copy * 1.02)  # 2% over: sections per file vary
+        for source in originals[: max(1, math.ceil(len(originals) * share))]:
+            destination = target / source.relative_to(notes)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
         reports.append(daemon.client.reindex([str(target)], force=False, rebuild=False))
         daemon.search("settle", wait_fresh=300)  # the watcher's own events for the copy, too
     return {"copies": copy, "seconds": round(time.perf_counter() - started, 1), "reindex_reports": reports}
@@ -113,7 +120,8 @@ def measure(daemon: Daemon, count: int = 200, sections: int = 100_000) -> dict[s
     result["scaled"]["process"] = process_wall(daemon, queries)
     embedded = sum(r["sections_embedded"] for r in result["growth"]["reindex_reports"])
     result["scaled"]["how"] = (
-        f"{result['growth']['copies']} copies of the corpus in further folders under the root; "
+        f"{result['growth']['copies']} copies of the corpus (the last one partial) in further "
+        "folders under the root; "
         "section ids derive from content, so their vectors were reused from the store, "
         f"sections embedded for the copies: {embedded}"
     )
