@@ -29,6 +29,7 @@ from mdrag.store import FileRecord, Store, clip_bytes, doc_id
 BATCH_TEXTS = 2048
 BATCH_FILES = 512  # and never more files than this per batch, so each write stays bounded
 READ_AHEAD = 256  # files read and sectioned ahead of the model by the reader thread
+RUN_VECTORS = 100_000  # vectors one run keeps for reuse, ~150 MB (the PowerShell reference: 26k)
 
 Progress = Callable[[int, int, int], None]  # (files done, files total, sections embedded)
 Listener = Callable[[list[dict[str, Any]]], None]  # told of each batch's new vector rows once visible
@@ -66,6 +67,31 @@ class _Prepared:
     error: str = ""
     file_hash: str = ""
     size: int = 0
+
+
+class RunVectors:
+    """The vectors one indexing run has embedded or found, by (section_id, window).
+
+    A section repeated across notes (versions of a page, a shared template) is reused from here.
+    Asking the store instead costs a query per batch that returns every copy's row: 28 s of a
+    100 s cold run over the PowerShell reference, with the model idle meanwhile.
+    """
+
+    def __init__(self, store_had_notes: bool, limit: int = RUN_VECTORS) -> None:
+        self._vectors: dict[tuple[str, int], np.ndarray] = {}
+        self.limit = limit
+        # The store can hold a vector this run has not seen only if it had notes when the run
+        # began, or if this run let go of one it wrote.
+        self.store_may_know_more = store_had_notes
+
+    def get(self, key: tuple[str, int]) -> np.ndarray | None:
+        return self._vectors.get(key)
+
+    def add(self, vectors: dict[tuple[str, int], np.ndarray]) -> None:
+        self._vectors.update(vectors)
+        while len(self._vectors) > self.limit:
+            del self._vectors[next(iter(self._vectors))]  # the oldest first
+            self.store_may_know_more = True
 
 
 class Indexer:
@@ -137,6 +163,7 @@ class Indexer:
         done = 0
         batch: list[_Prepared] = []
         texts = 0
+        run = RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
         prepared_files = read_ahead(self._prepare(present, force, report), READ_AHEAD)
         try:
@@ -144,7 +171,7 @@ class Indexer:
                 batch.append(prepared)
                 texts += sum(len(w) for w in prepared.windows)
                 if texts >= BATCH_TEXTS or len(batch) >= BATCH_FILES:
-                    self._write(batch, report, cancel)
+                    self._write(batch, report, run, cancel)
                     done += len(batch)
                     batch, texts = [], 0
                     if cancel is not None and cancel.is_set():
@@ -152,7 +179,7 @@ class Indexer:
                 if progress:
                     progress(done + len(batch) + report.unchanged, len(present), report.sections_embedded)
             if batch:
-                self._write(batch, report, cancel)
+                self._write(batch, report, run, cancel)
             if progress:
                 progress(len(present), len(present), report.sections_embedded)
         except EmbedCancelled:
@@ -229,10 +256,14 @@ class Indexer:
     # ---- writing ---------------------------------------------------------------------------
 
     def _write(
-        self, batch: list[_Prepared], report: IndexReport, cancel: threading.Event | None = None
+        self,
+        batch: list[_Prepared],
+        report: IndexReport,
+        run: RunVectors,
+        cancel: threading.Event | None = None,
     ) -> None:
         """Write a batch so that search sees each file's old version, then its new one."""
-        vectors = self._vectors(batch, report, cancel)
+        vectors = self._vectors(batch, report, run, cancel)
         new_rows: list[dict[str, Any]] = []
         update_rows: list[dict[str, Any]] = []
         metadata: list[dict[str, Any]] = []
@@ -269,7 +300,11 @@ class Indexer:
             self.store.delete_vectors(stale)
 
     def _vectors(
-        self, batch: list[_Prepared], report: IndexReport, cancel: threading.Event | None = None
+        self,
+        batch: list[_Prepared],
+        report: IndexReport,
+        run: RunVectors,
+        cancel: threading.Event | None = None,
     ) -> dict[tuple[str, int], np.ndarray]:
         wanted = {
             (sid, w): text
@@ -277,13 +312,17 @@ class Indexer:
             for sid, ws in zip(p.section_ids, p.windows, strict=True)
             for w, text in enumerate(ws)
         }
-        found: dict[tuple[str, int], Any] = {}
-        if len(self.catalog) and wanted:
-            found = self.store.vectors_for_sections([sid for sid, _ in wanted])
-        missing = [key for key in wanted if key not in found]
+        vectors = {key: v for key in wanted if (v := run.get(key)) is not None}
+        unknown = {sid for sid, w in wanted if (sid, w) not in vectors}
+        if unknown and run.store_may_know_more:
+            stored = self.store.vectors_for_sections(sorted(unknown))
+            vectors.update(
+                {key: np.asarray(v, dtype=np.float32) for key, v in stored.items() if key in wanted}
+            )
+        missing = [key for key in wanted if key not in vectors]
         embedded = self.embedder.embed([wanted[key] for key in missing], cancel=cancel)
-        vectors = {key: np.asarray(found[key], dtype=np.float32) for key in wanted if key in found}
         vectors.update(zip(missing, embedded, strict=True))
+        run.add(vectors)
         report.sections_embedded += len({sid for sid, _ in missing})
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors

@@ -92,6 +92,41 @@ def test_renaming_a_file_re_embeds_nothing(make_service, notes):
     assert hit["file_path"] == str(notes / "version-control.md")
 
 
+def test_a_cold_run_reuses_repeated_sections_from_memory_not_the_store(make_service, notes, monkeypatch):
+    from mdrag import indexer
+
+    # Two batches: the copy in the second reuses the first's vector without asking the store.
+    monkeypatch.setattr(indexer, "BATCH_FILES", 1)
+    write(notes / "a.md", GIT)
+    write(notes / "b.md", GIT)
+    service = make_service([notes])
+    asked = []
+    lookup = service.store.vectors_for_sections
+    monkeypatch.setattr(service.store, "vectors_for_sections", lambda ids: asked.append(ids) or lookup(ids))
+    report = service.reindex()
+    assert (report.added, report.sections_embedded, report.sections_reused) == (2, 1, 1)
+    assert asked == []  # the store was empty when the run began
+    write(notes / "c.md", GIT)  # a later run may find the vector only in the store
+    report = service.reindex()
+    assert (report.added, report.sections_embedded, report.sections_reused) == (1, 0, 1)
+    assert len(asked) == 1
+    rows = service.store.vector_keys_for_paths([str(notes / n) for n in ("a.md", "b.md", "c.md")])
+    assert len(rows) == 3
+
+
+def test_run_vectors_let_go_of_the_oldest_and_then_consult_the_store():
+    import numpy as np
+
+    from mdrag.indexer import RunVectors
+
+    run = RunVectors(store_had_notes=False, limit=2)
+    run.add({("a", 0): np.zeros(2), ("b", 0): np.ones(2)})
+    assert not run.store_may_know_more
+    run.add({("c", 0): np.ones(2)})
+    assert run.get(("a", 0)) is None and run.get(("c", 0)) is not None
+    assert run.store_may_know_more  # "a" is in the store, no longer here
+
+
 def test_one_bad_file_never_stops_the_run_and_keeps_its_reason(make_service, notes):
     (notes / "bad.md").write_bytes(b"# Bad\n\xff\xfe\n")
     (notes / "image.md").write_bytes(b"\x89PNG\x00\x00binary")
