@@ -94,8 +94,11 @@ def grow(daemon: Daemon, sections: int) -> dict[str, Any]:
     while (have := daemon.status()["sections"]) < sections:
         copy += 1
         target = notes / f"copy-{copy}"
-        share = min(1.0, (sections - have) / per_copy * 1.02)  # 2% over: sections per file vary
-        for source in originals[: max(1, math.ceil(len(originals) * share))]:
+        share = min(1.0, (sections - have) / per_copy)
+        # Every file whose position crosses a multiple of 1/share: spread over the whole corpus,
+        # so the copy's sections are close to that share (a short one loops for the rest).
+        picked = [f for i, f in enumerate(originals) if math.floor((i + 1) * share) > math.floor(i * share)]
+        for source in picked or originals[:1]:
             destination = target / source.relative_to(notes)
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination)

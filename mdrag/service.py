@@ -218,5 +218,6 @@ class Service:
 
     def close(self) -> None:
         self.searcher.close()
+        self.gaps.close()
         self.store.close()
         self._marker.unlink(missing_ok=True)

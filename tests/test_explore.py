@@ -240,3 +240,20 @@ def test_context_packs_the_best_sections_within_budget_once_each_with_citations(
     assert len(texts) == len(set(texts)) or len(pack["sources"]) == 1
     big = library.handle("context", {"query": "how do I bake sourdough bread", "max_tokens": 5000})
     assert big["tokens"] <= 5000 and len(big["sources"]) >= len(pack["sources"])
+
+
+def test_the_gap_log_writes_in_the_background_yet_every_read_and_close_sees_each_record(tmp_path):
+    import numpy as np
+
+    from mdrag.gaps import GapLog
+
+    log = GapLog(tmp_path / "gaps.sqlite")
+    for _ in range(3):
+        log.record("how do I water cacti", 0.41, np.ones(4, dtype=np.float32))
+    assert log.entries()[0]["count"] == 3  # the read waited for the three writes before it
+    log.record("a second question", None, None)
+    log.close()  # writes what is pending
+    assert {e["query"] for e in GapLog(tmp_path / "gaps.sqlite").entries()} == {
+        "how do I water cacti",
+        "a second question",
+    }
