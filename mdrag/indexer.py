@@ -18,10 +18,10 @@ from mdrag.document import Document, hash_bytes, parse_document, read_bytes
 from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError
 from mdrag.readahead import read_ahead
+from mdrag.rows import PreparedNote, file_record, metadata_row, vector_rows
 from mdrag.scanner import NoteFilter
-from mdrag.schema import MAX_TAGS
-from mdrag.sections import SECTIONING_VERSION, Outline, Section, Sectioner
-from mdrag.store import FileRecord, Store, clip_bytes, doc_id
+from mdrag.sections import SECTIONING_VERSION, Outline, Sectioner
+from mdrag.store import Store
 
 # Texts per write batch: the model sorts a batch by length, and the larger the batch the less
 # of each model batch is padding (measured on the PowerShell reference: 11% padded tokens at
@@ -50,23 +50,6 @@ class IndexReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass
-class _Prepared:
-    """A changed file, read and sectioned, waiting for its vectors."""
-
-    path: str
-    is_new: bool
-    document: Document | None = None
-    sections: list[Section] = field(default_factory=list)
-    section_ids: list[str] = field(default_factory=list)
-    windows: list[list[str]] = field(default_factory=list)
-    title: str = ""
-    links: list[dict[str, Any]] = field(default_factory=list)
-    error: str = ""
-    file_hash: str = ""
-    size: int = 0
 
 
 class RunVectors:
@@ -161,7 +144,7 @@ class Indexer:
         present = [p for p in paths if p not in gone]
         present = list(dict.fromkeys(present))  # read-ahead must never see one path twice
         done = 0
-        batch: list[_Prepared] = []
+        batch: list[PreparedNote] = []
         texts = 0
         run = RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
@@ -218,10 +201,10 @@ class Indexer:
 
     # ---- reading and sectioning ------------------------------------------------------------
 
-    def _prepare(self, paths: list[str], force: bool, report: IndexReport) -> Iterator[_Prepared]:
+    def _prepare(self, paths: list[str], force: bool, report: IndexReport) -> Iterator[PreparedNote]:
         for path in paths:
             known = self.catalog.get(path)
-            prepared = _Prepared(path=path, is_new=known is None)
+            prepared = PreparedNote(path=path, is_new=known is None)
             try:
                 data = read_bytes(path)
             except DocumentError as exc:
@@ -242,7 +225,7 @@ class Indexer:
                 prepared.error = f"internal error while parsing: {exc!r}"
             yield prepared
 
-    def _section(self, prepared: _Prepared, document: Document) -> None:
+    def _section(self, prepared: PreparedNote, document: Document) -> None:
         outline, title, inputs = embedding_inputs(self.sectioner, document)
         prepared.document, prepared.sections, prepared.title = document, outline.sections, title
         prepared.links = outline.links
@@ -257,7 +240,7 @@ class Indexer:
 
     def _write(
         self,
-        batch: list[_Prepared],
+        batch: list[PreparedNote],
         report: IndexReport,
         run: RunVectors,
         cancel: threading.Event | None = None,
@@ -269,17 +252,17 @@ class Indexer:
         metadata: list[dict[str, Any]] = []
         keep: dict[str, set[str]] = {}
         for prepared in batch:
-            rows = self._vector_rows(prepared, vectors)
+            rows = vector_rows(prepared, vectors)
             (new_rows if prepared.is_new else update_rows).extend(rows)
             keep[prepared.path] = {row["id"] for row in rows}
-            metadata.append(self._metadata_row(prepared, rows))
+            metadata.append(metadata_row(prepared, rows, self.store.dimension))
         # 1. the new version's rows (invisible to search until the catalog names their hash)
         self.store.insert_vectors(new_rows)
         self.store.upsert_vectors(update_rows)
         # 2. the durable record, then the in-memory switch that makes the new rows visible
         self.store.upsert_metadata(metadata)
         for prepared, row in zip(batch, metadata, strict=True):
-            self.catalog.put(_record(row))
+            self.catalog.put(file_record(row))
             if prepared.error:
                 report.failed.append({"file_path": prepared.path, "error": prepared.error})
                 logger.warning("failed {}: {}", prepared.path, prepared.error)
@@ -301,7 +284,7 @@ class Indexer:
 
     def _vectors(
         self,
-        batch: list[_Prepared],
+        batch: list[PreparedNote],
         report: IndexReport,
         run: RunVectors,
         cancel: threading.Event | None = None,
@@ -327,78 +310,6 @@ class Indexer:
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors
 
-    def _vector_rows(self, p: _Prepared, vectors: dict[tuple[str, int], np.ndarray]) -> list[dict[str, Any]]:
-        if p.document is None or p.error:
-            return []
-        tags = p.document.fm_list("tags")[:MAX_TAGS]
-        rows = []
-        for ordinal, (section, sid, windows) in enumerate(
-            zip(p.sections, p.section_ids, p.windows, strict=True)
-        ):
-            for w, text in enumerate(windows):
-                key = f"{p.path}\0{p.file_hash}\0{ordinal}\0{w}".encode("utf-8", "surrogateescape")
-                rows.append(
-                    {
-                        "id": hashlib.sha256(key).hexdigest()[:32],
-                        "section_id": sid,
-                        "doc_id": doc_id(p.path),
-                        "file_path": p.path,
-                        "file_hash": p.file_hash,
-                        "window_index": w,
-                        "section_heading": clip_bytes(section.heading, 4000),
-                        "heading_level": section.heading_level,
-                        "heading_path": clip_bytes(" > ".join(section.heading_path), 8000),
-                        "section_type": section.section_type,
-                        "chunk_index": section.chunk_index,
-                        "token_count": section.token_count,
-                        "start_position": section.start_position,
-                        "end_position": section.end_position,
-                        "start_line": section.start_line,
-                        "end_line": section.end_line,
-                        "anchor": clip_bytes(section.anchor, 1000),
-                        "title": clip_bytes(p.title, 4000),
-                        "tags": [clip_bytes(t, 500) for t in tags],
-                        "section_text": clip_bytes(section.text),
-                        "embedded_text": clip_bytes(text),
-                        "embedding": vectors[(sid, w)].tolist(),
-                    }
-                )
-        return rows
-
-    def _metadata_row(self, p: _Prepared, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        doc = p.document
-        if rows:
-            mean = np.mean([row["embedding"] for row in rows], axis=0)
-            doc_vector = (mean / (np.linalg.norm(mean) or 1.0)).tolist()
-        else:
-            # Milvus needs a vector in every row; a unit placeholder for files with no sections.
-            doc_vector = [1.0] + [0.0] * (self.store.dimension - 1)
-        return {
-            "doc_id": doc_id(p.path),
-            "file_path": p.path,
-            "file_hash": p.file_hash,
-            "size": p.size,
-            "status": "failed" if p.error else "indexed",
-            "error_message": clip_bytes(p.error, 8000),
-            "warning": clip_bytes(doc.warning if doc else "", 8000),
-            "frontmatter": doc.frontmatter if doc else {},
-            "title": clip_bytes(p.title or Path(p.path).stem, 4000),
-            "tags": [clip_bytes(t, 500) for t in (doc.fm_list("tags") if doc else [])][:MAX_TAGS],
-            "topics": [clip_bytes(t, 500) for t in (doc.fm_list("topics") if doc else [])][:MAX_TAGS],
-            "keywords": [clip_bytes(t, 500) for t in (doc.fm_list("keywords") if doc else [])][:MAX_TAGS],
-            "summary": clip_bytes(doc.fm_text("summary") if doc else ""),
-            "llm_hints": {"value": doc.frontmatter.get("llm_hints")} if doc else {},
-            "links": {"items": p.links},
-            "language": clip_bytes(doc.language if doc else "en", 30),
-            "word_count": doc.word_count if doc else 0,
-            "section_count": len(p.sections) if not p.error else 0,
-            "has_frontmatter": bool(doc and doc.has_frontmatter),
-            "created_at": doc.created_at if doc else 0.0,
-            "modified_at": doc.modified_at if doc else 0.0,
-            "indexed_at": time.time(),
-            "doc_vector": doc_vector,
-        }
-
 
 def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline, str, list[tuple[str, str]]]:
     """A note's outline, its title, and each section's (prefix, body) as embedded.
@@ -414,17 +325,3 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
             path.insert(0, title)
         inputs.append((" > ".join(path), section.body_text or section.heading))
     return outline, title, inputs
-
-
-def _record(row: dict[str, Any]) -> FileRecord:
-    return FileRecord(
-        file_path=row["file_path"],
-        file_hash=row["file_hash"],
-        status=row["status"],
-        error_message=row["error_message"],
-        warning=row["warning"],
-        section_count=row["section_count"],
-        indexed_at=row["indexed_at"],
-        size=row["size"],
-        links=row["links"]["items"],
-    )

@@ -1,0 +1,122 @@
+"""Rows: a read and sectioned note as the store keeps it (vector rows, metadata row, catalog record)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mdrag.document import Document
+from mdrag.schema import MAX_TAGS
+from mdrag.sections import Section
+from mdrag.store import FileRecord, clip_bytes, doc_id
+
+
+@dataclass
+class PreparedNote:
+    """A changed file, read and sectioned, waiting for its vectors."""
+
+    path: str
+    is_new: bool
+    document: Document | None = None
+    sections: list[Section] = field(default_factory=list)
+    section_ids: list[str] = field(default_factory=list)
+    windows: list[list[str]] = field(default_factory=list)
+    title: str = ""
+    links: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+    file_hash: str = ""
+    size: int = 0
+
+
+def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> list[dict[str, Any]]:
+    """One row per section window of the note's new version, with its vector."""
+    if p.document is None or p.error:
+        return []
+    tags = p.document.fm_list("tags")[:MAX_TAGS]
+    rows = []
+    for ordinal, (section, sid, windows) in enumerate(zip(p.sections, p.section_ids, p.windows, strict=True)):
+        for w, text in enumerate(windows):
+            key = f"{p.path}\0{p.file_hash}\0{ordinal}\0{w}".encode("utf-8", "surrogateescape")
+            rows.append(
+                {
+                    "id": hashlib.sha256(key).hexdigest()[:32],
+                    "section_id": sid,
+                    "doc_id": doc_id(p.path),
+                    "file_path": p.path,
+                    "file_hash": p.file_hash,
+                    "window_index": w,
+                    "section_heading": clip_bytes(section.heading, 4000),
+                    "heading_level": section.heading_level,
+                    "heading_path": clip_bytes(" > ".join(section.heading_path), 8000),
+                    "section_type": section.section_type,
+                    "chunk_index": section.chunk_index,
+                    "token_count": section.token_count,
+                    "start_position": section.start_position,
+                    "end_position": section.end_position,
+                    "start_line": section.start_line,
+                    "end_line": section.end_line,
+                    "anchor": clip_bytes(section.anchor, 1000),
+                    "title": clip_bytes(p.title, 4000),
+                    "tags": [clip_bytes(t, 500) for t in tags],
+                    "section_text": clip_bytes(section.text),
+                    "embedded_text": clip_bytes(text),
+                    "embedding": vectors[(sid, w)].tolist(),
+                }
+            )
+    return rows
+
+
+def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) -> dict[str, Any]:
+    """The note's one metadata row: what the catalog keeps, its frontmatter and document vector."""
+    doc = p.document
+    if rows:
+        mean = np.mean([row["embedding"] for row in rows], axis=0)
+        doc_vector = (mean / (np.linalg.norm(mean) or 1.0)).tolist()
+    else:
+        # Milvus needs a vector in every row; a unit placeholder for files with no sections.
+        doc_vector = [1.0] + [0.0] * (dimension - 1)
+    return {
+        "doc_id": doc_id(p.path),
+        "file_path": p.path,
+        "file_hash": p.file_hash,
+        "size": p.size,
+        "status": "failed" if p.error else "indexed",
+        "error_message": clip_bytes(p.error, 8000),
+        "warning": clip_bytes(doc.warning if doc else "", 8000),
+        "frontmatter": doc.frontmatter if doc else {},
+        "title": clip_bytes(p.title or Path(p.path).stem, 4000),
+        "tags": [clip_bytes(t, 500) for t in (doc.fm_list("tags") if doc else [])][:MAX_TAGS],
+        "topics": [clip_bytes(t, 500) for t in (doc.fm_list("topics") if doc else [])][:MAX_TAGS],
+        "keywords": [clip_bytes(t, 500) for t in (doc.fm_list("keywords") if doc else [])][:MAX_TAGS],
+        "summary": clip_bytes(doc.fm_text("summary") if doc else ""),
+        "llm_hints": {"value": doc.frontmatter.get("llm_hints")} if doc else {},
+        "links": {"items": p.links},
+        "language": clip_bytes(doc.language if doc else "en", 30),
+        "word_count": doc.word_count if doc else 0,
+        "section_count": len(p.sections) if not p.error else 0,
+        "has_frontmatter": bool(doc and doc.has_frontmatter),
+        "created_at": doc.created_at if doc else 0.0,
+        "modified_at": doc.modified_at if doc else 0.0,
+        "indexed_at": time.time(),
+        "doc_vector": doc_vector,
+    }
+
+
+def file_record(row: dict[str, Any]) -> FileRecord:
+    """The catalog's record of a note, from its metadata row."""
+    return FileRecord(
+        file_path=row["file_path"],
+        file_hash=row["file_hash"],
+        status=row["status"],
+        error_message=row["error_message"],
+        warning=row["warning"],
+        section_count=row["section_count"],
+        indexed_at=row["indexed_at"],
+        size=row["size"],
+        links=row["links"]["items"],
+    )
