@@ -34,14 +34,34 @@ class PreparedNote:
 
 
 def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> list[dict[str, Any]]:
-    """One row per section window of the note's new version, with its vector."""
+    """One row per section window of the note's new version, with its vector; `display` holds
+    what a hit shows (see schema), the columns beside it what filters and deletes need."""
     if p.document is None or p.error:
         return []
-    tags = p.document.fm_list("tags")[:MAX_TAGS]
+    tags = [clip_bytes(t, 500) for t in p.document.fm_list("tags")[:MAX_TAGS]]
     rows = []
     for ordinal, (section, sid, windows) in enumerate(zip(p.sections, p.section_ids, p.windows, strict=True)):
         for w, text in enumerate(windows):
             key = f"{p.path}\0{p.file_hash}\0{ordinal}\0{w}".encode("utf-8", "surrogateescape")
+            display = {
+                "section_id": sid,
+                "file_path": p.path,
+                "file_hash": p.file_hash,
+                "window_index": w,
+                "section_heading": clip_bytes(section.heading, 4000),
+                "heading_level": section.heading_level,
+                "heading_path": clip_bytes(" > ".join(section.heading_path), 8000),
+                "section_type": section.section_type,
+                "chunk_index": section.chunk_index,
+                "token_count": section.token_count,
+                "start_position": section.start_position,
+                "end_position": section.end_position,
+                "start_line": section.start_line,
+                "end_line": section.end_line,
+                "anchor": clip_bytes(section.anchor, 1000),
+                "title": clip_bytes(p.title, 4000),
+                "tags": tags,
+            }
             rows.append(
                 {
                     "id": hashlib.sha256(key).hexdigest()[:32],
@@ -50,19 +70,8 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
                     "file_path": p.path,
                     "file_hash": p.file_hash,
                     "window_index": w,
-                    "section_heading": clip_bytes(section.heading, 4000),
-                    "heading_level": section.heading_level,
-                    "heading_path": clip_bytes(" > ".join(section.heading_path), 8000),
-                    "section_type": section.section_type,
-                    "chunk_index": section.chunk_index,
-                    "token_count": section.token_count,
-                    "start_position": section.start_position,
-                    "end_position": section.end_position,
-                    "start_line": section.start_line,
-                    "end_line": section.end_line,
-                    "anchor": clip_bytes(section.anchor, 1000),
-                    "title": clip_bytes(p.title, 4000),
-                    "tags": [clip_bytes(t, 500) for t in tags],
+                    "tags": tags,
+                    "display": display,
                     "section_text": clip_bytes(section.text),
                     "embedded_text": clip_bytes(text),
                     "embedding": vectors[(sid, w)].tolist(),

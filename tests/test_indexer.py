@@ -240,10 +240,8 @@ def stray_row(path: str, vector: list[float]) -> dict:
     """A vector row of a file version the catalog never switched to, as a crash leaves it."""
     from mdrag.store import doc_id
 
-    return {
-        "id": "f" * 32,
+    display = {
         "section_id": "e" * 32,
-        "doc_id": doc_id(path),
         "file_path": path,
         "file_hash": "0" * 64,
         "window_index": 0,
@@ -260,6 +258,16 @@ def stray_row(path: str, vector: list[float]) -> dict:
         "anchor": "stray",
         "title": "Stray",
         "tags": [],
+    }
+    return {
+        "id": "f" * 32,
+        "section_id": "e" * 32,
+        "doc_id": doc_id(path),
+        "file_path": path,
+        "file_hash": "0" * 64,
+        "window_index": 0,
+        "tags": [],
+        "display": display,
         "section_text": "stray dough",
         "embedded_text": "stray dough",
         "embedding": vector,
