@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
+from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog
 from mdrag.document import Document, hash_bytes, parse_document, read_bytes
 from mdrag.embedder import EmbedCancelled, Embedder
@@ -87,11 +88,13 @@ class Indexer:
         catalog: Catalog,
         note_filter: NoteFilter,
         max_tokens: int = 1000,
+        carried: CarriedVectors | None = None,
     ) -> None:
         self.embedder = embedder
         self.store = store
         self.catalog = catalog
         self.filter = note_filter
+        self.carried = carried
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
         self.listeners: list[Listener] = []
 
@@ -121,6 +124,8 @@ class Indexer:
         report = self.index_files(files, force=force, progress=progress, cancel=cancel)
         if cancel is None or not cancel.is_set():
             report.deleted += self.remove(gone)
+            if scope is None and self.carried is not None:
+                self.carried.discard()  # every note is in the new layout now
         report.seconds = time.monotonic() - started
         return report
 
@@ -302,6 +307,10 @@ class Indexer:
             vectors.update(
                 {key: np.asarray(v, dtype=np.float32) for key, v in stored.items() if key in wanted}
             )
+        if self.carried is not None and len(vectors) < len(wanted):
+            # After a layout upgrade, the old index's vectors (see carried.py).
+            unknown = {sid for sid, w in wanted if (sid, w) not in vectors}
+            vectors.update({k: v for k, v in self.carried.lookup(unknown).items() if k in wanted})
         missing = [key for key in wanted if key not in vectors]
         embedded = self.embedder.embed([wanted[key] for key in missing], cancel=cancel)
         vectors.update(zip(missing, embedded, strict=True))

@@ -17,6 +17,7 @@ import numpy as np
 from loguru import logger
 
 from mdrag import __version__
+from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog
 from mdrag.config import Config
 from mdrag.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
@@ -45,6 +46,11 @@ def dirty_marker(config: Config) -> Path:
     return beside_index(config, ".db.dirty")
 
 
+def carried_vectors_path(config: Config) -> Path:
+    """Where an older layout's vectors wait for its rebuild (see carried.py)."""
+    return beside_index(config, ".carried.sqlite")
+
+
 def gap_log_path(config: Config) -> Path:
     """Outside Milvus on purpose: the record of unanswered searches survives `reindex --rebuild`."""
     return beside_index(config, ".gaps.sqlite")
@@ -62,13 +68,18 @@ class Service:
             config.embedding_batch_size,
             config.embedding_backend,
         )
+        carried = CarriedVectors(carried_vectors_path(config))
         self.store = Store(
-            config.milvus_uri, config.milvus_token, self.embedder.dimension, self.embedder.model_id
+            config.milvus_uri,
+            config.milvus_token,
+            self.embedder.dimension,
+            self.embedder.model_id,
+            carry_to=carried,
         )
         self.catalog = Catalog(self.store.load_catalog())
         self.filter = NoteFilter(config.roots, config.exclude)
         self.indexer = Indexer(
-            self.embedder, self.store, self.catalog, self.filter, config.sections_max_tokens
+            self.embedder, self.store, self.catalog, self.filter, config.sections_max_tokens, carried
         )
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 
 from mdrag import lite
+from mdrag.carried import CarriedVectors
 from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
 from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 
@@ -96,7 +99,13 @@ class Store:
     """Reads and writes the index in Milvus (Milvus Lite file or a Milvus server)."""
 
     def __init__(
-        self, uri: str, token: str = "", dimension: int = 384, model_id: str = "", timeout_s: float = 30.0
+        self,
+        uri: str,
+        token: str = "",
+        dimension: int = 384,
+        model_id: str = "",
+        timeout_s: float = 30.0,
+        carry_to: CarriedVectors | None = None,
     ) -> None:
         self.uri = uri
         self.dimension = dimension
@@ -124,8 +133,11 @@ class Store:
             self._ensure_collections()
         except LayoutOutdatedError as exc:
             # Same model, older mdrag: the index is derived from the notes, so an upgrade
-            # rebuilds it by itself rather than asking a person (or systemd) to.
-            logger.warning("{}; rebuilding the index from the notes (every note is embedded again)", exc)
+            # rebuilds it by itself rather than asking a person (or systemd) to, keeping the
+            # vectors aside first so the rebuild reads and writes but embeds nothing again.
+            logger.warning("{}; rebuilding the index from the notes", exc)
+            if carry_to is not None:
+                self._carry(carry_to)
             self.drop_all()
 
     def _open_error(self, exc: Exception, held: bool) -> StoreError:
@@ -138,6 +150,17 @@ class Store:
         return StoreError(f"cannot open the Milvus store at {self.uri}: {text}")
 
     # ---- schema -------------------------------------------------------------------------
+
+    def _carry(self, carry_to: CarriedVectors) -> None:
+        started = time.monotonic()
+        try:
+            rows = self._iterate(self._vectors(), ["section_id", "window_index", "embedding"])
+            kept = carry_to.save((r["section_id"], r["window_index"], r["embedding"]) for r in rows)
+        except (StoreError, OSError, sqlite3.Error) as exc:
+            logger.warning("could not keep the old vectors ({}); every note is embedded again", exc)
+            return
+        seconds = time.monotonic() - started
+        logger.info("kept {} vectors for the rebuild in {} ({:.1f} s)", kept, carry_to.path, seconds)
 
     def _ensure_collections(self) -> None:
         self.full_text = ensure_collections(self._client, self._identity, self.dimension, self.uri)

@@ -310,7 +310,7 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
 
 def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):
     from mdrag import schema
-    from mdrag.service import Service
+    from mdrag.service import Service, carried_vectors_path
 
     write(notes / "bread.md", SOURDOUGH)
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
@@ -321,7 +321,11 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
     upgraded = Service(old.config, embedder=embedder)  # same model, newer layout: no person needed
     try:
         assert len(upgraded.catalog) == 0
-        assert upgraded.reindex().added == 1
+        assert carried_vectors_path(old.config).exists()  # the old vectors, kept before the drop
+        report = upgraded.reindex()
+        assert report.added == 1
+        assert report.sections_embedded == 0 and report.sections_reused == 2  # read, not embedded
+        assert not carried_vectors_path(old.config).exists()  # a complete run needs them no more
         assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         upgraded.close()
