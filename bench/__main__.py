@@ -119,8 +119,10 @@ def markdown(r: dict[str, Any]) -> str:
     for q in (qc, qs):
         rows.append(
             (
-                f"socket query, {q['sections']:,} sections ({q['queries']} queries)",
-                f"p50 {q['p50_ms']} ms, p99 {q['p99_ms']} ms",
+                f"socket query, {q['sections']:,} sections ({q['queries']} queries, median of "
+                f"{q['rounds']} passes)",
+                f"p50 {q['p50_ms']} ms ({q['p50_range_ms'][0]}–{q['p50_range_ms'][1]}), "
+                f"p99 {q['p99_ms']} ms ({q['p99_range_ms'][0]}–{q['p99_range_ms'][1]})",
             )
         )
         rows.append(

@@ -2,7 +2,8 @@
 
     python -m bench.query [--files N] [--work DIR] [--queries 200] [--sections 100000]
 
-200 realistic queries (the example headings of the notes, "Example 3: Get the ..." without the
+200 realistic queries, three passes 15 s apart (the median pass is reported, with the min-max)
+(the example headings of the notes, "Example 3: Get the ..." without the
 "Example 3:", and cmdlet titles), seeded, each through mdrag.client.DaemonClient with the
 daemon's default search (hybrid, top 10, threshold 0.7); latency is the client's wall time.
 Then the index grows to --sections by copies of the corpus in further folders under the root:
@@ -18,6 +19,7 @@ import math
 import random
 import re
 import shutil
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ from bench.session import Daemon
 
 EXAMPLE = re.compile(r"^#{2,4}\s+Example\s+\d+\s*[:.-]\s*(.{12,120})$", re.MULTILINE)
 TITLE = re.compile(r"^title:\s*(.+)$", re.MULTILINE)
+ROUNDS = 3  # passes over the queries; the figures are the median pass
+ROUND_GAP_S = 15
 
 
 def realistic_queries(notes: Path, count: int, seed: int = 7) -> list[str]:
@@ -46,23 +50,45 @@ def realistic_queries(notes: Path, count: int, seed: int = 7) -> list[str]:
     return picked
 
 
-def latencies(daemon: Daemon, queries: list[str]) -> dict[str, Any]:
+def latencies(daemon: Daemon, queries: list[str], rounds: int = ROUNDS) -> dict[str, Any]:
+    """p50/p99 of the queries through the socket: the median over `rounds` passes, apart by
+    ROUND_GAP_S, with the min-max of the per-pass figures (a noisy minute moves one pass)."""
     for query in queries[:10]:  # warm-up, not counted
         daemon.search(query)
-    client_ms, server_ms = [], []
-    for query in queries:
-        started = time.perf_counter()
-        response = daemon.search(query)
-        client_ms.append((time.perf_counter() - started) * 1000)
-        server_ms.append(response["execution_time_ms"])
+    passes = []
+    for round_ in range(rounds):
+        if round_:
+            time.sleep(ROUND_GAP_S)
+        client_ms, server_ms = [], []
+        for query in queries:
+            started = time.perf_counter()
+            response = daemon.search(query)
+            client_ms.append((time.perf_counter() - started) * 1000)
+            server_ms.append(response["execution_time_ms"])
+        passes.append(
+            {
+                "p50": percentile(client_ms, 50),
+                "p95": percentile(client_ms, 95),
+                "p99": percentile(client_ms, 99),
+                "max": max(client_ms),
+                "server_p50": percentile(server_ms, 50),
+            }
+        )
+
+    def median(key: str) -> float:
+        return round(statistics.median(p[key] for p in passes), 1)
+
     return {
         "queries": len(queries),
+        "rounds": rounds,
         "sections": daemon.status()["sections"],
-        "p50_ms": round(percentile(client_ms, 50), 1),
-        "p95_ms": round(percentile(client_ms, 95), 1),
-        "p99_ms": round(percentile(client_ms, 99), 1),
-        "max_ms": round(max(client_ms), 1),
-        "server_p50_ms": round(percentile(server_ms, 50), 1),
+        "p50_ms": median("p50"),
+        "p95_ms": median("p95"),
+        "p99_ms": median("p99"),
+        "max_ms": round(max(p["max"] for p in passes), 1),
+        "server_p50_ms": median("server_p50"),
+        "p50_range_ms": [round(min(p["p50"] for p in passes), 1), round(max(p["p50"] for p in passes), 1)],
+        "p99_range_ms": [round(min(p["p99"] for p in passes), 1), round(max(p["p99"] for p in passes), 1)],
     }
 
 
@@ -131,14 +157,19 @@ def measure(daemon: Daemon, count: int = 200, sections: int = 100_000) -> dict[s
     return result
 
 
+def _span(low_high: list[float]) -> str:
+    return f"{low_high[0]}-{low_high[1]}"
+
+
 def summary(result: dict[str, Any]) -> str:
     lines = []
     for name in ("corpus", "scaled"):
         r = result[name]
         lines.append(
-            f"query latency at {r['sections']} sections ({r['queries']} queries, socket): "
-            f"p50 {r['p50_ms']} ms, "
-            f"p99 {r['p99_ms']} ms (server p50 {r['server_p50_ms']} ms); whole `mdrag search` process "
+            f"query latency at {r['sections']} sections ({r['queries']} queries x {r['rounds']} passes, "
+            f"socket, median pass): p50 {r['p50_ms']} ms (passes {_span(r['p50_range_ms'])}), "
+            f"p99 {r['p99_ms']} ms (passes {_span(r['p99_range_ms'])}), "
+            f"server p50 {r['server_p50_ms']} ms; whole `mdrag search` process "
             f"{r['process']['wall_ms']['median']} ms (min {r['process']['wall_ms']['min']}, "
             f"max {r['process']['wall_ms']['max']})"
         )

@@ -268,6 +268,10 @@ class _OnnxRunner:
         path = onnx_model(source, quantized=backend == "onnx-int8")
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # ONNX Runtime's threads spin after each run by default, holding a core that Milvus
+        # Lite's scan needs on a small machine: without it a search is 2.8 ms faster at 56k
+        # sections (25.9 -> 23.1 ms), takes half the daemon's CPU, and encoding is as fast.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
