@@ -52,7 +52,7 @@ class CarriedVectors:
         os.replace(partial, self.path)
         return int(count)
 
-    def lookup(self, section_ids: Iterable[str]) -> dict[tuple[str, int], np.ndarray]:
+    def lookup(self, section_ids: Sequence[str]) -> dict[tuple[str, int], np.ndarray]:
         """Every carried window vector of these sections."""
         if not self.exists():
             return {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -301,16 +301,18 @@ class Indexer:
             for w, text in enumerate(ws)
         }
         vectors = {key: v for key in wanted if (v := run.get(key)) is not None}
-        unknown = {sid for sid, w in wanted if (sid, w) not in vectors}
-        if unknown and run.store_may_know_more:
-            stored = self.store.vectors_for_sections(sorted(unknown))
-            vectors.update(
-                {key: np.asarray(v, dtype=np.float32) for key, v in stored.items() if key in wanted}
-            )
-        if self.carried is not None and len(vectors) < len(wanted):
-            # After a layout upgrade, the old index's vectors (see carried.py).
-            unknown = {sid for sid, w in wanted if (sid, w) not in vectors}
-            vectors.update({k: v for k, v in self.carried.lookup(unknown).items() if k in wanted})
+        # Then each place that may hold a vector already, by section id, before the model.
+        sources: list[Callable[[list[str]], Mapping[tuple[str, int], Any]]] = []
+        if run.store_may_know_more:
+            sources.append(self.store.vectors_for_sections)
+        if self.carried is not None:
+            sources.append(self.carried.lookup)  # after a layout upgrade (see carried.py)
+        for lookup in sources:
+            unknown = sorted({sid for sid, w in wanted if (sid, w) not in vectors})
+            if not unknown:
+                break
+            found = lookup(unknown).items()
+            vectors.update({key: np.asarray(v, dtype=np.float32) for key, v in found if key in wanted})
         missing = [key for key in wanted if key not in vectors]
         embedded = self.embedder.embed([wanted[key] for key in missing], cancel=cancel)
         vectors.update(zip(missing, embedded, strict=True))
