@@ -47,7 +47,7 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
 
 def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(figure, measured, target, met) for each acceptance target of the performance issue."""
-    q = r["query"]["scaled"]
+    q, restarted = r["query"]["scaled"], r["query"]["scaled_restarted"]
     return [
         (
             "cold index efficiency (pipeline / encode ceiling)",
@@ -67,6 +67,12 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
             f"{q['p50_ms']:.1f} ms",
             "≤ 30 ms",
             q["p50_ms"] <= 30,
+        ),
+        (
+            f"socket query p50 at {restarted['sections']:,} sections, daemon restarted",
+            f"{restarted['p50_ms']:.1f} ms",
+            "≤ 30 ms",
+            restarted["p50_ms"] <= 30,
         ),
         (
             f"socket query p99 at {q['sections']:,} sections",
@@ -91,7 +97,7 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
 
 def markdown(r: dict[str, Any]) -> str:
     m, c, s, f = harness.machine(), r["cold"], r["rescan"], r["freshness"]
-    qc, qs = r["query"]["corpus"], r["query"]["scaled"]
+    qc, qs, qr = r["query"]["corpus"], r["query"]["scaled"], r["query"]["scaled_restarted"]
     rows = [
         (
             "cold index (`mdrag reindex`)",
@@ -116,10 +122,10 @@ def markdown(r: dict[str, Any]) -> str:
             f"p50 {f['p50_s']} s, p95 {f['p95_s']} s ({f['min_s']}–{f['max_s']})",
         ),
     ]
-    for q in (qc, qs):
+    for q, state in ((qc, ""), (qs, ", just grown"), (qr, ", daemon restarted")):
         rows.append(
             (
-                f"socket query, {q['sections']:,} sections ({q['queries']} queries, median of "
+                f"socket query, {q['sections']:,} sections{state} ({q['queries']} queries, median of "
                 f"{q['rounds']} passes)",
                 f"p50 {q['p50_ms']} ms ({q['p50_range_ms'][0]}–{q['p50_range_ms'][1]}), "
                 f"p99 {q['p99_ms']} ms ({q['p99_range_ms'][0]}–{q['p99_range_ms'][1]})",
@@ -127,7 +133,7 @@ def markdown(r: dict[str, Any]) -> str:
         )
         rows.append(
             (
-                f"whole `mdrag search` process, {q['sections']:,} sections",
+                f"whole `mdrag search` process, {q['sections']:,} sections{state}",
                 f"{q['process']['wall_ms']['median']:.0f} ms "
                 f"({q['process']['wall_ms']['min']:.0f}–{q['process']['wall_ms']['max']:.0f})",
             )

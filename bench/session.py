@@ -52,6 +52,11 @@ class Daemon:
                 self.process.kill()
                 self.process.wait(10)
 
+    def restart(self) -> None:
+        """Stop the daemon and start it again on the same index, as after a reboot or an upgrade."""
+        self.__exit__(None, None, None)
+        self.__enter__()
+
     @property
     def pid(self) -> int:
         assert self.process is not None
