@@ -97,7 +97,6 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
 
 def markdown(r: dict[str, Any]) -> str:
     m, c, s, f = harness.machine(), r["cold"], r["rescan"], r["freshness"]
-    qc, qs, qr = r["query"]["corpus"], r["query"]["scaled"], r["query"]["scaled_restarted"]
     rows = [
         (
             "cold index (`mdrag reindex`)",
@@ -122,7 +121,8 @@ def markdown(r: dict[str, Any]) -> str:
             f"p50 {f['p50_s']} s, p95 {f['p95_s']} s ({f['min_s']}–{f['max_s']})",
         ),
     ]
-    for q, state in ((qc, ""), (qs, ", just grown"), (qr, ", daemon restarted")):
+    for name, state in query.STATES:
+        q = r["query"][name]
         rows.append(
             (
                 f"socket query, {q['sections']:,} sections{state} ({q['queries']} queries, median of "

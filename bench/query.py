@@ -32,6 +32,8 @@ EXAMPLE = re.compile(r"^#{2,4}\s+Example\s+\d+\s*[:.-]\s*(.{12,120})$", re.MULTI
 TITLE = re.compile(r"^title:\s*(.+)$", re.MULTILINE)
 ROUNDS = 3  # passes over the queries; the figures are the median pass
 ROUND_GAP_S = 15
+# The measured states of the index (keys of measure()'s result) and how a report names them.
+STATES = (("corpus", ""), ("scaled", ", just grown"), ("scaled_restarted", ", daemon restarted"))
 
 
 def realistic_queries(notes: Path, count: int, seed: int = 7) -> list[str]:
@@ -78,6 +80,9 @@ def latencies(daemon: Daemon, queries: list[str], rounds: int = ROUNDS) -> dict[
     def median(key: str) -> float:
         return round(statistics.median(p[key] for p in passes), 1)
 
+    def span(key: str) -> list[float]:
+        return [round(min(p[key] for p in passes), 1), round(max(p[key] for p in passes), 1)]
+
     return {
         "queries": len(queries),
         "rounds": rounds,
@@ -87,8 +92,8 @@ def latencies(daemon: Daemon, queries: list[str], rounds: int = ROUNDS) -> dict[
         "p99_ms": median("p99"),
         "max_ms": round(max(p["max"] for p in passes), 1),
         "server_p50_ms": median("server_p50"),
-        "p50_range_ms": [round(min(p["p50"] for p in passes), 1), round(max(p["p50"] for p in passes), 1)],
-        "p99_range_ms": [round(min(p["p99"] for p in passes), 1), round(max(p["p99"] for p in passes), 1)],
+        "p50_range_ms": span("p50"),
+        "p99_range_ms": span("p99"),
     }
 
 
@@ -168,8 +173,7 @@ def _span(low_high: list[float]) -> str:
 
 def summary(result: dict[str, Any]) -> str:
     lines = []
-    states = (("corpus", ""), ("scaled", ", just grown"), ("scaled_restarted", ", daemon restarted"))
-    for name, state in states:
+    for name, state in STATES:
         r = result[name]
         lines.append(
             f"query latency at {r['sections']} sections{state} ({r['queries']} queries x "
