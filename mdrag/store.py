@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from pymilvus import MilvusClient, MilvusException
 from mdrag import lite
 from mdrag.carried import CarriedVectors
 from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
+from mdrag.filters import in_filter
 from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
@@ -52,22 +53,6 @@ def doc_id(path: str) -> str:
     """A file's key in both collections: hex, because a filter on the raw path cannot match
     every path (Milvus Lite's parser has no escape for a newline, which a file name may hold)."""
     return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-
-
-def quote(value: str) -> str:
-    """A Milvus filter string literal with quotes and backslashes escaped."""
-    escaped = (
-        value.replace("\\", "\\\\")
-        .replace('"', '\\"')
-        .replace("\n", "\\n")
-        .replace("\r", "\\r")
-        .replace("\t", "\\t")
-    )
-    return f'"{escaped}"'
-
-
-def in_filter(field: str, values: Iterable[str]) -> str:
-    return f"{field} in [{', '.join(quote(v) for v in values)}]"
 
 
 def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
