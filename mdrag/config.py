@@ -47,6 +47,8 @@ class Config:
     exclude: tuple[str, ...] = ()
     milvus_uri: str = field(default_factory=default_milvus_uri)
     milvus_token: str = ""
+    milvus_reopen_after_rows: int = 5000
+    milvus_reopen_quiet_s: float = 30.0
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_device: str = "cpu"
     embedding_batch_size: int = 64
@@ -84,6 +86,8 @@ KEYS: dict[str, str] = {
     "exclude": "exclude",
     "milvus.uri": "milvus_uri",
     "milvus.token": "milvus_token",
+    "milvus.reopen_after_rows": "milvus_reopen_after_rows",
+    "milvus.reopen_quiet_s": "milvus_reopen_quiet_s",
     "embedding.model": "embedding_model",
     "embedding.device": "embedding_device",
     "embedding.batch_size": "embedding_batch_size",
@@ -227,6 +231,10 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
             f"{uri!r} is neither a Milvus Lite database path ending in .db "
             "nor a server URL such as http://localhost:19530",
         )
+    if config.milvus_reopen_after_rows < 0:
+        raise _fail("milvus_reopen_after_rows", where("milvus_reopen_after_rows"), "must be >= 0 (0 = never)")
+    if config.milvus_reopen_quiet_s < 0:
+        raise _fail("milvus_reopen_quiet_s", where("milvus_reopen_quiet_s"), "must be >= 0")
     if not 1 <= config.search_top_k <= 100:
         raise _fail("search_top_k", where("search_top_k"), f"must be 1-100, got {config.search_top_k}")
     if not 0.0 <= config.search_threshold <= 1.0:

@@ -13,6 +13,7 @@ from loguru import logger
 
 from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError
+from mdrag.gate import Gate
 from mdrag.notify import SystemdNotifier
 from mdrag.server import SocketServer
 from mdrag.service import Service
@@ -50,6 +51,10 @@ class Daemon:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self.store_error: str | None = None  # set while the store does not answer
+        # Requests share the store; a reopen (see _reopen_if_due) has it alone.
+        self.gate = Gate()
+        self.last_request_at = time.monotonic()
+        self.reopens: list[dict[str, Any]] = []
         self.service: Service | None = None
         self.watcher: Watcher | None = None
 
@@ -138,6 +143,7 @@ class Daemon:
                 backoff = BACKOFF_MIN_S
             work = self.queue.take(timeout=0.5)
             if work is None:
+                self._reopen_if_due()
                 continue
             applied = False
             try:
@@ -155,10 +161,12 @@ class Daemon:
                 self.queue.finish(applied)
         logger.debug("writer stopped")
 
-    def _store_failed(self, exc: StoreError, work: FileChanges | Command) -> None:
+    def _store_failed(self, exc: StoreError, work: FileChanges | Command | None) -> None:
         """Keep the work for later: the store comes back and the queue replays it."""
         self.store_error = str(exc)
         logger.error("the store is unavailable, changes are queued and retried: {}", exc)
+        if work is None:
+            return
         if isinstance(work, FileChanges):
             for path in work.files:
                 self.queue.add_file(path)
@@ -170,10 +178,38 @@ class Daemon:
             work.error = exc  # a client waits for this reindex: tell it now
             self.queue.submit(Command("reconcile"))
 
+    def _reopen_if_due(self) -> None:
+        """Reopen a Milvus Lite index that has taken many writes since it opened, once requests
+        have paused: Lite searches the rows written since the open slower than those it loaded."""
+        assert self.service is not None
+        store = self.service.store
+        quiet_s = time.monotonic() - self.last_request_at
+        if self.store_error is not None or quiet_s < self.config.milvus_reopen_quiet_s:
+            return
+        try:
+            if not store.reopen_due(self.config.milvus_reopen_after_rows):
+                return
+            rows = store.rows_written
+            logger.info("reopening the index: {} vector rows were written since it opened", rows)
+            self.state = "reopening"
+            with self.gate.exclusive():
+                seconds = store.reopen()
+        except StoreError as exc:
+            self._store_failed(exc, None)
+            return
+        finally:
+            if self.state == "reopening":
+                self.state = "watching"
+        self.reopens.append({"at": time.time(), "rows_written": rows, "seconds": round(seconds, 1)})
+        logger.info("reopened the index in {:.1f} s", seconds)
+
     def _reconnect(self) -> bool:
         """Once the store answers again: reload what it holds and repair half-done writes."""
         assert self.service is not None
         try:
+            if self.service.store.closed:  # a reopen failed halfway
+                with self.gate.exclusive():
+                    self.service.store.reopen()
             self.service.store.ping()
             # A write that failed midway may have landed in part: the store's metadata is
             # the truth, and rows no indexed version owns go.
@@ -245,8 +281,8 @@ class Daemon:
                     or not 0 <= wait <= MAX_WAIT_FRESH_S
                 ):
                     raise QueryError(f"wait_fresh must be 0-{MAX_WAIT_FRESH_S:.0f} seconds")
-                self.queue.wait_idle(float(wait))
-            response = self.service.handle(op, params)
+                self.queue.wait_idle(float(wait))  # before the gate: a reopen may be what it waits for
+            response = self._read_store(op, params)
             response["freshness"] = self.freshness()
             return response
         if op == "status":
@@ -263,7 +299,17 @@ class Daemon:
                 )
             )
             return command.wait()
-        return self.service.handle(op, params)
+        if op in ("gaps", "gap_status"):
+            return self.service.handle(op, params)  # the gap log, not the store
+        return self._read_store(op, params)
+
+    def _read_store(self, op: str, params: dict[str, Any]) -> Any:
+        """An operation that reads the store: it shares it, and counts as activity (a reopen
+        waits for quiet); status and gap requests do neither."""
+        assert self.service is not None
+        self.last_request_at = time.monotonic()
+        with self.gate.shared():
+            return self.service.handle(op, params)
 
     def freshness(self) -> dict[str, Any]:
         return {"queue_depth": self.queue.depth(), "last_change_applied_at": self.queue.last_applied_at}
@@ -276,6 +322,7 @@ class Daemon:
             "uptime_s": round(time.time() - self.started_at, 1),
             "state": self.state,
             "socket": str(self.server.path),
+            "index_reopens": self.reopens[-5:],
             **self.freshness(),
         }
 

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -255,6 +256,49 @@ def test_after_kill_9_mid_burst_a_restart_ends_with_exactly_a_rebuilds_sections(
     rebuilt = rebuilt_vector_ids(process.env, tmp_path / "rebuilt" / "milvus.db")
     assert len(restarted) == len(set(restarted)), "duplicate sections after the restart"
     assert restarted == rebuilt
+
+
+def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_keep_answering(tmp_path):
+    notes = tmp_path / "notes"
+
+    def moor(i: int) -> None:
+        write(notes / f"boat{i:02d}.md", f"# Boat {i}\n\nBoat number {i} is moored at pier {i % 4}.\n")
+
+    for i in range(12):
+        moor(i)
+    quick = {"MDRAG_MILVUS_REOPEN_AFTER_ROWS": "10", "MDRAG_MILVUS_REOPEN_QUIET_S": "1"}
+    process = DaemonProcess(notes, tmp_path / "state", quick).start()
+    try:
+        process.wait_fresh()
+        # The first index wrote 12 rows into an empty one: due, and done once requests pause.
+        wait_until(lambda: len(process.status()["daemon"]["index_reopens"]) == 1, 30)
+        assert process.status()["daemon"]["index_reopens"][0]["rows_written"] == 12
+        answers, errors = [], []
+        stop = threading.Event()
+
+        def keep_searching() -> None:
+            while not stop.is_set():
+                try:
+                    answers.append(paths_of(process.search("boat moored at a pier", threshold=0.3)))
+                except Exception as exc:  # noqa: BLE001 - any failure is what this test looks for
+                    errors.append(exc)
+                stop.wait(1.3)  # pauses longer than the quiet time, so a reopen can begin
+
+        searcher = threading.Thread(target=keep_searching)
+        searcher.start()
+        try:
+            for i in range(12, 24):
+                moor(i)
+            wait_until(lambda: len(process.status()["daemon"]["index_reopens"]) == 2, 60)
+        finally:
+            stop.set()
+            searcher.join()
+        assert not errors and len(answers) >= 2 and all(answers)
+        found = paths_of(process.search("Boat number 23 is moored at pier 3", threshold=0.3))
+        assert str(notes / "boat23.md") in found
+        assert process.status()["sections"] == 24
+    finally:
+        process.close()
 
 
 def test_garbage_oversized_and_half_open_clients_do_not_disturb_a_concurrent_search(daemon):

@@ -356,3 +356,27 @@ def test_a_cosine_index_switches_to_inner_product_in_place_with_the_same_scores(
         ]
     finally:
         upgraded.close()
+
+
+def test_written_rows_are_counted_and_a_lite_index_reopens_with_nothing_lost(make_service, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    git = write(notes / "git.md", GIT)
+    service = make_service([notes])
+    service.reindex()
+    store = service.store
+    assert store.rows_written == 3  # three sections inserted
+    write(git, GIT.replace("rebase", "squash"))
+    service.reindex()
+    assert store.rows_written == 5  # the new row in, the old one out
+    if not store.is_lite:
+        assert not store.reopen_due(1)  # a server has no such slowdown: never due
+        return
+    assert not store.reopen_due(6) and store.reopen_due(5)
+    assert not store.reopen_due(0)  # 0 turns reopening off
+    assert store.reopen() > 0
+    assert store.rows_written == 0 and not store.reopen_due(1)
+    assert any("squash" in t for t in texts(service, "git branch merging"))
+    assert store.count_vectors() == 3
+    write(git, GIT.replace("rebase", "cherry-pick"))  # and it takes writes again
+    assert service.reindex().updated == 1
+    assert any("cherry-pick" in t for t in texts(service, "git branch merging"))

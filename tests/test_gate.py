@@ -1,0 +1,55 @@
+"""The daemon's gate: requests share the store, a reopen has it alone, and a waiting reopen goes first."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from mdrag.gate import Gate
+
+
+def in_thread(target) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_requests_share_the_store_at_once():
+    gate = Gate()
+    with gate.shared(), gate.shared():
+        pass  # a second request does not wait for the first
+
+
+def test_a_reopen_waits_for_the_requests_in_hand_and_new_requests_wait_for_it():
+    gate = Gate()
+    events: list[str] = []
+    first = threading.Event()
+    release_first = threading.Event()
+
+    def request_in_hand() -> None:
+        with gate.shared():
+            first.set()
+            release_first.wait(5)
+            events.append("request done")
+
+    def reopen() -> None:
+        with gate.exclusive():
+            events.append("reopen")
+            time.sleep(0.1)
+            events.append("reopen done")
+
+    def late_request() -> None:
+        with gate.shared():
+            events.append("late request")
+
+    threads = [in_thread(request_in_hand)]
+    first.wait(5)
+    threads.append(in_thread(reopen))
+    time.sleep(0.1)  # the reopen is now waiting for the request in hand
+    threads.append(in_thread(late_request))
+    time.sleep(0.1)
+    assert events == []  # neither the reopen nor the late request got past the gate
+    release_first.set()
+    for thread in threads:
+        thread.join(5)
+    assert events == ["request done", "reopen", "reopen done", "late request"]
