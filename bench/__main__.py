@@ -47,7 +47,16 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
 
 def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(figure, measured, target, met) for each acceptance target of the performance issue."""
-    q, restarted = r["query"]["scaled"], r["query"]["scaled_restarted"]
+    q = r["query"]["scaled"]
+    p50_rows = [
+        (
+            f"socket query p50 at {r['query'][name]['sections']:,} sections{state}",
+            f"{r['query'][name]['p50_ms']:.1f} ms",
+            "≤ 30 ms",
+            r["query"][name]["p50_ms"] <= 30,
+        )
+        for name, state in query.STATES[1:]
+    ]
     return [
         (
             "cold index efficiency (pipeline / encode ceiling)",
@@ -62,18 +71,7 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
             r["rescan"]["wall_s"]["median"] <= 3,
         ),
         ("freshness p50", f"{r['freshness']['p50_s']:.2f} s", "≤ 1.5 s", r["freshness"]["p50_s"] <= 1.5),
-        (
-            f"socket query p50 at {q['sections']:,} sections",
-            f"{q['p50_ms']:.1f} ms",
-            "≤ 30 ms",
-            q["p50_ms"] <= 30,
-        ),
-        (
-            f"socket query p50 at {restarted['sections']:,} sections, daemon restarted",
-            f"{restarted['p50_ms']:.1f} ms",
-            "≤ 30 ms",
-            restarted["p50_ms"] <= 30,
-        ),
+        *p50_rows,
         (
             f"socket query p99 at {q['sections']:,} sections",
             f"{q['p99_ms']:.1f} ms",
