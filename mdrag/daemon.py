@@ -184,7 +184,7 @@ class Daemon:
         assert self.service is not None
         store = self.service.store
         quiet_s = time.monotonic() - self.last_request_at
-        if self.store_error is not None or quiet_s < self.config.milvus_reopen_quiet_s:
+        if self._stop.is_set() or self.store_error is not None or quiet_s < self.config.milvus_reopen_quiet_s:
             return
         try:
             if not store.reopen_due(self.config.milvus_reopen_after_rows):

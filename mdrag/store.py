@@ -375,6 +375,7 @@ class Store:
 
     @property
     def closed(self) -> bool:
+        """True after close(), and after a reopen that failed before it could connect again."""
         return self._released
 
     def reopen(self) -> float:
