@@ -91,7 +91,7 @@ class Daemon:
             self.notifier.stopping()
             self.server.stop()
             self.watcher.stop()
-            writer.join(timeout=30)  # the writer finishes the batch in hand, then exits
+            writer.join(timeout=30)  # the writer finishes the batch in hand (or a reopen), then exits
             return 0
         except _StopDuringStartup:
             logger.info("stopped while starting")
@@ -99,7 +99,8 @@ class Daemon:
         finally:
             self.server.stop()
             if self.service is not None:
-                self.service.close()
+                with self.gate.exclusive():  # never under a reopen or a request still running
+                    self.service.close()
             self.notifier.close()
             logger.info("stopped")
 
@@ -184,7 +185,9 @@ class Daemon:
         assert self.service is not None
         store = self.service.store
         quiet_s = time.monotonic() - self.last_request_at
-        if self._stop.is_set() or self.store_error is not None or quiet_s < self.config.milvus_reopen_quiet_s:
+        if self._stop.is_set() or self.store_error is not None or self.gate.busy:
+            return  # a request still running (a long duplicates scan, say) is not quiet
+        if quiet_s < self.config.milvus_reopen_quiet_s:
             return
         try:
             if not store.reopen_due(self.config.milvus_reopen_after_rows):
@@ -196,6 +199,10 @@ class Daemon:
                 seconds = store.reopen()
         except StoreError as exc:
             self._store_failed(exc, None)
+            return
+        except Exception as exc:  # stopping Lite's server can fail in other ways: never lose the writer
+            logger.exception("reopening the index failed: {}", exc)
+            self._store_failed(StoreError(f"reopening the index failed: {exc}"), None)
             return
         finally:
             if self.state == "reopening":
@@ -267,12 +274,10 @@ class Daemon:
             return {"pong": True, "pid": os.getpid(), "state": self.state}
         if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
-        if op not in ("status", "gaps", "gap_status") and self.store_error is not None:
-            raise StoreError(
-                f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.store_error}); "
-                "changes are queued and will be applied when it is back"
-            )
+        if op not in ("status", "gaps", "gap_status"):
+            self._check_store()
         if op in ("search", "context"):
+            self.last_request_at = time.monotonic()  # a search waiting for freshness is activity too
             wait = params.pop("wait_fresh", None)
             if wait is not None:
                 if (
@@ -304,12 +309,23 @@ class Daemon:
         return self._read_store(op, params)
 
     def _read_store(self, op: str, params: dict[str, Any]) -> Any:
-        """An operation that reads the store: it shares it, and counts as activity (a reopen
-        waits for quiet); status and gap requests do neither."""
+        """An operation that reads the store: it shares it, and counts as activity from its
+        start to its end (a reopen waits for quiet); status and gap requests do neither."""
         assert self.service is not None
         self.last_request_at = time.monotonic()
-        with self.gate.shared():
-            return self.service.handle(op, params)
+        try:
+            with self.gate.shared():
+                self._check_store()  # a reopen it waited for may have failed
+                return self.service.handle(op, params)
+        finally:
+            self.last_request_at = time.monotonic()
+
+    def _check_store(self) -> None:
+        if self.store_error is not None:
+            raise StoreError(
+                f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.store_error}); "
+                "changes are queued and will be applied when it is back"
+            )
 
     def freshness(self) -> dict[str, Any]:
         return {"queue_depth": self.queue.depth(), "last_change_applied_at": self.queue.last_applied_at}

@@ -20,6 +20,12 @@ class Gate:
         self._exclusive = False
         self._waiting = 0
 
+    @property
+    def busy(self) -> bool:
+        """True while anyone holds the gate or waits for it alone."""
+        with self._cond:
+            return bool(self._shared or self._exclusive or self._waiting)
+
     @contextmanager
     def shared(self) -> Iterator[None]:
         with self._cond:

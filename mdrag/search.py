@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -115,13 +116,20 @@ class Searcher:
         # BM25 over an empty collection is an engine error, not an empty answer.
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
             keyword = self._keyword_pool.submit(self.store.search_keyword, params.query, limit, expr)
-        vector = self._query_vector(params)
         ranked: list[list[dict[str, Any]]] = []
-        if params.mode in ("dense", "hybrid"):
-            dense = self.store.search_dense(vector, limit, expr)
-            for row in dense:
-                row["cosine"] = row["distance"]
-            ranked.append(self._sections(dense, params))
+        try:
+            vector = self._query_vector(params)
+            if params.mode in ("dense", "hybrid"):
+                dense = self.store.search_dense(vector, limit, expr)
+                for row in dense:
+                    row["cosine"] = row["distance"]
+                ranked.append(self._sections(dense, params))
+        except BaseException:
+            # The keyword search must not outlive its request (the daemon may reopen the store
+            # once the request is over).
+            if keyword is not None and not keyword.cancel():
+                futures.wait([keyword])
+            raise
         if keyword is not None:
             found = keyword.result()
             for row in found:

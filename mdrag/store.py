@@ -170,6 +170,7 @@ class Store:
                 self._client.drop_collection(name)
         self.full_text = True
         self._vectors_loaded = False
+        self.rows_written = self._reopen_checked_at = 0  # the rebuild's own writes count from here
         self._ensure_collections()
 
     def load_vectors(self) -> None:

@@ -273,16 +273,21 @@ def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_keep_a
         # The first index wrote 12 rows into an empty one: due, and done once requests pause.
         wait_until(lambda: len(process.status()["daemon"]["index_reopens"]) == 1, 30)
         assert process.status()["daemon"]["index_reopens"][0]["rows_written"] == 12
-        answers, errors = [], []
+        answers, errors, seconds = [], [], []
         stop = threading.Event()
 
         def keep_searching() -> None:
             while not stop.is_set():
+                started = time.monotonic()
                 try:
                     answers.append(paths_of(process.search("boat moored at a pier", threshold=0.3)))
                 except Exception as exc:  # noqa: BLE001 - any failure is what this test looks for
                     errors.append(exc)
-                stop.wait(1.3)  # pauses longer than the quiet time, so a reopen can begin
+                seconds.append(time.monotonic() - started)
+                # A pause just past the quiet time: a reopen can only begin in its last 0.2 s,
+                # and takes longer (Lite's server alone waits 0.5 s to start), so the next
+                # search always arrives while the index is being reopened.
+                stop.wait(1.2)
 
         searcher = threading.Thread(target=keep_searching)
         searcher.start()
@@ -294,6 +299,7 @@ def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_keep_a
             stop.set()
             searcher.join()
         assert not errors and len(answers) >= 2 and all(answers)
+        assert max(seconds) > 0.3  # one search waited for the reopen, and then got its answer
         found = paths_of(process.search("Boat number 23 is moored at pier 3", threshold=0.3))
         assert str(notes / "boat23.md") in found
         assert process.status()["sections"] == 24

@@ -14,10 +14,18 @@ def in_thread(target) -> threading.Thread:
     return thread
 
 
-def test_requests_share_the_store_at_once():
+def test_requests_share_the_store_at_once_and_the_gate_says_it_is_busy():
     gate = Gate()
-    with gate.shared(), gate.shared():
-        pass  # a second request does not wait for the first
+    both_in = threading.Event()
+
+    def two_requests() -> None:
+        with gate.shared(), gate.shared():  # a second request does not wait for the first
+            assert gate.busy
+            both_in.set()
+
+    in_thread(two_requests).join(5)
+    assert both_in.is_set()
+    assert not gate.busy
 
 
 def test_a_reopen_waits_for_the_requests_in_hand_and_new_requests_wait_for_it():
