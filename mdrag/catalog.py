@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mdrag.store import FileRecord
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What the index knows of one file: enough to skip it unchanged and to report on it."""
+
+    file_path: str
+    file_hash: str
+    status: str  # pending, processing, indexed or failed
+    error_message: str = ""
+    warning: str = ""
+    section_count: int = 0
+    indexed_at: float = 0.0
+    size: int = 0
+    links: list[dict[str, Any]] = field(default_factory=list)  # what the note links to, unresolved
 
 
 class Catalog:

@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ class Daemon:
         # Requests share the store; a reopen (see _reopen_if_due) has it alone.
         self.gate = Gate()
         self.last_request_at = time.monotonic()
-        self.reopens: list[dict[str, Any]] = []
+        self.reopens: deque[dict[str, Any]] = deque(maxlen=5)  # the last few, for status
         self.service: Service | None = None
         self.watcher: Watcher | None = None
 
@@ -338,7 +339,7 @@ class Daemon:
             "uptime_s": round(time.time() - self.started_at, 1),
             "state": self.state,
             "socket": str(self.server.path),
-            "index_reopens": self.reopens[-5:],
+            "index_reopens": list(self.reopens),
             **self.freshness(),
         }
 

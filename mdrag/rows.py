@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from mdrag.catalog import FileRecord
 from mdrag.document import Document
 from mdrag.schema import MAX_TAGS
 from mdrag.sections import Section
-from mdrag.store import FileRecord, clip_bytes, doc_id
+from mdrag.store import clip_bytes, doc_id
 
 
 @dataclass

@@ -9,7 +9,6 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ from pymilvus import MilvusClient, MilvusException
 
 from mdrag import lite
 from mdrag.carried import CarriedVectors
+from mdrag.catalog import FileRecord
 from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
 from mdrag.filters import in_filter
 from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
@@ -63,21 +63,6 @@ def doc_id(path: str) -> str:
 def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
     data = text.encode("utf-8")
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """What the index knows of one file: enough to skip it unchanged and to report on it."""
-
-    file_path: str
-    file_hash: str
-    status: str  # pending, processing, indexed or failed
-    error_message: str = ""
-    warning: str = ""
-    section_count: int = 0
-    indexed_at: float = 0.0
-    size: int = 0
-    links: list[dict[str, Any]] = field(default_factory=list)  # what the note links to, unresolved
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
