@@ -114,6 +114,13 @@ def process_wall(daemon: Daemon, queries: list[str], runs: int = 7) -> dict[str,
     return {"runs": runs, "wall_ms": harness.spread(walls, 0)}
 
 
+def measured(daemon: Daemon, queries: list[str]) -> dict[str, Any]:
+    """The socket latencies of the index as it is now, and whole `mdrag search` processes."""
+    result = latencies(daemon, queries)
+    result["process"] = process_wall(daemon, queries)
+    return result
+
+
 def grow(daemon: Daemon, sections: int) -> dict[str, Any]:
     """Copies of the corpus under the root until the index holds `sections` (vectors reused).
 
@@ -166,20 +173,16 @@ def shrink(daemon: Daemon) -> None:
 
 def measure(daemon: Daemon, count: int = 200, sections: int = 100_000) -> dict[str, Any]:
     queries = realistic_queries(daemon.work.notes, count)
-    result: dict[str, Any] = {"corpus": latencies(daemon, queries)}
-    result["corpus"]["process"] = process_wall(daemon, queries)
+    result: dict[str, Any] = {"corpus": measured(daemon, queries)}
     result["growth"] = grow(daemon, sections)
-    result["scaled"] = latencies(daemon, queries)
-    result["scaled"]["process"] = process_wall(daemon, queries)
+    result["scaled"] = measured(daemon, queries)
     # Milvus Lite searches rows written since it opened the index slower than rows it loaded:
     # the same index again once the daemon has reopened it by itself (it waits for searches to
     # pause), and once more after a restart, which loads everything afresh.
     result["reopen"] = wait_for_reopen(daemon)
-    result["scaled_reopened"] = latencies(daemon, queries)
-    result["scaled_reopened"]["process"] = process_wall(daemon, queries)
+    result["scaled_reopened"] = measured(daemon, queries)
     daemon.restart()
-    result["scaled_restarted"] = latencies(daemon, queries)
-    result["scaled_restarted"]["process"] = process_wall(daemon, queries)
+    result["scaled_restarted"] = measured(daemon, queries)
     embedded = sum(r["sections_embedded"] for r in result["growth"]["reindex_reports"])
     result["scaled"]["how"] = (
         f"{result['growth']['copies']} copies of the corpus (the last one partial) in further "
