@@ -195,7 +195,7 @@ class Indexer:
     def repair(self) -> int:
         """After an unclean stop: delete vector rows that no indexed file version owns."""
         orphans = [
-            row["id"]
+            row
             for row in self.store.iter_vector_keys()
             if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]
         ]
@@ -281,9 +281,7 @@ class Indexer:
         updated = [p.path for p in batch if not p.is_new]
         if updated:
             stale = [
-                r["id"]
-                for r in self.store.vector_keys_for_paths(updated)
-                if r["id"] not in keep[r["file_path"]]
+                r for r in self.store.vector_keys_for_paths(updated) if r["id"] not in keep[r["file_path"]]
             ]
             self.store.delete_vectors(stale)
 

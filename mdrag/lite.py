@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from mdrag.shards import LITE_SHARDS, shard_paths
+
 _started: set[Path] = set()  # databases whose server this process started ahead of the store
 
 
@@ -27,21 +29,27 @@ def started_here(db: Path) -> bool:
     return db in _started
 
 
-def start_early(uri: str) -> threading.Thread | None:
-    """Start the Lite server for `uri` in the background, so a command's imports hide its start.
+def databases(uri: str) -> list[Path]:
+    """Every database file of a Milvus Lite index (one per shard), the named one first."""
+    return shard_paths(database_path(uri), LITE_SHARDS)
+
+
+def start_early(uri: str) -> list[threading.Thread]:
+    """Start the Lite servers of `uri` in the background, so a command's imports hide their start.
 
     Milvus Lite waits a fixed 0.5 s after spawning its server; a command that calls this before
     its heavy imports (pymilvus alone takes ~0.5 s) opens the store to a server already up.
     The store's own open is unchanged: it finds this server, or starts one and reports errors.
     """
-    if not is_lite(uri):
-        return None
-    db = database_path(uri)
-    if lock_held(db):
-        return None  # another process has it: the store's open explains that, not a thread
-    thread = threading.Thread(target=_start, args=(db,), name="mdrag-lite-start", daemon=True)
-    thread.start()
-    return thread
+    if not is_lite(uri) or lock_held(database_path(uri)):
+        return []  # a server, or another process has it: the store's open explains that
+    threads = [
+        threading.Thread(target=_start, args=(db,), name="mdrag-lite-start", daemon=True)
+        for db in databases(uri)
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def _start(db: Path) -> None:
@@ -55,11 +63,10 @@ def _start(db: Path) -> None:
         return
 
 
-def release(uri: str) -> None:
-    """Stop the Lite server now: left to the interpreter's teardown, its stop added 0.2-2.3 s
-    to a short command's wall time (0.03 s when asked for here)."""
+def release(db: Path) -> None:
+    """Stop a database's Lite server now: left to the interpreter's teardown, its stop added
+    0.2-2.3 s to a short command's wall time (0.03 s when asked for here)."""
     from milvus_lite.server_manager import server_manager_instance
 
-    db = database_path(uri)
     _started.discard(db)
     server_manager_instance.release_server(str(db))

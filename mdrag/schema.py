@@ -19,15 +19,25 @@ MAX_TAGS = 64
 DENSE_METRIC = "IP"
 
 
-def identity(model_id: str, dimension: int) -> str:
-    """What the collections were built for, kept as their description and checked on open."""
-    return json.dumps({"mdrag_schema": SCHEMA_VERSION, "model": model_id, "dim": dimension}, sort_keys=True)
+def identity(model_id: str, dimension: int, shards: int = 1) -> str:
+    """What the collections were built for, kept as their description and checked on open
+    (a Milvus Lite index spread over shards names their count: another count is another layout)."""
+    built_for: dict[str, object] = {"mdrag_schema": SCHEMA_VERSION, "model": model_id, "dim": dimension}
+    if shards > 1:
+        built_for["shards"] = shards
+    return json.dumps(built_for, sort_keys=True)
 
 
-def ensure_collections(client: MilvusClient, built_for: str, dimension: int, uri: str) -> bool:
+def ensure_collections(
+    client: MilvusClient,
+    built_for: str,
+    dimension: int,
+    uri: str,
+    names: tuple[str, ...] = (VECTORS, METADATA),
+) -> bool:
     """Create the collections or check the existing ones; True when BM25 full-text search exists."""
     full_text = True
-    for name in (VECTORS, METADATA):
+    for name in names:
         if client.has_collection(name):
             full_text = _check(client, name, built_for, uri) and full_text
         elif name == METADATA:
@@ -36,7 +46,8 @@ def ensure_collections(client: MilvusClient, built_for: str, dimension: int, uri
             full_text = _create_vectors_as_supported(client, built_for, dimension)
     # Only the small metadata collection loads now: Milvus Lite reads a whole collection into
     # memory on load (~25 s for 140k vector rows), and a no-op rescan never touches the vectors.
-    client.load_collection(METADATA)
+    if METADATA in names:
+        client.load_collection(METADATA)
     return full_text
 
 

@@ -8,8 +8,10 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 from loguru import logger
@@ -21,6 +23,7 @@ from mdrag.catalog import FileRecord
 from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
 from mdrag.filters import in_filter
 from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
+from mdrag.shards import best_hits, by_shard
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
@@ -30,6 +33,8 @@ MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
 # 35.5 ms, 30.4-32.6 once reopened; deletes too: 40-44 ms, 31 once reopened). Reopening is
 # due once the rows written since the open are this share of the index (and a floor).
 REOPEN_SHARE = 0.2
+
+T = TypeVar("T")
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -71,7 +76,12 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 class Store:
-    """Reads and writes the index in Milvus (Milvus Lite file or a Milvus server)."""
+    """Reads and writes the index in Milvus (Milvus Lite files or a Milvus server).
+
+    On Milvus Lite the vectors collection is spread over shards, one database and server each
+    (shards.py): the first database also holds the metadata, a note's vector rows live in one
+    shard, and a search asks every shard at once and keeps the best. A server has one shard.
+    """
 
     def __init__(
         self,
@@ -89,8 +99,12 @@ class Store:
         self.is_lite = lite.is_lite(uri)
         self._token = token
         self._timeout_s = timeout_s
-        self._client = self._connect()
-        self._identity = identity(model_id, dimension)
+        self._uris = [str(db) for db in lite.databases(uri)] if self.is_lite else [uri]
+        # Twice the shards: a query's BM25 and dense halves may be asked at once (each engine
+        # still runs them one after the other).
+        self._pool = ThreadPoolExecutor(2 * len(self._uris), thread_name_prefix="mdrag-shard")
+        self._shards = self._connect()
+        self._identity = identity(model_id, dimension, len(self._shards))
         self._vectors_loaded = False
         self._load_lock = threading.Lock()
         self._released = False
@@ -107,15 +121,42 @@ class Store:
                 self._carry(carry_to)
             self.drop_all()
 
-    def _connect(self) -> MilvusClient:
-        uri = self.uri
+    @property
+    def _client(self) -> MilvusClient:
+        """The first shard's client: the metadata collection lives there."""
+        return self._shards[0]
+
+    def _connect(self) -> list[MilvusClient]:
         held = False
         if self.is_lite:
-            db = lite.database_path(uri)
+            db = lite.database_path(self.uri)
             db.parent.mkdir(parents=True, exist_ok=True)
-            uri = str(db)
             # A failed second open deletes the lock file: so look before trying.
             held = lite.lock_held(db) and not lite.started_here(db)
+        clients: list[MilvusClient] = []
+        try:
+            if held:
+                # Maybe a stale lock; if not, the failure must not touch the other shards' locks.
+                clients.append(self._connect_one(self._uris[0], held))
+            # At once: Milvus Lite waits a fixed 0.5 s after starting each database's server.
+            opening = [self._pool.submit(self._connect_one, uri, False) for uri in self._uris[len(clients) :]]
+            failure = None
+            for future in opening:
+                try:
+                    clients.append(future.result())
+                except StoreError as exc:
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
+        except StoreError:
+            for client in clients:
+                client.close()
+            if not held:
+                self._release_lite()
+            raise
+        return clients
+
+    def _connect_one(self, uri: str, held: bool) -> MilvusClient:
         try:
             # A per-call timeout bounds pymilvus' retries, so an unreachable server is an error
             # after timeout_s rather than a call that hangs.
@@ -137,22 +178,42 @@ class Store:
     def _carry(self, carry_to: CarriedVectors) -> None:
         started = time.monotonic()
         try:
-            rows = self._iterate(self._vectors(), ["section_id", "window_index", "embedding"])
-            kept = carry_to.save((r["section_id"], r["window_index"], r["embedding"]) for r in rows)
+            fields = ["section_id", "window_index", "embedding"]
+            # Every shard that has the collection: an older layout may lack some of them.
+            kept = carry_to.save(
+                (r["section_id"], r["window_index"], r["embedding"]) for r in self._old_vectors(fields)
+            )
         except (StoreError, OSError, sqlite3.Error) as exc:
             logger.warning("could not keep the old vectors ({}); every note is embedded again", exc)
             return
         seconds = time.monotonic() - started
         logger.info("kept {} vectors for the rebuild in {} ({:.1f} s)", kept, carry_to.path, seconds)
 
+    def _old_vectors(self, fields: list[str]) -> Iterator[dict[str, Any]]:
+        """Every vector row of an older layout, from each shard that has the collection."""
+        for client in self._shards:
+            if client.has_collection(VECTORS):
+                self._load(client)
+                yield from self._iterate(VECTORS, fields, client=client)
+
     def _ensure_collections(self) -> None:
+        fresh = not self._client.has_collection(VECTORS)
         self.full_text = ensure_collections(self._client, self._identity, self.dimension, self.uri)
+        for uri, client in zip(self._uris[1:], self._shards[1:], strict=True):
+            if fresh and client.has_collection(VECTORS):
+                # Left from an index whose first database was deleted: its rows belong to no note.
+                client.drop_collection(VECTORS)
+            elif not fresh and not client.has_collection(VECTORS):
+                raise LayoutOutdatedError(f"the index {self.uri} has lost (or never had) its shard {uri}")
+            full_text = ensure_collections(client, self._identity, self.dimension, uri, names=(VECTORS,))
+            self.full_text = self.full_text and full_text
 
     def drop_all(self) -> None:
         """Remove both collections and create them empty (for `reindex --rebuild`)."""
-        for name in (VECTORS, METADATA):
-            if self._client.has_collection(name):
-                self._client.drop_collection(name)
+        for client in self._shards:
+            for name in (VECTORS, METADATA):
+                if client.has_collection(name):
+                    client.drop_collection(name)
         self.full_text = True
         self._vectors_loaded = False
         self.rows_written = self._reopen_checked_at = 0  # the rebuild's own writes count from here
@@ -168,36 +229,57 @@ class Store:
         if not self._vectors_loaded:
             with self._load_lock:
                 if not self._vectors_loaded:
-                    self._call(self._client.load_collection, VECTORS)
+                    self._each(self._load)  # at once: each shard loads on its own core
                     self._vectors_loaded = True
         return VECTORS
+
+    def _load(self, client: MilvusClient) -> None:
+        self._call(client.load_collection, VECTORS)
+
+    def _each(self, work: Callable[[MilvusClient], T]) -> list[T]:
+        """`work` done on every shard, at once when there are several; results in shard order."""
+        if len(self._shards) == 1:
+            return [work(self._shards[0])]
+        return list(self._pool.map(work, self._shards))
+
+    def _by_shard(self, doc_ids: Sequence[str]) -> Iterator[tuple[MilvusClient, list[str]]]:
+        for shard, ids in sorted(by_shard(doc_ids, lambda d: d, len(self._shards)).items()):
+            yield self._shards[shard], ids
 
     # ---- writes -------------------------------------------------------------------------
 
     def insert_vectors(self, rows: list[dict[str, Any]]) -> None:
-        for batch in _batches(rows, WRITE_BATCH):
-            self._call(self._client.insert, self._vectors(), data=list(batch))
-            self.rows_written += len(batch)
+        self._write_vectors("insert", rows)
 
     def upsert_vectors(self, rows: list[dict[str, Any]]) -> None:
-        for batch in _batches(rows, WRITE_BATCH):
-            self._call(self._client.upsert, self._vectors(), data=list(batch))
-            self.rows_written += len(batch)
+        self._write_vectors("upsert", rows)
+
+    def _write_vectors(self, how: str, rows: list[dict[str, Any]]) -> None:
+        collection = self._vectors()
+        for shard, shard_rows in sorted(by_shard(rows, lambda r: r["doc_id"], len(self._shards)).items()):
+            write = getattr(self._shards[shard], how)
+            for batch in _batches(shard_rows, WRITE_BATCH):
+                self._call(write, collection, data=list(batch))
+                self.rows_written += len(batch)
 
     def delete_vectors_of_paths(self, paths: Sequence[str]) -> None:
-        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
-            self._delete_vectors_where(in_filter("doc_id", batch))
+        for client, ids in self._by_shard([doc_id(p) for p in paths]):
+            for batch in _batches(ids, IN_BATCH):
+                self._delete_vectors_where(client, in_filter("doc_id", batch))
 
     def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
             self._call(self._client.upsert, METADATA, data=list(batch))
 
-    def delete_vectors(self, ids: Sequence[str]) -> None:
-        for batch in _batches(list(ids), WRITE_BATCH * 4):
-            self._delete_vectors_where(in_filter("id", batch))
+    def delete_vectors(self, keys: Sequence[dict[str, Any]]) -> None:
+        """Delete vector rows by key: each an `id` and the `file_path` whose shard holds it."""
+        shards = by_shard(keys, lambda key: doc_id(key["file_path"]), len(self._shards))
+        for shard, shard_keys in sorted(shards.items()):
+            for batch in _batches([key["id"] for key in shard_keys], WRITE_BATCH * 4):
+                self._delete_vectors_where(self._shards[shard], in_filter("id", batch))
 
-    def _delete_vectors_where(self, filter: str) -> None:
-        result = self._call(self._client.delete, self._vectors(), filter=filter)
+    def _delete_vectors_where(self, client: MilvusClient, filter: str) -> None:
+        result = self._call(client.delete, self._vectors(), filter=filter)
         # Milvus Lite answers with the deleted ids, a server with {"delete_count": n}.
         self.rows_written += len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
 
@@ -210,30 +292,40 @@ class Store:
     def vector_keys_for_paths(self, paths: Sequence[str]) -> list[dict[str, Any]]:
         """id, file_path and file_hash of every vector row of these files (one query per 500)."""
         rows: list[dict[str, Any]] = []
-        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
-            rows.extend(
-                self._query(self._vectors(), in_filter("doc_id", batch), ["id", "file_path", "file_hash"])
-            )
+        for client, ids in self._by_shard([doc_id(p) for p in paths]):
+            for batch in _batches(ids, IN_BATCH):
+                rows.extend(
+                    self._iterate(
+                        self._vectors(), ["id", "file_path", "file_hash"], in_filter("doc_id", batch), client
+                    )
+                )
         return rows
 
     def vectors_for_sections(self, section_ids: Sequence[str]) -> dict[tuple[str, int], list[float]]:
         """Stored embeddings by (section_id, window), so unchanged text is never embedded twice."""
         found: dict[tuple[str, int], list[float]] = {}
+        fields = ["section_id", "window_index", "embedding"]
+        collection = self._vectors()
         for batch in _batches(sorted(set(section_ids)), IN_BATCH):
-            for row in self._query(
-                self._vectors(), in_filter("section_id", batch), ["section_id", "window_index", "embedding"]
-            ):
-                found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
+            expr = in_filter("section_id", batch)
+
+            # A section's text may repeat in notes of any shard: ask them all.
+            def lookup(client: MilvusClient, expr: str = expr) -> list[dict[str, Any]]:
+                return self._query(collection, expr, fields, client)
+
+            for rows in self._each(lookup):
+                for row in rows:
+                    found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
         return found
 
     def section_vectors(self, paths: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
         """Every window vector of these files, by (file_path, file_hash), as one matrix per version."""
         found: dict[tuple[str, str], list[Any]] = {}
-        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
-            for row in self._iterate(
-                self._vectors(), ["file_path", "file_hash", "embedding"], in_filter("doc_id", batch)
-            ):
-                found.setdefault((row["file_path"], row["file_hash"]), []).append(row["embedding"])
+        fields = ["file_path", "file_hash", "embedding"]
+        for client, ids in self._by_shard([doc_id(p) for p in paths]):
+            for batch in _batches(ids, IN_BATCH):
+                for row in self._iterate(self._vectors(), fields, in_filter("doc_id", batch), client):
+                    found.setdefault((row["file_path"], row["file_hash"]), []).append(row["embedding"])
         return {key: np.asarray(rows, dtype=np.float32) for key, rows in found.items()}
 
     def doc_vectors(self) -> Iterator[dict[str, Any]]:
@@ -255,7 +347,8 @@ class Store:
 
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
         """id, file_path and file_hash of every vector row, for the repair after a crash."""
-        yield from self._iterate(self._vectors(), ["id", "file_path", "file_hash"])
+        for client in self._shards:
+            yield from self._iterate(self._vectors(), ["id", "file_path", "file_hash"], client=client)
 
     def load_catalog(self) -> dict[str, FileRecord]:
         catalog = {}
@@ -266,46 +359,62 @@ class Store:
         return catalog
 
     def count_vectors(self) -> int:
-        result = self._call(self._client.query, self._vectors(), filter="", output_fields=["count(*)"])
-        return int(result[0]["count(*)"]) if result else 0
+        def count(client: MilvusClient) -> int:
+            result = self._call(client.query, self._vectors(), filter="", output_fields=["count(*)"])
+            return int(result[0]["count(*)"]) if result else 0
+
+        return sum(self._each(count))
 
     def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
         vectors, i.e. the cosine)."""
-        result = self._call(
-            self._client.search,
-            self._vectors(),
-            data=[vector.tolist()],
-            anns_field="embedding",
-            limit=limit,
-            filter=filter,
-            output_fields=HIT_FIELDS,
-            search_params={"metric_type": DENSE_METRIC},
-        )
-        return [self._hit(match) for match in result[0]]
+        data = [vector.tolist()]
+        collection = self._vectors()
+
+        def search(client: MilvusClient) -> list[dict[str, Any]]:
+            result = self._call(
+                client.search,
+                collection,
+                data=data,
+                anns_field="embedding",
+                limit=limit,
+                filter=filter,
+                output_fields=HIT_FIELDS,
+                search_params={"metric_type": DENSE_METRIC},
+            )
+            return list(result[0])
+
+        return [self._hit(match) for match in best_hits(self._each(search), limit)]
 
     def search_keyword(self, text: str, limit: int, filter: str = "") -> list[dict[str, Any]]:
         """Best BM25 windows, each with what a hit shows and its `embedding`, so the caller
         scores it by cosine without another round trip (`distance` is the BM25 score)."""
         if not self.full_text:
             return []
-        try:
-            result = self._client.search(
-                self._vectors(),
-                data=[text],
-                anns_field="sparse",
-                limit=limit,
-                filter=filter,
-                output_fields=[*HIT_FIELDS, "embedding"],
-                search_params={"metric_type": "BM25"},
-            )
-        except MilvusException as exc:
-            # With no rows yet, BM25's average document length is 0 and Milvus Lite fails
-            # on the NaN instead of matching nothing.
-            if "NaN or Inf" in str(exc):
-                return []
-            raise StoreError(f"Milvus BM25 search failed on {self.uri}: {exc.message}") from exc
-        return [self._hit(match) for match in result[0]]
+        collection = self._vectors()
+
+        def search(client: MilvusClient) -> list[dict[str, Any]]:
+            try:
+                result = client.search(
+                    collection,
+                    data=[text],
+                    anns_field="sparse",
+                    limit=limit,
+                    filter=filter,
+                    output_fields=[*HIT_FIELDS, "embedding"],
+                    search_params={"metric_type": "BM25"},
+                )
+            except MilvusException as exc:
+                # With no rows yet (in this shard), BM25's average document length is 0 and
+                # Milvus Lite fails on the NaN instead of matching nothing.
+                if "NaN or Inf" in str(exc):
+                    return []
+                raise StoreError(f"Milvus BM25 search failed on {self.uri}: {exc.message}") from exc
+            return list(result[0])
+
+        # Each shard scores BM25 with its own term statistics; over thousands of notes hashed
+        # evenly the scores agree closely, and every candidate is then ranked by its cosine.
+        return [self._hit(match) for match in best_hits(self._each(search), limit)]
 
     @staticmethod
     def _hit(match: dict[str, Any]) -> dict[str, Any]:
@@ -317,13 +426,17 @@ class Store:
         row["distance"] = float(match["distance"])
         return row
 
-    def _query(self, collection: str, filter: str, fields: list[str]) -> list[dict[str, Any]]:
-        return list(self._iterate(collection, fields, filter))
+    def _query(
+        self, collection: str, filter: str, fields: list[str], client: MilvusClient | None = None
+    ) -> list[dict[str, Any]]:
+        return list(self._iterate(collection, fields, filter, client))
 
-    def _iterate(self, collection: str, fields: list[str], filter: str = "") -> Iterator[dict[str, Any]]:
+    def _iterate(
+        self, collection: str, fields: list[str], filter: str = "", client: MilvusClient | None = None
+    ) -> Iterator[dict[str, Any]]:
         # An iterator, not query(limit=...): a filter may match more rows than one query returns.
         iterator = self._call(
-            self._client.query_iterator,
+            (client or self._client).query_iterator,
             collection,
             batch_size=4000,
             filter=filter,
@@ -344,8 +457,9 @@ class Store:
             ) from exc
 
     def ping(self, timeout_s: float = 3.0) -> None:
-        """Raises StoreError unless the store answers within `timeout_s`."""
-        self._call(self._client.list_collections, timeout=timeout_s)
+        """Raises StoreError unless every shard answers within `timeout_s`."""
+        for client in self._shards:
+            self._call(client.list_collections, timeout=timeout_s)
 
     def reopen_due(self, floor: int) -> bool:
         """True when Milvus Lite holds enough rows written since it opened the index to slow
@@ -373,7 +487,7 @@ class Store:
         started = time.monotonic()
         self.close()
         self._vectors_loaded = False
-        self._client = self._connect()
+        self._shards = self._connect()
         self._released = False
         try:
             self._ensure_collections()
@@ -384,10 +498,16 @@ class Store:
         return time.monotonic() - started
 
     def close(self) -> None:
-        try:
-            self._client.close()
-        except Exception as exc:  # closing a broken connection must not mask the real error
-            logger.debug("closing the Milvus client failed: {}", exc)
-        if self.is_lite and not self._released:
+        for client in self._shards:
+            try:
+                client.close()
+            except Exception as exc:  # closing a broken connection must not mask the real error
+                logger.debug("closing the Milvus client failed: {}", exc)
+        if not self._released:
             self._released = True
-            lite.release(self.uri)
+            self._release_lite()
+
+    def _release_lite(self) -> None:
+        if self.is_lite:
+            for uri in self._uris:
+                lite.release(Path(uri))

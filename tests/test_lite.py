@@ -10,21 +10,23 @@ def test_the_store_opens_to_the_server_started_early(tmp_path):
     from mdrag.store import Store
 
     uri = str(tmp_path / "index" / "milvus.db")
-    thread = lite.start_early(uri)
-    assert thread is not None
-    thread.join(30)
-    db = lite.database_path(uri)
-    assert lite.started_here(db) and lite.lock_held(db)
+    threads = lite.start_early(uri)
+    dbs = lite.databases(uri)
+    assert len(threads) == len(dbs) >= 2  # one server per shard, all started at once
+    for thread in threads:
+        thread.join(30)
+    assert all(lite.started_here(db) and lite.lock_held(db) for db in dbs)
     store = Store(uri, dimension=384, model_id="m")
     try:
         assert store.count_vectors() == 0
     finally:
         store.close()
-    assert not lite.started_here(db) and not lite.lock_held(db)  # stopped by close, lock gone
+    for db in dbs:
+        assert not lite.started_here(db) and not lite.lock_held(db)  # stopped by close, lock gone
 
 
 def test_no_head_start_for_a_server_uri_or_a_database_another_process_holds(tmp_path):
-    assert lite.start_early("http://localhost:19530") is None
+    assert lite.start_early("http://localhost:19530") == []
     db = tmp_path / "milvus.db"
     (tmp_path / ".milvus.db.lock").write_text("")
-    assert lite.start_early(str(db)) is None
+    assert lite.start_early(str(db)) == []
