@@ -1,4 +1,4 @@
-"""Lite: the embedded Milvus Lite server process of a database file, started early, stopped at once."""
+"""Lite: the Milvus Lite server processes of an index's databases, started at once, stopped at once."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from mdrag.shards import LITE_SHARDS, shard_paths
 
 _started: set[Path] = set()  # databases whose server this process started ahead of the store
+_starting: dict[Path, threading.Thread] = {}  # head starts still under way
 
 
 def is_lite(uri: str) -> bool:
@@ -17,6 +18,11 @@ def is_lite(uri: str) -> bool:
 
 def database_path(uri: str) -> Path:
     return Path(uri).expanduser()
+
+
+def databases(uri: str) -> list[Path]:
+    """Every database file of a Milvus Lite index (one per shard), the named one first."""
+    return shard_paths(database_path(uri), LITE_SHARDS)
 
 
 def lock_held(db: Path) -> bool:
@@ -29,44 +35,83 @@ def started_here(db: Path) -> bool:
     return db in _started
 
 
-def databases(uri: str) -> list[Path]:
-    """Every database file of a Milvus Lite index (one per shard), the named one first."""
-    return shard_paths(database_path(uri), LITE_SHARDS)
-
-
 def start_early(uri: str) -> list[threading.Thread]:
     """Start the Lite servers of `uri` in the background, so a command's imports hide their start.
 
-    Milvus Lite waits a fixed 0.5 s after spawning its server; a command that calls this before
-    its heavy imports (pymilvus alone takes ~0.5 s) opens the store to a server already up.
-    The store's own open is unchanged: it finds this server, or starts one and reports errors.
+    Milvus Lite waits a fixed 0.5 s after spawning each server; a command that calls this before
+    its heavy imports (pymilvus alone takes ~0.5 s) opens the store to servers already up.
+    The store's own open waits for these threads, then finds the servers or starts them itself
+    and reports errors.
     """
     if not is_lite(uri) or lock_held(database_path(uri)):
         return []  # a server, or another process has it: the store's open explains that
-    threads = [
-        threading.Thread(target=_start, args=(db,), name="mdrag-lite-start", daemon=True)
-        for db in databases(uri)
-    ]
-    for thread in threads:
+    threads = []
+    for db in databases(uri):
+        thread = threading.Thread(target=_start, args=(db,), name="mdrag-lite-start", daemon=True)
+        _starting[db] = thread
+        threads.append(thread)
         thread.start()
     return threads
+
+
+def start(dbs: list[Path]) -> None:
+    """Start the servers of these databases at once (waiting for any head start first).
+
+    milvus-lite's own manager starts one server at a time under its lock, each with its fixed
+    0.5 s wait: for two shards that added 0.5 s to every command (no-op rescan 2.5 -> 3.0 s).
+    A server that fails to start here is started again by MilvusClient, which reports why.
+    """
+    wait_for_head_start(dbs)
+    threads = [threading.Thread(target=_start, args=(db,), name="mdrag-lite-start") for db in dbs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def wait_for_head_start(dbs: list[Path]) -> None:
+    """Until start_early's threads for these databases are done: before that, their lock files
+    exist but their servers cannot be found yet."""
+    for db in dbs:
+        head_start = _starting.pop(db, None)
+        if head_start is not None:
+            head_start.join()
 
 
 def _start(db: Path) -> None:
     try:
         db.parent.mkdir(parents=True, exist_ok=True)
-        from milvus_lite.server_manager import server_manager_instance
+        from milvus_lite.server import Server
+        from milvus_lite.server_manager import server_manager_instance as manager
 
-        if server_manager_instance.start_and_get_uri(str(db)):
-            _started.add(db)
+        key = str(db.absolute().resolve())
+        with manager._lock:  # milvus-lite 2.5.1's registry of running servers, by resolved path
+            if key in manager._servers:
+                return
+        server = Server(key)
+        if not (server.init() and server.start()):
+            return
+        with manager._lock:
+            manager._servers.setdefault(key, server)  # MilvusClient(db) connects to it from here
+        _started.add(db)
     except Exception:  # noqa: BLE001 - only a head start: the store's open reports what is wrong
         return
 
 
-def release(db: Path) -> None:
-    """Stop a database's Lite server now: left to the interpreter's teardown, its stop added
-    0.2-2.3 s to a short command's wall time (0.03 s when asked for here)."""
-    from milvus_lite.server_manager import server_manager_instance
+def release(dbs: list[Path]) -> None:
+    """Stop these databases' Lite servers now, at once: left to the interpreter's teardown, a
+    stop added 0.2-2.3 s to a short command's wall time (0.03 s when asked for here)."""
+    from milvus_lite.server_manager import server_manager_instance as manager
 
-    _started.discard(db)
-    server_manager_instance.release_server(str(db))
+    servers = []
+    with manager._lock:
+        for db in dbs:
+            _started.discard(db)
+            server = manager._servers.pop(str(db.absolute().resolve()), None)
+            if server is not None:
+                servers.append(server)
+    threads = [threading.Thread(target=server.stop, name="mdrag-lite-stop") for server in servers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

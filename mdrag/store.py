@@ -131,6 +131,7 @@ class Store:
         if self.is_lite:
             db = lite.database_path(self.uri)
             db.parent.mkdir(parents=True, exist_ok=True)
+            lite.wait_for_head_start([Path(uri) for uri in self._uris])
             # A failed second open deletes the lock file: so look before trying.
             held = lite.lock_held(db) and not lite.started_here(db)
         clients: list[MilvusClient] = []
@@ -138,8 +139,10 @@ class Store:
             if held:
                 # Maybe a stale lock; if not, the failure must not touch the other shards' locks.
                 clients.append(self._connect_one(self._uris[0], held))
-            # At once: Milvus Lite waits a fixed 0.5 s after starting each database's server.
-            opening = [self._pool.submit(self._connect_one, uri, False) for uri in self._uris[len(clients) :]]
+            rest = self._uris[len(clients) :]
+            if self.is_lite:
+                lite.start([Path(uri) for uri in rest])  # at once: each waits a fixed 0.5 s
+            opening = [self._pool.submit(self._connect_one, uri, False) for uri in rest]
             failure = None
             for future in opening:
                 try:
@@ -412,8 +415,8 @@ class Store:
                 raise StoreError(f"Milvus BM25 search failed on {self.uri}: {exc.message}") from exc
             return list(result[0])
 
-        # Each shard scores BM25 with its own term statistics; over thousands of notes hashed
-        # evenly the scores agree closely, and every candidate is then ranked by its cosine.
+        # Each shard scores BM25 with its own term statistics (document count, lengths, term
+        # frequencies); with notes hashed evenly over shards they agree closely.
         return [self._hit(match) for match in best_hits(self._each(search), limit)]
 
     @staticmethod
@@ -509,5 +512,4 @@ class Store:
 
     def _release_lite(self) -> None:
         if self.is_lite:
-            for uri in self._uris:
-                lite.release(Path(uri))
+            lite.release([Path(uri) for uri in self._uris])
