@@ -219,8 +219,11 @@ def _print_status(report: dict[str, Any]) -> None:
     )
     click.echo(f"model:     {report['model']}")
     store = report["store"]
+    shards = store.get("shards", 1)
     click.echo(
-        f"store:     {store['uri']}" + ("" if store.get("full_text_search", True) else " (dense only)")
+        f"store:     {store['uri']}"
+        + (f" ({shards} shards)" if shards > 1 else "")
+        + ("" if store.get("full_text_search", True) else " (dense only)")
     )
     if daemon and not daemon.get("store_available", True):
         click.echo(

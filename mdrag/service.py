@@ -215,7 +215,11 @@ class Service:
             ],
             "last_indexed_at": self.catalog.last_indexed_at() or None,
             "model": self.embedder.model_id,
-            "store": {"uri": self.config.milvus_uri, "full_text_search": self.store.full_text},
+            "store": {
+                "uri": self.config.milvus_uri,
+                "shards": self.store.shards,
+                "full_text_search": self.store.full_text,
+            },
             "roots": [str(r) for r in self.filter.roots],
             "open_gaps": self._open_gaps(),
         }

@@ -122,6 +122,11 @@ class Store:
             self.drop_all()
 
     @property
+    def shards(self) -> int:
+        """How many databases hold the vectors collection (Milvus Lite: LITE_SHARDS; a server: 1)."""
+        return len(self._uris)
+
+    @property
     def _client(self) -> MilvusClient:
         """The first shard's client: the metadata collection lives there."""
         return self._shards[0]
@@ -362,8 +367,10 @@ class Store:
         return catalog
 
     def count_vectors(self) -> int:
+        collection = self._vectors()  # loaded here, never from a shard worker (they would wait on each other)
+
         def count(client: MilvusClient) -> int:
-            result = self._call(client.query, self._vectors(), filter="", output_fields=["count(*)"])
+            result = self._call(client.query, collection, filter="", output_fields=["count(*)"])
             return int(result[0]["count(*)"]) if result else 0
 
         return sum(self._each(count))

@@ -77,6 +77,7 @@ def test_a_lite_index_spreads_notes_over_its_shards_and_a_search_finds_them_in_e
     service.reindex()
     store = service.store
     assert len(store._shards) == LITE_SHARDS and LITE_SHARDS >= 2
+    assert service.status()["store"]["shards"] == LITE_SHARDS
     held = shard_rows(store)
     for path in paths.values():  # every note in exactly its own shard
         assert [path in rows for rows in held].count(True) == 1
