@@ -104,6 +104,9 @@ class Store:
         # still runs them one after the other).
         self._pool = ThreadPoolExecutor(2 * len(self._uris), thread_name_prefix="mdrag-shard")
         self._shards = self._connect()
+        # Whether each shard holds rows (None: not known since a delete or the open): BM25 over
+        # an empty shard is an engine error that Milvus Lite's server also prints to our stdout.
+        self._has_rows: list[bool | None] = [None] * len(self._shards)
         self._identity = identity(model_id, dimension, len(self._shards))
         self._vectors_loaded = False
         self._load_lock = threading.Lock()
@@ -225,6 +228,7 @@ class Store:
         self.full_text = True
         self._vectors_loaded = False
         self.rows_written = self._reopen_checked_at = 0  # the rebuild's own writes count from here
+        self._has_rows = [None] * len(self._shards)
         self._ensure_collections()
 
     def load_vectors(self) -> None:
@@ -244,11 +248,12 @@ class Store:
     def _load(self, client: MilvusClient) -> None:
         self._call(client.load_collection, VECTORS)
 
-    def _each(self, work: Callable[[MilvusClient], T]) -> list[T]:
-        """`work` done on every shard, at once when there are several; results in shard order."""
-        if len(self._shards) == 1:
-            return [work(self._shards[0])]
-        return list(self._pool.map(work, self._shards))
+    def _each(self, work: Callable[[MilvusClient], T], shards: list[MilvusClient] | None = None) -> list[T]:
+        """`work` done on every shard (or these), at once when there are several; in shard order."""
+        clients = self._shards if shards is None else shards
+        if len(clients) <= 1:
+            return [work(client) for client in clients]
+        return list(self._pool.map(work, clients))
 
     def _by_shard(self, doc_ids: Sequence[str]) -> Iterator[tuple[MilvusClient, list[str]]]:
         for shard, ids in sorted(by_shard(doc_ids, lambda d: d, len(self._shards)).items()):
@@ -269,6 +274,7 @@ class Store:
             for batch in _batches(shard_rows, WRITE_BATCH):
                 self._call(write, collection, data=list(batch))
                 self.rows_written += len(batch)
+                self._has_rows[shard] = True
 
     def delete_vectors_of_paths(self, paths: Sequence[str]) -> None:
         for client, ids in self._by_shard([doc_id(p) for p in paths]):
@@ -288,6 +294,7 @@ class Store:
 
     def _delete_vectors_where(self, client: MilvusClient, filter: str) -> None:
         result = self._call(client.delete, self._vectors(), filter=filter)
+        self._has_rows[self._shards.index(client)] = None
         # Milvus Lite answers with the deleted ids, a server with {"delete_count": n}.
         self.rows_written += len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
 
@@ -373,7 +380,9 @@ class Store:
             result = self._call(client.query, collection, filter="", output_fields=["count(*)"])
             return int(result[0]["count(*)"]) if result else 0
 
-        return sum(self._each(count))
+        counts = self._each(count)
+        self._has_rows = [n > 0 for n in counts]
+        return sum(counts)
 
     def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
@@ -402,6 +411,9 @@ class Store:
         if not self.full_text:
             return []
         collection = self._vectors()
+        if None in self._has_rows:
+            self.count_vectors()
+        with_rows = [client for client, has in zip(self._shards, self._has_rows, strict=True) if has]
 
         def search(client: MilvusClient) -> list[dict[str, Any]]:
             try:
@@ -424,7 +436,7 @@ class Store:
 
         # Each shard scores BM25 with its own term statistics (document count, lengths, term
         # frequencies); with notes hashed evenly over shards they agree closely.
-        return [self._hit(match) for match in best_hits(self._each(search), limit)]
+        return [self._hit(match) for match in best_hits(self._each(search, with_rows), limit)]
 
     @staticmethod
     def _hit(match: dict[str, Any]) -> dict[str, Any]:
@@ -498,6 +510,7 @@ class Store:
         self.close()
         self._vectors_loaded = False
         self._shards = self._connect()
+        self._has_rows = [None] * len(self._shards)
         self._released = False
         try:
             self._ensure_collections()
