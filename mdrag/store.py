@@ -8,22 +8,20 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 
-from mdrag import lite
 from mdrag.carried import CarriedVectors
 from mdrag.catalog import FileRecord
-from mdrag.errors import LayoutOutdatedError, StoreError, StoreLockedError
+from mdrag.databases import Databases
+from mdrag.errors import LayoutOutdatedError, StoreError
 from mdrag.filters import in_filter
 from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
-from mdrag.shards import best_hits, by_shard
+from mdrag.shards import best_hits
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
@@ -33,8 +31,6 @@ MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
 # 35.5 ms, 30.4-32.6 once reopened; deletes too: 40-44 ms, 31 once reopened). Reopening is
 # due once the rows written since the open are this share of the index (and a floor).
 REOPEN_SHARE = 0.2
-
-T = TypeVar("T")
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -96,21 +92,15 @@ class Store:
         self.dimension = dimension
         self.model_id = model_id
         self.full_text = True  # BM25 sparse field present; False on servers without it
-        self.is_lite = lite.is_lite(uri)
-        self._token = token
-        self._timeout_s = timeout_s
-        self._uris = [str(db) for db in lite.databases(uri)] if self.is_lite else [uri]
-        # Twice the shards: a query's BM25 and dense halves may be asked at once (each engine
-        # still runs them one after the other).
-        self._pool = ThreadPoolExecutor(2 * len(self._uris), thread_name_prefix="mdrag-shard")
-        self._shards = self._connect()
+        self._db = Databases(uri, token, timeout_s)
+        self.is_lite = self._db.is_lite
+        self._db.open()
         # Whether each shard holds rows (None: not known since a delete or the open): BM25 over
         # an empty shard is an engine error that Milvus Lite's server also prints to our stdout.
-        self._has_rows: list[bool | None] = [None] * len(self._shards)
-        self._identity = identity(model_id, dimension, len(self._shards))
+        self._has_rows: list[bool | None] = [None] * len(self._db)
+        self._identity = identity(model_id, dimension, len(self._db))
         self._vectors_loaded = False
         self._load_lock = threading.Lock()
-        self._released = False
         self.rows_written = 0  # vector rows inserted, upserted or deleted since the open
         self._reopen_checked_at = 0
         try:
@@ -127,62 +117,11 @@ class Store:
     @property
     def shards(self) -> int:
         """How many databases hold the vectors collection (Milvus Lite: LITE_SHARDS; a server: 1)."""
-        return len(self._uris)
+        return len(self._db)
 
     @property
     def _client(self) -> MilvusClient:
-        """The first shard's client: the metadata collection lives there."""
-        return self._shards[0]
-
-    def _connect(self) -> list[MilvusClient]:
-        held = False
-        if self.is_lite:
-            db = lite.database_path(self.uri)
-            db.parent.mkdir(parents=True, exist_ok=True)
-            lite.wait_for_head_start([Path(uri) for uri in self._uris])
-            # A failed second open deletes the lock file: so look before trying.
-            held = lite.lock_held(db) and not lite.started_here(db)
-        clients: list[MilvusClient] = []
-        try:
-            if held:
-                # Maybe a stale lock; if not, the failure must not touch the other shards' locks.
-                clients.append(self._connect_one(self._uris[0], held))
-            rest = self._uris[len(clients) :]
-            if self.is_lite:
-                lite.start([Path(uri) for uri in rest])  # at once: each waits a fixed 0.5 s
-            opening = [self._pool.submit(self._connect_one, uri, False) for uri in rest]
-            failure = None
-            for future in opening:
-                try:
-                    clients.append(future.result())
-                except StoreError as exc:
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
-        except StoreError:
-            for client in clients:
-                client.close()
-            if not held:
-                self._release_lite()
-            raise
-        return clients
-
-    def _connect_one(self, uri: str, held: bool) -> MilvusClient:
-        try:
-            # A per-call timeout bounds pymilvus' retries, so an unreachable server is an error
-            # after timeout_s rather than a call that hangs.
-            return MilvusClient(uri=uri, token=self._token or "", timeout=self._timeout_s)
-        except Exception as exc:  # pymilvus raises several unrelated types here
-            raise self._open_error(exc, held) from exc
-
-    def _open_error(self, exc: Exception, held: bool) -> StoreError:
-        text = str(exc)
-        if held:
-            return StoreLockedError(
-                f"the index {self.uri} is held by another process, and no mdrag daemon answered "
-                "on the socket: stop that process (or wait for it to finish), then try again"
-            )
-        return StoreError(f"cannot open the Milvus store at {self.uri}: {text}")
+        return self._db.first
 
     # ---- schema -------------------------------------------------------------------------
 
@@ -202,7 +141,7 @@ class Store:
 
     def _old_vectors(self, fields: list[str]) -> Iterator[dict[str, Any]]:
         """Every vector row of an older layout, from each shard that has the collection."""
-        for client in self._shards:
+        for client in self._db.clients:
             if client.has_collection(VECTORS):
                 self._load(client)
                 yield from self._iterate(VECTORS, fields, client=client)
@@ -210,7 +149,7 @@ class Store:
     def _ensure_collections(self) -> None:
         fresh = not self._client.has_collection(VECTORS)
         self.full_text = ensure_collections(self._client, self._identity, self.dimension, self.uri)
-        for uri, client in zip(self._uris[1:], self._shards[1:], strict=True):
+        for uri, client in zip(self._db.uris[1:], self._db.clients[1:], strict=True):
             if fresh and client.has_collection(VECTORS):
                 # Left from an index whose first database was deleted: its rows belong to no note.
                 client.drop_collection(VECTORS)
@@ -221,14 +160,14 @@ class Store:
 
     def drop_all(self) -> None:
         """Remove both collections and create them empty (for `reindex --rebuild`)."""
-        for client in self._shards:
+        for client in self._db.clients:
             for name in (VECTORS, METADATA):
                 if client.has_collection(name):
                     client.drop_collection(name)
         self.full_text = True
         self._vectors_loaded = False
         self.rows_written = self._reopen_checked_at = 0  # the rebuild's own writes count from here
-        self._has_rows = [None] * len(self._shards)
+        self._has_rows = [None] * len(self._db)
         self._ensure_collections()
 
     def load_vectors(self) -> None:
@@ -241,23 +180,12 @@ class Store:
         if not self._vectors_loaded:
             with self._load_lock:
                 if not self._vectors_loaded:
-                    self._each(self._load)  # at once: each shard loads on its own core
+                    self._db.each(self._load)  # at once: each shard loads on its own core
                     self._vectors_loaded = True
         return VECTORS
 
     def _load(self, client: MilvusClient) -> None:
         self._call(client.load_collection, VECTORS)
-
-    def _each(self, work: Callable[[MilvusClient], T], shards: list[MilvusClient] | None = None) -> list[T]:
-        """`work` done on every shard (or these), at once when there are several; in shard order."""
-        clients = self._shards if shards is None else shards
-        if len(clients) <= 1:
-            return [work(client) for client in clients]
-        return list(self._pool.map(work, clients))
-
-    def _by_shard(self, doc_ids: Sequence[str]) -> Iterator[tuple[MilvusClient, list[str]]]:
-        for shard, ids in sorted(by_shard(doc_ids, lambda d: d, len(self._shards)).items()):
-            yield self._shards[shard], ids
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -269,17 +197,17 @@ class Store:
 
     def _write_vectors(self, how: str, rows: list[dict[str, Any]]) -> None:
         collection = self._vectors()
-        for shard, shard_rows in sorted(by_shard(rows, lambda r: r["doc_id"], len(self._shards)).items()):
-            write = getattr(self._shards[shard], how)
+        for shard, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
+            write = getattr(client, how)
             for batch in _batches(shard_rows, WRITE_BATCH):
                 self._call(write, collection, data=list(batch))
                 self.rows_written += len(batch)
                 self._has_rows[shard] = True
 
     def delete_vectors_of_paths(self, paths: Sequence[str]) -> None:
-        for client, ids in self._by_shard([doc_id(p) for p in paths]):
+        for shard, _, ids in self._db.by_note([doc_id(p) for p in paths], str):
             for batch in _batches(ids, IN_BATCH):
-                self._delete_vectors_where(client, in_filter("doc_id", batch))
+                self._delete_vectors_where(shard, in_filter("doc_id", batch))
 
     def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
@@ -287,14 +215,13 @@ class Store:
 
     def delete_vectors(self, keys: Sequence[dict[str, Any]]) -> None:
         """Delete vector rows by key: each an `id` and the `file_path` whose shard holds it."""
-        shards = by_shard(keys, lambda key: doc_id(key["file_path"]), len(self._shards))
-        for shard, shard_keys in sorted(shards.items()):
+        for shard, _, shard_keys in self._db.by_note(keys, lambda key: doc_id(key["file_path"])):
             for batch in _batches([key["id"] for key in shard_keys], WRITE_BATCH * 4):
-                self._delete_vectors_where(self._shards[shard], in_filter("id", batch))
+                self._delete_vectors_where(shard, in_filter("id", batch))
 
-    def _delete_vectors_where(self, client: MilvusClient, filter: str) -> None:
-        result = self._call(client.delete, self._vectors(), filter=filter)
-        self._has_rows[self._shards.index(client)] = None
+    def _delete_vectors_where(self, shard: int, filter: str) -> None:
+        result = self._call(self._db.clients[shard].delete, self._vectors(), filter=filter)
+        self._has_rows[shard] = None
         # Milvus Lite answers with the deleted ids, a server with {"delete_count": n}.
         self.rows_written += len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
 
@@ -307,7 +234,7 @@ class Store:
     def vector_keys_for_paths(self, paths: Sequence[str]) -> list[dict[str, Any]]:
         """id, file_path and file_hash of every vector row of these files (one query per 500)."""
         rows: list[dict[str, Any]] = []
-        for client, ids in self._by_shard([doc_id(p) for p in paths]):
+        for _, client, ids in self._db.by_note([doc_id(p) for p in paths], str):
             for batch in _batches(ids, IN_BATCH):
                 rows.extend(
                     self._iterate(
@@ -328,7 +255,7 @@ class Store:
             def lookup(client: MilvusClient, expr: str = expr) -> list[dict[str, Any]]:
                 return self._query(collection, expr, fields, client)
 
-            for rows in self._each(lookup):
+            for rows in self._db.each(lookup):
                 for row in rows:
                     found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
         return found
@@ -337,7 +264,7 @@ class Store:
         """Every window vector of these files, by (file_path, file_hash), as one matrix per version."""
         found: dict[tuple[str, str], list[Any]] = {}
         fields = ["file_path", "file_hash", "embedding"]
-        for client, ids in self._by_shard([doc_id(p) for p in paths]):
+        for _, client, ids in self._db.by_note([doc_id(p) for p in paths], str):
             for batch in _batches(ids, IN_BATCH):
                 for row in self._iterate(self._vectors(), fields, in_filter("doc_id", batch), client):
                     found.setdefault((row["file_path"], row["file_hash"]), []).append(row["embedding"])
@@ -362,7 +289,7 @@ class Store:
 
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
         """id, file_path and file_hash of every vector row, for the repair after a crash."""
-        for client in self._shards:
+        for client in self._db.clients:
             yield from self._iterate(self._vectors(), ["id", "file_path", "file_hash"], client=client)
 
     def load_catalog(self) -> dict[str, FileRecord]:
@@ -380,7 +307,7 @@ class Store:
             result = self._call(client.query, collection, filter="", output_fields=["count(*)"])
             return int(result[0]["count(*)"]) if result else 0
 
-        counts = self._each(count)
+        counts = self._db.each(count)
         self._has_rows = [n > 0 for n in counts]
         return sum(counts)
 
@@ -403,7 +330,7 @@ class Store:
             )
             return list(result[0])
 
-        return [self._hit(match) for match in best_hits(self._each(search), limit)]
+        return [self._hit(match) for match in best_hits(self._db.each(search), limit)]
 
     def search_keyword(self, text: str, limit: int, filter: str = "") -> list[dict[str, Any]]:
         """Best BM25 windows, each with what a hit shows and its `embedding`, so the caller
@@ -413,7 +340,7 @@ class Store:
         collection = self._vectors()
         if None in self._has_rows:
             self.count_vectors()
-        with_rows = [client for client, has in zip(self._shards, self._has_rows, strict=True) if has]
+        with_rows = [client for client, has in zip(self._db.clients, self._has_rows, strict=True) if has]
 
         def search(client: MilvusClient) -> list[dict[str, Any]]:
             try:
@@ -436,7 +363,7 @@ class Store:
 
         # Each shard scores BM25 with its own term statistics (document count, lengths, term
         # frequencies); with notes hashed evenly over shards they agree closely.
-        return [self._hit(match) for match in best_hits(self._each(search, with_rows), limit)]
+        return [self._hit(match) for match in best_hits(self._db.each(search, with_rows), limit)]
 
     @staticmethod
     def _hit(match: dict[str, Any]) -> dict[str, Any]:
@@ -480,7 +407,7 @@ class Store:
 
     def ping(self, timeout_s: float = 3.0) -> None:
         """Raises StoreError unless every shard answers within `timeout_s`."""
-        for client in self._shards:
+        for client in self._db.clients:
             self._call(client.list_collections, timeout=timeout_s)
 
     def reopen_due(self, floor: int) -> bool:
@@ -498,7 +425,7 @@ class Store:
     @property
     def closed(self) -> bool:
         """True after close(), and after a reopen that failed before it could connect again."""
-        return self._released
+        return self._db.closed
 
     def reopen(self) -> float:
         """Stop Milvus Lite's server and open the index again, loaded; returns the seconds taken.
@@ -509,9 +436,8 @@ class Store:
         started = time.monotonic()
         self.close()
         self._vectors_loaded = False
-        self._shards = self._connect()
-        self._has_rows = [None] * len(self._shards)
-        self._released = False
+        self._db.open()
+        self._has_rows = [None] * len(self._db)
         try:
             self._ensure_collections()
         except MilvusException as exc:
@@ -521,15 +447,4 @@ class Store:
         return time.monotonic() - started
 
     def close(self) -> None:
-        for client in self._shards:
-            try:
-                client.close()
-            except Exception as exc:  # closing a broken connection must not mask the real error
-                logger.debug("closing the Milvus client failed: {}", exc)
-        if not self._released:
-            self._released = True
-            self._release_lite()
-
-    def _release_lite(self) -> None:
-        if self.is_lite:
-            lite.release([Path(uri) for uri in self._uris])
+        self._db.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mdrag"
 HOMES = {
-    "pymilvus": {"store.py", "schema.py"},
+    "pymilvus": {"store.py", "schema.py", "databases.py"},
     "milvus_lite": {"lite.py"},
     "sentence_transformers": {"embedder.py"},
     "torch": {"embedder.py"},

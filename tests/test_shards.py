@@ -67,7 +67,7 @@ def shard_rows(store) -> list[set[str]]:
     """The file paths whose rows each shard's database holds."""
     return [
         {row["file_path"] for row in store._iterate("document_vectors", ["file_path"], client=client)}
-        for client in store._shards
+        for client in store._db.clients
     ]
 
 
@@ -76,7 +76,7 @@ def test_a_lite_index_spreads_notes_over_its_shards_and_a_search_finds_them_in_e
     service = make_service([notes])
     service.reindex()
     store = service.store
-    assert len(store._shards) == LITE_SHARDS and LITE_SHARDS >= 2
+    assert len(store._db.clients) == LITE_SHARDS and LITE_SHARDS >= 2
     assert service.status()["store"]["shards"] == LITE_SHARDS
     held = shard_rows(store)
     for path in paths.values():  # every note in exactly its own shard
