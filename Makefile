@@ -45,6 +45,7 @@ clean:
 # Retrieval quality on SciFact (or --notes/--queries/--qrels of your own): all modes, one run.
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
+	$(PY) -m bench.report
 
 # Speed and memory on the PowerShell reference (3,088 notes): cold index against the encode
 # ceiling, no-op rescan, freshness, socket queries at 100k sections, daemon RSS; about an hour

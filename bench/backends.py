@@ -10,10 +10,8 @@ and the cosine between each back-end's vectors and torch's (the quality cost, be
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,23 +64,12 @@ def sample(work: harness.Work, count: int) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    cli = harness.parser(__doc__, files_default=200)
+    cli.add_argument("--texts", type=int, default=1500)
+    cli.add_argument("--rounds", type=int, default=3)
+    harness.figure_main(
+        "backends", cli, lambda work, args: measure(sample(work, args.texts), args.rounds), summary
     )
-    parser.add_argument("--files", type=int, default=200, help="N files of the corpus to draw texts from")
-    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
-    parser.add_argument("--texts", type=int, default=1500)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    work = harness.prepare(args.work, args.files)
-    try:
-        if not work.indexed():
-            harness.reindex(work)
-        result = measure(sample(work, args.texts), args.rounds)
-    finally:
-        harness.cleanup(work, keep=args.work is not None)
-    print(summary(result))
-    print(f"written to {harness.save('backends', result)}")
 
 
 if __name__ == "__main__":

@@ -133,18 +133,18 @@ def summary(result: dict[str, Any]) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--files", type=int, default=0, help="index only N files of the corpus (0: all)")
-    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
+def add_ceiling_sample(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ceiling-sample",
         type=int,
         default=0,
         help="encode only N of the embedded texts for the ceiling (0: all)",
     )
+
+
+def main() -> None:
+    parser = harness.parser(__doc__)
+    add_ceiling_sample(parser)
     parser.add_argument("--ceiling-repeat", type=int, default=1)
     parser.add_argument(
         "--backends",

@@ -62,23 +62,14 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--files", type=int, default=0, help="only N files of the corpus (0: all)")
-    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
-    parser.add_argument("--edits", type=int, default=20)
-    args = parser.parse_args()
-    work = harness.prepare(args.work, args.files)
-    try:
-        if not work.indexed():
-            harness.reindex(work)
+    cli = harness.parser(__doc__)
+    cli.add_argument("--edits", type=int, default=20)
+
+    def run(work: harness.Work, args: argparse.Namespace) -> dict[str, Any]:
         with Daemon(work) as daemon:
-            result = measure(daemon, args.edits)
-    finally:
-        harness.cleanup(work, keep=args.work is not None)
-    print(summary(result))
-    print(f"written to {harness.save('freshness', result)}")
+            return measure(daemon, args.edits)
+
+    harness.figure_main("freshness", cli, run, summary)
 
 
 if __name__ == "__main__":

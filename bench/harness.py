@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,3 +206,32 @@ def cleanup(work: Work, keep: bool) -> None:
     shutil.rmtree(Path(work.socket).parent, ignore_errors=True)
     if not keep:
         shutil.rmtree(work.root, ignore_errors=True)
+
+
+def parser(doc: str | None, files_default: int = 0) -> argparse.ArgumentParser:
+    """The options every bench command shares: how many files of the corpus, and a work dir to keep."""
+    result = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    result.add_argument(
+        "--files", type=int, default=files_default, help="only N files of the corpus (0: all)"
+    )
+    result.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
+    return result
+
+
+def figure_main(
+    name: str,
+    cli: argparse.ArgumentParser,
+    measure: Callable[[Work, argparse.Namespace], dict[str, Any]],
+    summary: Callable[[dict[str, Any]], str],
+) -> None:
+    """One figure as a command: the corpus indexed in a work dir, measured, summarised, saved."""
+    args = cli.parse_args()
+    work = prepare(args.work, args.files)
+    try:
+        if not work.indexed():
+            reindex(work)
+        result = measure(work, args)
+    finally:
+        cleanup(work, keep=args.work is not None)
+    print(summary(result))
+    print(f"written to {save(name, result)}")

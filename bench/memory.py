@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 from bench import harness
@@ -56,22 +55,11 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--files", type=int, default=0, help="only N files of the corpus (0: all)")
-    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
-    args = parser.parse_args()
-    work = harness.prepare(args.work, args.files)
-    try:
-        if not work.indexed():
-            harness.reindex(work)
+    def run(work: harness.Work, args: argparse.Namespace) -> dict[str, Any]:
         with Daemon(work) as daemon:
-            result = measure(daemon)
-    finally:
-        harness.cleanup(work, keep=args.work is not None)
-    print(summary(result))
-    print(f"written to {harness.save('memory', result)}")
+            return measure(daemon)
+
+    harness.figure_main("memory", harness.parser(__doc__), run, summary)
 
 
 if __name__ == "__main__":

@@ -222,27 +222,18 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--files", type=int, default=0, help="only N files of the corpus (0: all)")
-    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--sections", type=int, default=100_000, help="grow the index to this many sections")
-    args = parser.parse_args()
-    work = harness.prepare(args.work, args.files)
-    try:
-        if not work.indexed():
-            harness.reindex(work)
+    cli = harness.parser(__doc__)
+    cli.add_argument("--queries", type=int, default=200)
+    cli.add_argument("--sections", type=int, default=100_000, help="grow the index to this many sections")
+
+    def run(work: harness.Work, args: argparse.Namespace) -> dict[str, Any]:
         with Daemon(work) as daemon:
             try:
-                result = measure(daemon, args.queries, args.sections)
+                return measure(daemon, args.queries, args.sections)
             finally:
                 shrink(daemon)
-    finally:
-        harness.cleanup(work, keep=args.work is not None)
-    print(summary(result))
-    print(f"written to {harness.save('query', result)}")
+
+    harness.figure_main("query", cli, run, summary)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,6 @@ the indexing part alone (hash every file, compare with the catalog), median and 
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 from typing import Any
 
 from bench import harness
@@ -44,22 +42,9 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--files", type=int, default=0, help="only N files of the corpus (0: all)")
-    parser.add_argument("--work", type=Path, help="work dir to keep (default: a temporary one)")
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    work = harness.prepare(args.work, args.files)
-    try:
-        if not work.indexed():
-            harness.reindex(work)
-        result = measure(work, args.repeat)
-    finally:
-        harness.cleanup(work, keep=args.work is not None)
-    print(summary(result))
-    print(f"written to {harness.save('rescan', result)}")
+    cli = harness.parser(__doc__)
+    cli.add_argument("--repeat", type=int, default=3)
+    harness.figure_main("rescan", cli, lambda work, args: measure(work, args.repeat), summary)
 
 
 if __name__ == "__main__":
