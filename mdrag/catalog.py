@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,31 @@ class FileRecord:
     indexed_at: float = 0.0
     size: int = 0
     links: list[dict[str, Any]] = field(default_factory=list)  # what the note links to, unresolved
+
+
+# The metadata row's fields a record is made of (the store reads only these to load the catalog).
+RECORD_FIELDS = (
+    "file_path",
+    "file_hash",
+    "status",
+    "error_message",
+    "warning",
+    "section_count",
+    "indexed_at",
+    "size",
+    "links",
+)
+
+
+def record_from_row(row: dict[str, Any]) -> FileRecord:
+    """The catalog's record of a note, from its metadata row (written now, or read back)."""
+    fields = {name: row[name] for name in RECORD_FIELDS}
+    fields["links"] = (fields["links"] or {}).get("items", [])
+    return FileRecord(**fields)
+
+
+def records_from_rows(rows: Iterable[dict[str, Any]]) -> dict[str, FileRecord]:
+    return {row["file_path"]: record_from_row(row) for row in rows}
 
 
 class Catalog:

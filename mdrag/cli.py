@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from mdrag.backend import LocalBackend, command_config, configure_command_logging, open_backend
 from mdrag.cli_explore import COMMANDS, read_text_arg, shown
 from mdrag.config import load_config
 from mdrag.errors import MdragError
+from mdrag.route import LocalBackend, command_config, configure_command_logging, open_backend
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -132,7 +132,7 @@ def search(
         params["tags"] = list(tags)
     if path_prefix:
         params["path_prefix"] = os.path.abspath(os.path.expanduser(path_prefix))
-    from mdrag.protocol import SearchParams
+    from mdrag.params import SearchParams
 
     SearchParams.parse(params)  # fail fast on a bad query, before any index is opened
     with open_backend(config, quiet=True) as backend:

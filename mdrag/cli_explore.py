@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from mdrag.backend import command_config, open_backend
+from mdrag.route import command_config, open_backend
 
 
 def run(ctx: click.Context, op: str, **params: Any) -> Any:

@@ -66,7 +66,7 @@ class Config:
     @property
     def data_dir(self) -> Path:
         """Where mdrag keeps its own state (the knowledge beside the index)."""
-        if _is_lite_uri(self.milvus_uri):
+        if is_lite_uri(self.milvus_uri):
             return Path(self.milvus_uri).expanduser().resolve().parent
         return default_data_dir()
 
@@ -207,7 +207,8 @@ def _coerce(attr: str, value: Any, where: str) -> Any:
     return text
 
 
-def _is_lite_uri(uri: str) -> bool:
+def is_lite_uri(uri: str) -> bool:
+    """A file path means Milvus Lite; a URL (http://, tcp://, ...) means a Milvus server."""
     return "://" not in uri
 
 
@@ -216,7 +217,7 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
         return origin.get(attr, config.source)
 
     uri = config.milvus_uri
-    if "://" in uri:
+    if not is_lite_uri(uri):
         parsed = urllib.parse.urlparse(uri)
         if parsed.scheme not in ("http", "https", "tcp", "grpc") or not parsed.hostname:
             raise _fail(

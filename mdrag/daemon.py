@@ -221,7 +221,7 @@ class Daemon:
             self.service.store.ping()
             # A write that failed midway may have landed in part: the store's metadata is
             # the truth, and rows no indexed version owns go.
-            self.service.catalog.reset(self.service.store.load_catalog())
+            self.service.catalog.reset(self.service.stored_records())
             self.service.indexer.repair()
         except StoreError as exc:
             logger.debug("store still unavailable: {}", exc)

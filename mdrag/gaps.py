@@ -15,7 +15,7 @@ import numpy as np
 from loguru import logger
 
 from mdrag.errors import QueryError
-from mdrag.protocol import GAP_STATUSES
+from mdrag.params import GAP_STATUSES
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS gaps (

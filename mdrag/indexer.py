@@ -14,15 +14,15 @@ import numpy as np
 from loguru import logger
 
 from mdrag.carried import CarriedVectors
-from mdrag.catalog import Catalog
+from mdrag.catalog import Catalog, record_from_row
 from mdrag.document import Document, hash_bytes, parse_document, read_bytes
 from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError
+from mdrag.milvus import Store
 from mdrag.readahead import read_ahead
-from mdrag.rows import PreparedNote, file_record, metadata_row, vector_rows
+from mdrag.rows import PreparedNote, metadata_row, vector_rows
 from mdrag.scanner import NoteFilter
-from mdrag.sections import SECTIONING_VERSION, Outline, Sectioner
-from mdrag.store import Store
+from mdrag.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 
 # Texts per write batch: the model sorts a batch by length, and the larger the batch the less
 # of each model batch is padding (measured on the PowerShell reference: 11% padded tokens at
@@ -267,7 +267,7 @@ class Indexer:
         # 2. the durable record, then the in-memory switch that makes the new rows visible
         self.store.upsert_metadata(metadata)
         for prepared, row in zip(batch, metadata, strict=True):
-            self.catalog.put(file_record(row))
+            self.catalog.put(record_from_row(row))
             if prepared.error:
                 report.failed.append({"file_path": prepared.path, "error": prepared.error})
                 logger.warning("failed {}: {}", prepared.path, prepared.error)
@@ -318,19 +318,3 @@ class Indexer:
         report.sections_embedded += len({sid for sid, _ in missing})
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors
-
-
-def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline, str, list[tuple[str, str]]]:
-    """A note's outline, its title, and each section's (prefix, body) as embedded.
-
-    The title leads every heading path, so a section is embedded knowing which note it is in.
-    """
-    outline = sectioner.split(document.text, document.body_offset)
-    title = document.fm_text("title") or outline.first_h1 or Path(document.path).stem
-    inputs = []
-    for section in outline.sections:
-        path = list(section.heading_path)
-        if not path or path[0] != title:
-            path.insert(0, title)
-        inputs.append((" > ".join(path), section.body_text or section.heading))
-    return outline, title, inputs

@@ -11,12 +11,13 @@ from urllib.parse import unquote, urlsplit
 
 from markdown_it.token import Token
 
+from mdrag.scanner import NOTE_SUFFIXES
+
 # [[target]], [[target#heading]], [[target|alias]], [[target#heading|alias]]; ![[embeds]] count too.
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 # A code span: a backtick run, then the same-length run; anchored at run edges so a long run
 # of backticks cannot make the engine backtrack through every split of it.
 _INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
-NOTE_SUFFIXES = (".md", ".markdown")
 MAX_LINKS = 500  # per note: a generated index page must not make one metadata row huge
 MAX_TARGET_CHARS = 1000
 

@@ -10,11 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from mdrag.catalog import FileRecord
 from mdrag.document import Document
-from mdrag.schema import MAX_TAGS
+from mdrag.milvus import MAX_TAGS, clip_bytes, doc_id
 from mdrag.sections import Section
-from mdrag.store import clip_bytes, doc_id
 
 
 @dataclass
@@ -115,18 +113,3 @@ def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) ->
         "indexed_at": time.time(),
         "doc_vector": doc_vector,
     }
-
-
-def file_record(row: dict[str, Any]) -> FileRecord:
-    """The catalog's record of a note, from its metadata row."""
-    return FileRecord(
-        file_path=row["file_path"],
-        file_hash=row["file_hash"],
-        status=row["status"],
-        error_message=row["error_message"],
-        warning=row["warning"],
-        section_count=row["section_count"],
-        indexed_at=row["indexed_at"],
-        size=row["size"],
-        links=row["links"]["items"],
-    )

@@ -12,9 +12,8 @@ import numpy as np
 
 from mdrag.catalog import Catalog
 from mdrag.embedder import Embedder
-from mdrag.filters import quote
-from mdrag.protocol import SearchParams
-from mdrag.store import Store
+from mdrag.milvus import Store, quote
+from mdrag.params import SearchParams
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant; rank 1 scores 1/61
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse

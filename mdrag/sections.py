@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from mdrag.anchors import Slugger
+from mdrag.document import Document
 from mdrag.links import extract_links
 
 # Bump when the splitting rules change: it is part of every section_id, so a new
@@ -302,3 +304,19 @@ def _rstrip(text: str, start: int, end: int) -> int:
     while end > start and text[end - 1].isspace():
         end -= 1
     return end
+
+
+def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline, str, list[tuple[str, str]]]:
+    """A note's outline, its title, and each section's (prefix, body) as embedded.
+
+    The title leads every heading path, so a section is embedded knowing which note it is in.
+    """
+    outline = sectioner.split(document.text, document.body_offset)
+    title = document.fm_text("title") or outline.first_h1 or Path(document.path).stem
+    inputs = []
+    for section in outline.sections:
+        path = list(section.heading_path)
+        if not path or path[0] != title:
+            path.insert(0, title)
+        inputs.append((" > ".join(path), section.body_text or section.heading))
+    return outline, title, inputs

@@ -18,24 +18,24 @@ from loguru import logger
 
 from mdrag import __version__
 from mdrag.carried import CarriedVectors
-from mdrag.catalog import Catalog
-from mdrag.config import Config
+from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
+from mdrag.config import Config, is_lite_uri
 from mdrag.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
 from mdrag.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport, Progress
-from mdrag.protocol import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
+from mdrag.milvus import Store
+from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
 from mdrag.similarity import Similarity
-from mdrag.store import Store
 
 
 def beside_index(config: Config, suffix: str) -> Path:
     """A file kept next to the index: beside a Milvus Lite file, or in the data dir for a server."""
-    if "://" not in config.milvus_uri:
+    if is_lite_uri(config.milvus_uri):
         return Path(config.milvus_uri).expanduser().resolve().with_suffix(suffix)
     digest = hashlib.sha256(config.milvus_uri.encode()).hexdigest()[:12]
     return config.data_dir / f"server-{digest}{suffix}"
@@ -76,7 +76,7 @@ class Service:
             self.embedder.model_id,
             carry_to=carried,
         )
-        self.catalog = Catalog(self.store.load_catalog())
+        self.catalog = Catalog(self.stored_records())
         self.filter = NoteFilter(config.roots, config.exclude)
         self.indexer = Indexer(
             self.embedder, self.store, self.catalog, self.filter, config.sections_max_tokens, carried
@@ -91,6 +91,10 @@ class Service:
             self.indexer.repair()
         self._marker.parent.mkdir(parents=True, exist_ok=True)
         self._marker.write_text(f"{os.getpid()}\n")
+
+    def stored_records(self) -> dict[str, FileRecord]:
+        """The catalog as the store holds it (at open, and after the store comes back)."""
+        return records_from_rows(self.store.metadata_rows(RECORD_FIELDS))
 
     def handle(self, op: str, params: dict[str, Any]) -> Any:
         """Answer one read operation of the protocol (the daemon and the direct CLI both call this)."""

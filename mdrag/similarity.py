@@ -18,9 +18,8 @@ from mdrag.catalog import Catalog
 from mdrag.document import parse_document
 from mdrag.embedder import Embedder
 from mdrag.errors import QueryError
-from mdrag.indexer import embedding_inputs
-from mdrag.sections import Sectioner
-from mdrag.store import Store
+from mdrag.milvus import Store
+from mdrag.sections import Sectioner, embedding_inputs
 
 TIERS = ((90, "near-duplicate"), (80, "high"), (0, "related"))
 CANDIDATES_PER_RESULT = 4  # document-vector neighbours confirmed per note wanted

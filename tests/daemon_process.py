@@ -127,7 +127,7 @@ def mdrag_cli(
 
 def stored_vector_ids(uri: str) -> list[str]:
     """Every vector row id in an index (ids derive from path, file hash, section and window)."""
-    from mdrag.store import Store
+    from mdrag.milvus.store import Store
 
     store = Store(uri, model_id="sentence-transformers/all-MiniLM-L6-v2")
     try:

@@ -346,7 +346,7 @@ def test_a_store_held_by_a_process_that_does_not_answer_is_reported_as_such(tmp_
         [
             sys.executable,
             "-c",
-            f"from mdrag.store import Store; s = Store({str(db)!r}); print('held', flush=True); input()",
+            f"from mdrag.milvus.store import Store; s = Store({str(db)!r}); print('held', flush=True); input()",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

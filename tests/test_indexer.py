@@ -58,7 +58,7 @@ def test_deleted_file_removes_its_sections_and_metadata(make_service, notes):
     assert report.deleted == 1
     assert not any("feature branch" in t for t in texts(service, "git branch"))
     assert service.store.count_vectors() == 2
-    assert service.store.load_catalog().keys() == {str(notes / "bread.md")}
+    assert service.stored_records().keys() == {str(notes / "bread.md")}
 
 
 def test_inserting_a_line_at_the_top_re_embeds_nothing_that_did_not_change(make_service, notes):
@@ -182,7 +182,7 @@ def test_hostile_file_names_index_update_and_delete(make_service, notes, name):
     assert service.store.count_vectors() == 1
     note.unlink()
     assert service.reindex().deleted == 1
-    assert service.store.count_vectors() == 0 and not service.store.load_catalog()
+    assert service.store.count_vectors() == 0 and not service.stored_records()
 
 
 def test_hidden_dirs_node_modules_and_excluded_globs_are_skipped(make_service, notes):
@@ -238,7 +238,7 @@ def test_rebuild_starts_from_an_empty_index(make_service, notes):
 
 def stray_row(path: str, vector: list[float]) -> dict:
     """A vector row of a file version the catalog never switched to, as a crash leaves it."""
-    from mdrag.store import doc_id
+    from mdrag.milvus.store import doc_id
 
     display = {
         "section_id": "e" * 32,
@@ -300,7 +300,7 @@ def texts_hits(service, query):
 
 def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embedder, notes):
     from mdrag.errors import SchemaMismatchError
-    from mdrag.store import Store
+    from mdrag.milvus.store import Store
 
     config = make_config([notes])
     Store(config.milvus_uri, dimension=384, model_id=embedder.model_id).close()
@@ -309,7 +309,7 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
 
 
 def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):
-    from mdrag import schema
+    from mdrag.milvus import schema
     from mdrag.service import Service, carried_vectors_path
 
     write(notes / "bread.md", SOURDOUGH)
@@ -334,7 +334,7 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
 def test_a_cosine_index_switches_to_inner_product_in_place_with_the_same_scores(
     make_service, embedder, notes, monkeypatch
 ):
-    from mdrag import schema, store
+    from mdrag.milvus import schema, store
     from mdrag.service import Service
 
     write(notes / "bread.md", SOURDOUGH)

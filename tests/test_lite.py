@@ -3,11 +3,11 @@ database is left to the store's own open (and its clear error)."""
 
 from __future__ import annotations
 
-from mdrag import lite
+from mdrag.milvus import lite
 
 
 def test_the_store_opens_to_the_server_started_early(tmp_path):
-    from mdrag.store import Store
+    from mdrag.milvus.store import Store
 
     uri = str(tmp_path / "index" / "milvus.db")
     threads = lite.start_early(uri)

@@ -8,7 +8,7 @@ import time
 from loguru import logger
 
 from mdrag.errors import RemoteError
-from mdrag.store import Store
+from mdrag.milvus.store import Store
 from tests.conftest import MODEL_ID, write
 from tests.daemon_process import DaemonProcess, mdrag_cli, rebuilt_vector_ids, stored_vector_ids, wait_until
 

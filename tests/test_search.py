@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mdrag.errors import QueryError
-from mdrag.protocol import SearchParams
+from mdrag.params import SearchParams
 from tests.conftest import write
 
 NOTES = {

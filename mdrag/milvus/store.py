@@ -16,12 +16,11 @@ from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 
 from mdrag.carried import CarriedVectors
-from mdrag.catalog import FileRecord
-from mdrag.databases import Databases
 from mdrag.errors import LayoutOutdatedError, StoreError
-from mdrag.filters import in_filter
-from mdrag.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
-from mdrag.shards import best_hits
+from mdrag.milvus.databases import Databases
+from mdrag.milvus.filters import in_filter
+from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
+from mdrag.milvus.shards import best_hits
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
@@ -42,17 +41,6 @@ logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
 # the rows of the final hits (a `get` by id) costs more than the fields do (20 ms at 140k rows).
 # Two fields, not eighteen: each output field costs Milvus Lite ~0.3 ms per search.
 HIT_FIELDS = ["display", "section_text"]
-CATALOG_FIELDS = [
-    "file_path",
-    "file_hash",
-    "status",
-    "error_message",
-    "warning",
-    "section_count",
-    "indexed_at",
-    "size",
-    "links",
-]
 
 
 def doc_id(path: str) -> str:
@@ -292,13 +280,9 @@ class Store:
         for client in self._db.clients:
             yield from self._iterate(self._vectors(), ["id", "file_path", "file_hash"], client=client)
 
-    def load_catalog(self) -> dict[str, FileRecord]:
-        catalog = {}
-        for row in self._iterate(METADATA, CATALOG_FIELDS):
-            fields = {k: row[k] for k in CATALOG_FIELDS}
-            fields["links"] = (fields["links"] or {}).get("items", [])
-            catalog[row["file_path"]] = FileRecord(**fields)
-        return catalog
+    def metadata_rows(self, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """These fields of every note's metadata row (the catalog is loaded from them)."""
+        yield from self._iterate(METADATA, list(fields))
 
     def count_vectors(self) -> int:
         collection = self._vectors()  # loaded here, never from a shard worker (they would wait on each other)

@@ -5,15 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from mdrag.shards import LITE_SHARDS, shard_paths
+from mdrag.config import is_lite_uri
+from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
 _started: set[Path] = set()  # databases whose server this process started ahead of the store
 _starting: dict[Path, threading.Thread] = {}  # head starts still under way
-
-
-def is_lite(uri: str) -> bool:
-    """A file path means Milvus Lite; a URL (http://, tcp://, ...) means a Milvus server."""
-    return "://" not in uri
 
 
 def database_path(uri: str) -> Path:
@@ -43,7 +39,7 @@ def start_early(uri: str) -> list[threading.Thread]:
     The store's own open waits for these threads, then finds the servers or starts them itself
     and reports errors.
     """
-    if not is_lite(uri) or lock_held(database_path(uri)):
+    if not is_lite_uri(uri) or lock_held(database_path(uri)):
         return []  # a server, or another process has it: the store's open explains that
     threads = []
     for db in databases(uri):

@@ -10,9 +10,10 @@ from typing import TypeVar
 from loguru import logger
 from pymilvus import MilvusClient
 
-from mdrag import lite
+from mdrag.config import is_lite_uri
 from mdrag.errors import StoreError, StoreLockedError
-from mdrag.shards import by_shard
+from mdrag.milvus import lite
+from mdrag.milvus.shards import by_shard
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -24,7 +25,7 @@ class Databases:
 
     def __init__(self, uri: str, token: str, timeout_s: float) -> None:
         self.uri = uri
-        self.is_lite = lite.is_lite(uri)
+        self.is_lite = is_lite_uri(uri)
         self.uris = [str(db) for db in lite.databases(uri)] if self.is_lite else [uri]
         self.clients: list[MilvusClient] = []
         self.closed = True  # until open() succeeds, and after close()

@@ -1,4 +1,4 @@
-"""Backend: how a command reaches the index: the daemon over its socket, else a Service opened here."""
+"""Route: how a command reaches the index: the daemon over its socket, else a Service opened here."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from mdrag import lite
 from mdrag.config import Config
 from mdrag.errors import ServerNotRunningError
+from mdrag.milvus import start_early
 
 
 class Backend(Protocol):
@@ -30,7 +30,7 @@ class LocalBackend:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
-        lite.start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
+        start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
         from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
 
         self.service = Service(config)

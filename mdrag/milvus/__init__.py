@@ -1,0 +1,32 @@
+"""Milvus: every conversation with Milvus (Lite or a server), behind a small public face.
+
+Outside this package, import only the names below, from `mdrag.milvus`. Each loads its module
+on first use, so a light command that needs `start_early` never imports pymilvus.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_HOMES = {
+    "Store": "store",
+    "doc_id": "store",
+    "clip_bytes": "store",
+    "MAX_TAGS": "schema",
+    "quote": "filters",
+    "start_early": "lite",
+}
+__all__ = ["MAX_TAGS", "Store", "clip_bytes", "doc_id", "quote", "start_early"]
+
+if TYPE_CHECKING:
+    from mdrag.milvus.filters import quote
+    from mdrag.milvus.lite import start_early
+    from mdrag.milvus.schema import MAX_TAGS
+    from mdrag.milvus.store import Store, clip_bytes, doc_id
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
