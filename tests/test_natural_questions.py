@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import csv
-import functools
 import fnmatch
+import functools
 import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -78,30 +79,54 @@ def test_answerable_questions_spread_over_many_notes():
 
 
 @functools.lru_cache(maxsize=1)
-def corpus_members() -> dict[str, list[str]]:
-    """Source name -> the archive member paths its include patterns select."""
+def corpus_members() -> dict[str, dict[str, bytes]]:
+    """Source name -> {archive member path: its bytes} for the members its include patterns select."""
     sources = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))["sources"]
-    selected: dict[str, list[str]] = {}
+    selected: dict[str, dict[str, bytes]] = {}
     for source in sources:
         archive = SHARED / source["archive"]
         if not archive.exists():
             pytest.skip(f"corpus archive {archive} is not on this machine")
-        with tarfile.open(archive) as tar:
-            paths = [member_id(m.name) for m in tar.getmembers() if m.isfile()]
-        selected[source["name"]] = [p for p in paths if any(fnmatch.fnmatch(p, i) for i in source["include"])]
+        paths, chosen = [], {}
+        with tarfile.open(archive, "r|gz") as tar:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                path = member_id(member.name)
+                paths.append(path)
+                if any(fnmatch.fnmatch(path, pattern) for pattern in source["include"]):
+                    chosen[path] = tar.extractfile(member).read()
         for pattern in source["include"]:
             assert any(fnmatch.fnmatch(p, pattern) for p in paths), f"{pattern} matches nothing in {archive}"
+        selected[source["name"]] = chosen
     return selected
 
 
 def test_every_judged_note_is_in_the_corpus_that_corpus_json_selects():
-    ids = {f"{name}/{path}" for name, paths in corpus_members().items() for path in paths}
+    ids = {f"{name}/{path}" for name, members in corpus_members().items() for path in members}
     missing = sorted({row["corpus-id"] for row in load_qrels()} - ids)
     assert not missing, f"judged notes outside the corpus: {missing}"
 
 
-def test_corpus_json_selects_a_few_hundred_markdown_notes_from_both_sources():
+def test_corpus_json_selects_a_few_hundred_markdown_notes_small_enough_to_index_quickly():
     selected = corpus_members()
     assert set(selected) == {"powershell", "eips"}
-    assert all(path.endswith(".md") for paths in selected.values() for path in paths)
-    assert 300 <= sum(map(len, selected.values())) <= 600
+    paths = [path for members in selected.values() for path in members]
+    assert all(path.endswith(".md") for path in paths)
+    assert 300 <= len(paths) <= 600
+    assert sum(len(text) for members in selected.values() for text in members.values()) <= 6_000_000
+
+
+def test_the_eips_in_the_corpus_are_exactly_the_final_ones():
+    source = next(
+        s
+        for s in json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))["sources"]
+        if s["name"] == "eips"
+    )
+    final = set()
+    with tarfile.open(SHARED / source["archive"], "r|gz") as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".md"):
+                if re.search(rb"^status: Final\s*$", tar.extractfile(member).read(), re.M):
+                    final.add(member_id(member.name))
+    assert final and set(corpus_members()["eips"]) == final
