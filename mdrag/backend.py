@@ -34,7 +34,10 @@ class LocalBackend:
         # Look before opening: milvus-lite's failed open of a held index deletes its holder's lock
         # file. Before start_early too: this probe would release a lock this process holds.
         if index_held(config.milvus_uri):
-            raise StoreLockedError(f"the index {config.milvus_uri} is held by another process")
+            raise StoreLockedError(
+                f"the index {config.milvus_uri} is held by another process, and no mdrag daemon answered "
+                "on the socket: stop that process (or wait for it to finish), then try again"
+            )
         lite.start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
         from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
 
