@@ -21,6 +21,7 @@ HOMES = {
     "frontmatter": {"document.py"},
     "click": {"cli.py", "cli_explore.py"},
     "tqdm": {"backend.py"},
+    "pathspec": {"scanner.py"},
     "mcp": {"mcp_server.py"},
     "pydantic": {"mcp_server.py"},
 }
