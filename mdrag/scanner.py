@@ -65,6 +65,11 @@ def _obsidian_filters(path: Path) -> list[str]:
     return [f for f in filters if isinstance(f, str) and f.strip()] if isinstance(filters, list) else []
 
 
+def is_ignore_settings(path: Path, root: Path) -> bool:
+    """A root's ignore file or Obsidian settings: a change to it changes which notes are in."""
+    return path.parent == root and path.name in IGNORE_FILES or path == root.joinpath(*OBSIDIAN_SETTINGS)
+
+
 def _signature(root: Path) -> tuple[float, ...]:
     """When any of a root's ignore files changes, its rules are read again."""
     stamps = []
@@ -84,11 +89,12 @@ class NoteFilter:
         self.exclude = tuple(exclude)
         self._rules: dict[Path, tuple[float, tuple[float, ...], RootRules]] = {}
 
-    def rules(self, root: Path) -> RootRules:
-        """The root's rules, read again when one of its ignore files changed (checked once a second)."""
+    def rules(self, root: Path, fresh: bool = False) -> RootRules:
+        """The root's rules, read again when one of its ignore files changed (checked once a
+        second, and at the start of every scan)."""
         now = time.monotonic()
         cached = self._rules.get(root)
-        if cached is not None and now - cached[0] < RULES_CHECK_S:
+        if cached is not None and not fresh and now - cached[0] < RULES_CHECK_S:
             return cached[2]
         signature = _signature(root)
         if cached is None or cached[1] != signature:
@@ -137,6 +143,7 @@ class NoteFilter:
             root = self.root_of(start)
             if root is None or not start.is_dir():
                 continue
+            self.rules(root, fresh=True)
             yield from self._walk(start, root)
 
     def _walk(self, directory: Path, root: Path) -> Iterator[Path]:

@@ -96,3 +96,26 @@ def test_unreadable_or_malformed_ignore_settings_exclude_nothing(tmp_path):
     write(tmp_path / ".obsidian" / "app.json", "{not json")
     (tmp_path / ".mdragignore").mkdir()  # a folder where a file was expected
     assert scanned(tmp_path) == {"a.md"}
+
+
+def test_an_edited_ignore_file_makes_the_watcher_go_over_its_root_again(tmp_path):
+    """So notes it now excludes leave the index, and notes it lets back in come."""
+    from watchdog.events import FileCreatedEvent, FileModifiedEvent
+
+    from mdrag.watcher import NoteEventHandler
+    from mdrag.workqueue import WorkQueue
+
+    root = tmp_path.resolve()
+    queue = WorkQueue(debounce_s=0)
+    handler = NoteEventHandler(NoteFilter([root]), queue)
+    for event in (
+        FileModifiedEvent(str(root / ".gitignore")),
+        FileCreatedEvent(str(root / ".mdragignore")),
+        FileModifiedEvent(str(root / ".obsidian" / "app.json")),
+    ):
+        handler.dispatch(event)
+        work = queue.take(timeout=1)
+        assert work is not None and work.directories == [str(root)], event
+        queue.finish(True)
+    handler.dispatch(FileModifiedEvent(str(root / "sub" / ".gitignore")))  # not a root's: not read
+    assert queue.take(timeout=0.2) is None
