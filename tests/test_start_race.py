@@ -17,12 +17,15 @@ from tests.daemon_process import DaemonProcess
 pytestmark = pytest.mark.slow
 
 HOLDER = """
-import sys, time
+import os, sys, time
 from mdrag.backend import LocalBackend
 from mdrag.config import load_config
 backend = LocalBackend(load_config())
 print("held", flush=True)
-time.sleep(float(sys.argv[1]))
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+time.sleep(2)  # a command that looked for the socket just before the daemon bound it
 backend.close()
 """
 
@@ -45,6 +48,7 @@ def indexed(tmp_path: Path):
     if daemon.process is not None and daemon.process.poll() is None:
         daemon.process.terminate()
         daemon.process.wait(timeout=30)
+    daemon.close()  # and its socket folder
 
 
 def wait_ready(daemon: DaemonProcess, timeout: float = 90.0) -> None:
@@ -58,16 +62,21 @@ def wait_ready(daemon: DaemonProcess, timeout: float = 90.0) -> None:
 
 def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, "10"],
+        [sys.executable, "-c", HOLDER, indexed.socket_path],
         env=indexed.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    indexed.launch()
-    wait_ready(indexed)
-    assert holder.wait(timeout=30) == 0, holder.stderr.read() if holder.stderr else ""
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        indexed.launch()
+        wait_ready(indexed)
+        assert holder.wait(timeout=30) == 0, holder.stderr.read() if holder.stderr else ""
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
     assert indexed.process is not None and indexed.process.poll() is None
     log = indexed.log()
     assert "the index is held by another process" in log and "waiting up to" in log
