@@ -10,7 +10,7 @@ from loguru import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from mdrag.scanner import NOTE_SUFFIXES, NoteFilter, is_ignore_settings
+from mdrag.scanner import NOTE_SUFFIXES, NoteFilter, ignore_settings_scope
 from mdrag.workqueue import WorkQueue
 
 
@@ -32,17 +32,17 @@ class NoteEventHandler(FileSystemEventHandler):
                 if event.event_type in ("moved", "deleted"):
                     # A renamed or removed folder: its old notes go, its new ones come.
                     self.queue.add_directory(path)
-            elif self._ignore_settings_root(path) is not None:
-                # .gitignore, .mdragignore or Obsidian's excludes changed: go over the root again.
-                self.queue.add_directory(str(self._ignore_settings_root(path)))
+            elif self._ignore_scope(path) is not None:
+                # A .gitignore, .mdragignore or Obsidian's excludes changed: go over its folder again.
+                self.queue.add_directory(str(self._ignore_scope(path)))
             elif path.lower().endswith(NOTE_SUFFIXES):
                 # Not only accepted paths: a note moved into a hidden or excluded folder must
                 # leave the index, and the writer decides that when it takes the job.
                 self.queue.add_file(path)
 
-    def _ignore_settings_root(self, path: str) -> Path | None:
+    def _ignore_scope(self, path: str) -> Path | None:
         root = self.filter.root_of(Path(path))
-        return root if root is not None and is_ignore_settings(Path(path), root) else None
+        return ignore_settings_scope(Path(path), root) if root is not None else None
 
 
 def _text(path: str | bytes) -> str:

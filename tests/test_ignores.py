@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mdrag.scanner import NoteFilter
 from tests.conftest import write
 
@@ -71,6 +73,19 @@ def test_obsidian_excluded_files_are_honoured_as_prefixes_and_regexes(tmp_path):
     assert scanned(tmp_path) == {"Daily/index.md", "Ideas.md"}
 
 
+def test_a_folders_own_ignore_file_applies_under_it_and_overrides_the_roots(tmp_path):
+    vault(
+        tmp_path, "a.draft.md", "projects/b.draft.md", "projects/c.md", "projects/old/d.md", "other/old/e.md"
+    )
+    write(tmp_path / ".gitignore", "*.draft.md\n")
+    # relative to its own folder: `/old/` is projects/old only; `!` beats the root's pattern
+    write(tmp_path / "projects" / ".gitignore", "/old/\n!b.draft.md\n")
+    assert scanned(tmp_path) == {"projects/b.draft.md", "projects/c.md", "other/old/e.md"}
+    note_filter = NoteFilter([tmp_path])  # one file at a time (the watcher) agrees
+    assert note_filter.accepts(tmp_path.resolve() / "projects" / "b.draft.md")
+    assert not note_filter.accepts(tmp_path.resolve() / "projects" / "old" / "d.md")
+
+
 def test_a_single_changed_file_is_judged_by_the_same_rules(tmp_path):
     """The watcher asks about one file at a time: the folder rule and negation hold there too."""
     vault(tmp_path, "old/keep.md", "new.md")
@@ -117,5 +132,33 @@ def test_an_edited_ignore_file_makes_the_watcher_go_over_its_root_again(tmp_path
         work = queue.take(timeout=1)
         assert work is not None and work.directories == [str(root)], event
         queue.finish(True)
-    handler.dispatch(FileModifiedEvent(str(root / "sub" / ".gitignore")))  # not a root's: not read
+    handler.dispatch(FileModifiedEvent(str(root / "sub" / ".gitignore")))  # a folder's: that folder
+    work = queue.take(timeout=1)
+    assert work is not None and work.directories == [str(root / "sub")]
+    queue.finish(True)
+    handler.dispatch(FileCreatedEvent(str(root / "node_modules" / "pkg" / ".gitignore")))
     assert queue.take(timeout=0.2) is None
+
+
+@pytest.mark.slow
+def test_a_running_daemon_drops_a_note_once_an_ignore_file_excludes_it_and_takes_it_back(tmp_path):
+    from tests.daemon_process import DaemonProcess, wait_until
+
+    notes = tmp_path / "notes"
+    write(notes / "keep.md", "# Lighthouse\n\nThe keeper climbs the lighthouse stairs at dusk.\n")
+    write(notes / "drafts" / "otters.md", "# Otters\n\nSea otters hold hands while they sleep.\n")
+    daemon = DaemonProcess(notes, tmp_path / "state").start()
+    try:
+        daemon.wait_fresh()
+        otters = str((notes / "drafts" / "otters.md").resolve())
+
+        def found() -> bool:
+            return otters in {h["file_path"] for h in daemon.search("otters sleeping", threshold=0.3)}
+
+        assert found()
+        write(notes / ".mdragignore", "drafts/\n")
+        wait_until(lambda: not found(), 15, interval=0.2)
+        (notes / ".mdragignore").write_text("")
+        wait_until(found, 15, interval=0.2)
+    finally:
+        daemon.close()
