@@ -76,7 +76,7 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
         f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
     )
     for failure in report["failed"]:
-        click.echo(f"  failed {failure['file_path']}: {failure['error']}")
+        click.echo(f"  failed {shown(failure['file_path'])}: {failure['error']}")
 
 
 @cli.command()
