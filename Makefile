@@ -21,9 +21,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The main job on the embedded default (Milvus Lite, bundled model): the daemon over NOTES,
-# its index in .run/. Search it from a second terminal: .venv/bin/mdrag search "..."
+# with the index and socket where every mdrag command looks by default (~/.local/share/mdrag,
+# $XDG_RUNTIME_DIR/mdrag), so the second terminal's commands find it, also once it has stopped.
 run: install
-	MDRAG_MILVUS_URI=$(CURDIR)/$(RUN_DIR)/milvus.db $(MDRAG) serve --root $(NOTES)
+	$(MDRAG) serve --root $(NOTES)
 
 test: install compose-tool
 	$(PY) -m pytest -q

@@ -6,6 +6,7 @@ the heavy modules load only when a command has to open the index in this process
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -15,8 +16,7 @@ from typing import Any
 
 import click
 
-from mdrag.cli_explore import COMMANDS, read_text_arg, shown
-from mdrag.config import load_config
+from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown
 from mdrag.errors import MdragError
 from mdrag.route import LocalBackend, command_config, configure_command_logging, open_backend
 
@@ -27,7 +27,7 @@ from mdrag.route import LocalBackend, command_config, configure_command_logging,
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
     """Local semantic search over markdown notes."""
-    ctx.obj = {"config": load_config(config_path)}
+    ctx.obj = {"config_path": config_path}  # loaded by the command: a --config after it may follow
 
 
 @cli.command()
@@ -40,6 +40,7 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
     """Run the daemon in the foreground: watch the roots, keep the index fresh, answer on the socket."""
     config = command_config(
         ctx,
+        need_roots=True,
         roots=tuple(os.path.abspath(os.path.expanduser(r)) for r in roots) or None,
         log_level=log_level,
     )
@@ -59,12 +60,12 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
 @click.pass_context
 def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bool, as_json: bool) -> None:
     """Index the notes under the roots (or only PATHS); report what changed."""
-    config = command_config(ctx)
+    config = command_config(ctx, need_roots=not paths)
     absolute = [os.path.abspath(os.path.expanduser(p)) for p in paths]
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.
         config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
-    with open_backend(config, quiet=as_json) as backend:
+    with open_backend(config, quiet=as_json, create=True) as backend:
         report = backend.reindex(absolute, force, rebuild)
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -75,7 +76,7 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
         f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
     )
     for failure in report["failed"]:
-        click.echo(f"  failed {failure['file_path']}: {failure['error']}")
+        click.echo(f"  failed {shown(failure['file_path'])}: {failure['error']}")
 
 
 @cli.command()
@@ -141,8 +142,13 @@ def search(
         response = backend.search(params)
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
-        return
-    _print_hits(response)
+    elif response["results"]:
+        _print_hits(response)
+    else:
+        with contextlib.redirect_stdout(sys.stderr):  # nothing to give: stdout stays empty
+            _print_hits(response)
+    if not response["results"]:
+        nothing_to_give()
 
 
 def _print_hits(response: dict[str, Any]) -> None:
@@ -202,6 +208,7 @@ def _print_status(report: dict[str, Any]) -> None:
     daemon = report.get("daemon")
     if daemon:
         click.echo(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
+        click.echo(f"state:     {_state(daemon)}")
         click.echo(f"queue:     {daemon['queue_depth']} pending")
     else:
         click.echo("daemon:    not running (read the index directly)")
@@ -232,11 +239,23 @@ def _print_status(report: dict[str, Any]) -> None:
     if report["failed"]:
         click.echo(f"failed files ({len(report['failed'])}):")
         for failure in report["failed"]:
-            click.echo(f"  {failure['file_path']}: {failure['error']}")
+            click.echo(f"  {shown(failure['file_path'])}: {failure['error']}")
     if report.get("warnings"):
         click.echo(f"warnings ({len(report['warnings'])}):")
         for warning in report["warnings"]:
-            click.echo(f"  {warning['file_path']}: {warning['warning']}")
+            click.echo(f"  {shown(warning['file_path'])}: {warning['warning']}")
+
+
+def _state(daemon: dict[str, Any]) -> str:
+    """`reconciling` from the first answer until the start-up reconcile is done (a script waiting
+    for `watching` then finds every note), with the indexing progress when there is one."""
+    state = str(daemon.get("state", "unknown"))
+    progress = daemon.get("progress")
+    if isinstance(progress, dict) and progress.get("total"):
+        state += f", {progress.get('done', 0)} of {progress['total']} done"
+        if progress.get("eta_s") is not None:
+            state += f", about {_duration(progress['eta_s'])} left"
+    return state
 
 
 def _duration(seconds: float) -> str:
@@ -262,10 +281,42 @@ for _command in COMMANDS:
     cli.add_command(_command)
 
 
+def _config_after_command(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.obj["config_path"] = value
+
+
+def _accept_config_after(command: click.Command) -> None:
+    """`mdrag search --config x.yaml q` as well as `mdrag --config x.yaml search q`."""
+    command.params.append(
+        click.Option(
+            ["--config"],
+            type=click.Path(dir_okay=False),
+            expose_value=False,
+            is_eager=True,
+            callback=_config_after_command,
+            help="YAML config file (also accepted before the command).",
+        )
+    )
+    for sub in getattr(command, "commands", {}).values():
+        _accept_config_after(sub)
+
+
+for _command in cli.commands.values():
+    _accept_config_after(_command)
+
+
 def main() -> None:
-    """Console entry point: MdragErrors become `Error: ...` and exit 1; bugs stay tracebacks."""
+    """Console entry point, and the one place exit codes are decided:
+
+    0  an answer (for search and context: at least one hit or source)
+    1  nothing to give (search or context found nothing: the reason on stderr, stdout empty
+       unless --json), or an error (`Error: ...` on stderr); bugs stay tracebacks (also 1)
+    2  a usage error (a bad option or argument)
+    130 interrupted
+    """
     try:
-        cli.main(standalone_mode=False)
+        code = cli.main(standalone_mode=False)  # click returns an Exit's code here
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
@@ -277,6 +328,7 @@ def main() -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from mdrag.paths import shown
 from mdrag.route import command_config, open_backend
 
 
@@ -26,9 +27,9 @@ def emit(result: Any, as_json: bool) -> bool:
     return as_json
 
 
-def shown(path: str) -> str:
-    cwd = os.getcwd() + os.sep
-    return path[len(cwd) :] if path.startswith(cwd) else path
+def nothing_to_give() -> None:
+    """Search and context with nothing to give exit 1, as grep does: `mdrag context q | llm` stops."""
+    raise click.exceptions.Exit(1)
 
 
 def read_text_arg(value: str) -> str:
@@ -166,13 +167,14 @@ def context(
         tags=list(tags) or None,
         path_prefix=os.path.abspath(os.path.expanduser(path_prefix)) if path_prefix else None,
     )
-    if emit(result, as_json):
-        return
+    if not emit(result, as_json):
+        if not result["sources"]:
+            click.echo(f"# No context: {result['message'] or 'nothing matched'}.", err=True)
+        else:
+            click.echo(f"Notes relevant to: {result['query']}\n")
+            click.echo(result["context"])
     if not result["sources"]:
-        click.echo(f"# No context: {result['message'] or 'nothing matched'}.", err=True)
-        return
-    click.echo(f"Notes relevant to: {result['query']}\n")
-    click.echo(result["context"])
+        nothing_to_give()
 
 
 COMMANDS = (similar, duplicates, related, gaps, context)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import urllib.parse
 from dataclasses import dataclass, field, fields, replace
@@ -70,6 +71,10 @@ class Config:
             return Path(self.milvus_uri).expanduser().resolve().parent
         return default_data_dir()
 
+    def missing_roots(self) -> list[str]:
+        """Roots that are not a directory now: serve and reindex refuse them, reads warn."""
+        return [root for root in self.roots if not Path(root).expanduser().is_dir()]
+
     def with_overrides(self, **values: Any) -> Config:
         """A copy with flag values applied (None means "not given") and validated again."""
         given = {k: v for k, v in values.items() if v is not None}
@@ -110,8 +115,25 @@ def env_name(key: str) -> str:
     return "MDRAG_" + key.upper().replace(".", "_")
 
 
+# MDRAG_* variables that are not settings: the config file's path, and the test suite's switches.
+OTHER_ENV_VARS = ("MDRAG_CONFIG",)
+TEST_ENV_PREFIX = "MDRAG_TEST_"
+
+
+def check_env_names(environ: dict[str, str] | os._Environ[str] = os.environ) -> None:
+    """A misspelt MDRAG_* variable is an error, as an unknown key in the YAML file is."""
+    known = [env_name(key) for key in KEYS] + list(OTHER_ENV_VARS)
+    for name in sorted(environ):
+        if not name.startswith("MDRAG_") or name in known or name.startswith(TEST_ENV_PREFIX):
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(f"environment variable {name}: unknown setting ({hint}known: {', '.join(known)})")
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Find and load the configuration: --config PATH, $MDRAG_CONFIG, the user file, defaults."""
+    check_env_names()
     explicit = path or os.environ.get("MDRAG_CONFIG")
     chosen = Path(explicit).expanduser() if explicit else default_config_path()
     raw: dict[str, Any] = {}
@@ -270,6 +292,3 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
             where("server_socket_path"),
             "is longer than 100 bytes; unix sockets allow about 107, choose a shorter path",
         )
-    for root in config.roots:
-        if not Path(root).expanduser().is_dir():
-            raise _fail("roots", where("roots"), f"{root} does not exist or is not a directory")

@@ -13,8 +13,9 @@ from typing import Any
 from loguru import logger
 
 from mdrag.config import Config
-from mdrag.errors import ConfigError, QueryError, StoreError
+from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
 from mdrag.gate import Gate
+from mdrag.milvus import index_held
 from mdrag.notify import SystemdNotifier
 from mdrag.server import SocketServer
 from mdrag.service import Service
@@ -23,6 +24,7 @@ from mdrag.workqueue import Command, FileChanges, WorkQueue
 
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
+INDEX_HOLD_WAIT_S = 60.0  # how long start-up waits for a command that holds the index
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
 
 
@@ -71,7 +73,7 @@ class Daemon:
             # the index itself; its requests wait until the service is up (see handle).
             self.server.start()
             self.notifier.status("loading the model and opening the index")
-            self.service = Service(self.config)
+            self.service = self._open_service()
             # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
             # now, and the vectors too, so its first search is fast and a model that cannot load
             # fails the start.
@@ -104,6 +106,36 @@ class Daemon:
                     self.service.close()
             self.notifier.close()
             logger.info("stopped")
+
+    def _open_service(self) -> Service:
+        """The daemon wins the start race. Its socket is bound, so no command opens the index from
+        now on; one that looked before the bind may hold it for a moment: wait for it to let go
+        (bounded, said in the log) rather than exit and leave systemd in a restart loop."""
+        started = time.monotonic()
+        deadline = started + INDEX_HOLD_WAIT_S
+        waiting = False
+        while True:
+            if not index_held(self.config.milvus_uri):
+                if waiting:
+                    logger.info("the index was let go after {:.1f} s; opening it", time.monotonic() - started)
+                try:
+                    return Service(self.config)
+                except StoreLockedError:
+                    if time.monotonic() >= deadline:
+                        raise
+            elif time.monotonic() >= deadline:
+                raise StoreLockedError(
+                    f"the index {self.config.milvus_uri} was still held by another process after "
+                    f"{INDEX_HOLD_WAIT_S:.0f} s; stop that process (an `mdrag reindex`?), then start again"
+                )
+            if not waiting:
+                waiting = True
+                logger.warning(
+                    "the index is held by another process (a command that started before this daemon); "
+                    "waiting up to {:.0f} s for it to finish",
+                    INDEX_HOLD_WAIT_S,
+                )
+            time.sleep(0.1)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._stop.set()
@@ -272,7 +304,7 @@ class Daemon:
 
     def handle(self, op: str, params: dict[str, Any]) -> Any:
         if op == "ping":
-            return {"pong": True, "pid": os.getpid(), "state": self.state}
+            return {"pong": True, "pid": os.getpid(), "state": self.state, "roots": list(self.config.roots)}
         if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
         if op not in ("status", "gaps", "gap_status"):

@@ -8,6 +8,7 @@ MdragError                  anything the CLI reports as "Error: ..." with exit 1
 │   ├── StoreLockedError    the embedded database is held by another process
 │   └── SchemaMismatchError the collections were built with another model or layout
 ├── ServerNotRunningError   no daemon answers on the socket
+│   └── NoIndexError        ... and a read command finds no index to open
 ├── AlreadyRunningError     a live daemon already serves the socket
 └── RemoteError             the daemon answered a request with an error
 """
@@ -47,6 +48,10 @@ class LayoutOutdatedError(SchemaMismatchError):
 
 class ServerNotRunningError(MdragError):
     """No daemon is listening on the configured socket."""
+
+
+class NoIndexError(ServerNotRunningError):
+    """No daemon answers and no index exists where the config says: a read command never makes one."""
 
 
 class AlreadyRunningError(MdragError):

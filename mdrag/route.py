@@ -7,11 +7,13 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol
 
-from mdrag.config import Config
-from mdrag.errors import ServerNotRunningError
-from mdrag.milvus import start_early
+from mdrag import paths
+from mdrag.config import Config, load_config
+from mdrag.errors import ConfigError, NoIndexError, ServerNotRunningError, StoreLockedError
+from mdrag.milvus import index_exists, index_held, start_early
 
 
 class Backend(Protocol):
@@ -30,6 +32,13 @@ class LocalBackend:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
+        # Look before opening: milvus-lite's failed open of a held index deletes its holder's lock
+        # file. Before start_early too: this probe would release a lock this process holds.
+        if index_held(config.milvus_uri):
+            raise StoreLockedError(
+                f"the index {config.milvus_uri} is held by another process, and no mdrag daemon answered "
+                "on the socket: stop that process (or wait for it to finish), then try again"
+            )
         start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
         from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
 
@@ -94,31 +103,73 @@ def _progress_bar() -> Iterator[Any]:
 
 
 @contextmanager
-def open_backend(config: Config, quiet: bool, need_daemon: bool = False) -> Iterator[Backend]:
+def open_backend(
+    config: Config, quiet: bool, need_daemon: bool = False, create: bool = False
+) -> Iterator[Backend]:
     """The daemon when one answers on the socket, else the index opened here (and only then
-    is logging set up: loguru's import is a fifth of a short command's start-up)."""
+    is logging set up: loguru's import is a fifth of a short command's start-up).
+
+    Only `create` (reindex) may make an index; a read command with no daemon and no index says
+    so. A command that loses the start race (a daemon bound its socket after we looked, and
+    holds the index now) yields: it asks that daemon instead."""
     from mdrag.client import DaemonClient
 
     client = DaemonClient(config.server_socket_path)
-    if client.alive():
+    if _answers(client):
         yield client
         return
     if need_daemon:
         raise ServerNotRunningError(
             f"no mdrag daemon answers on {config.server_socket_path}; start it with `mdrag serve`"
         )
+    if not create and not index_exists(config.milvus_uri):
+        raise NoIndexError(
+            f"no index at {Path(config.milvus_uri).expanduser()}: "
+            "start `mdrag serve` or run `mdrag reindex DIR`"
+        )
     configure_command_logging(config, quiet)
-    backend = LocalBackend(config)
+    try:
+        backend = LocalBackend(config)
+    except StoreLockedError:
+        if not _answers(client):
+            raise
+        yield client
+        return
+    paths.use_roots(config.roots)
     try:
         yield backend
     finally:
         backend.close()
 
 
-def command_config(ctx: Any, **overrides: Any) -> Config:
-    """The loaded config (in the click context), with this command's overrides."""
-    config: Config = ctx.obj["config"]
-    return config.with_overrides(**overrides)
+def _answers(client: Any) -> bool:
+    """True when a daemon answers a ping; its roots become the ones paths are shown against."""
+    from mdrag.errors import RemoteError
+
+    try:
+        pong = client.call("ping", timeout=2.0)
+    except (ServerNotRunningError, RemoteError):
+        return False
+    paths.use_roots(pong.get("roots") or ())
+    return True
+
+
+def command_config(ctx: Any, need_roots: bool = False, **overrides: Any) -> Config:
+    """The config (loaded once, from the --config given before or after the command), with this
+    command's overrides. A root that does not exist (an unmounted drive) fails the commands that
+    read the roots (`need_roots`: serve, reindex); the others warn and go on with the index."""
+    if ctx.obj.get("config") is None:
+        ctx.obj["config"] = load_config(ctx.obj.get("config_path"))
+    config: Config = ctx.obj["config"].with_overrides(**overrides)
+    missing = config.missing_roots()
+    if missing and need_roots:
+        raise ConfigError(
+            f"{config.source}: roots: {missing[0]} does not exist or is not a directory "
+            "(an unmounted drive?); mount it, or leave it out of the roots"
+        )
+    for root in missing:
+        sys.stderr.write(f"warning: the root {root} does not exist (an unmounted drive?); going on\n")
+    return config
 
 
 def configure_command_logging(config: Config, quiet: bool) -> None:

@@ -2,13 +2,94 @@
 
 from __future__ import annotations
 
-import fnmatch
+import json
 import os
+import re
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import pathspec
+
 NOTE_SUFFIXES = (".md", ".markdown")
 SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
+# Read in every folder, as git reads .gitignore: patterns relative to that folder, a deeper
+# folder's files over a shallower one's, and .mdragignore after .gitignore (so it can `!`-keep
+# a git-ignored note).
+IGNORE_FILES = (".gitignore", ".mdragignore")
+OBSIDIAN_SETTINGS = (".obsidian", "app.json")  # its `userIgnoreFilters`: Settings > Files > Excluded
+RULES_CHECK_S = 1.0  # how often a folder's ignore files are looked at again for changes
+
+
+class FolderRules:
+    """One folder's excludes, with git's semantics (`dir/`, `/anchored`, `**`, `!negation`): its
+    ignore files; at a root, the config's patterns first, and Obsidian's excluded paths
+    (prefixes or /regex/)."""
+
+    def __init__(self, folder: Path, exclude: tuple[str, ...] = (), is_root: bool = False) -> None:
+        lines = list(exclude)
+        for name in IGNORE_FILES:
+            lines.extend(_read_lines(folder / name))
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        self.prefixes: list[str] = []
+        self.regexes: list[re.Pattern[str]] = []
+        self.active = self.spec is not None
+        for entry in _obsidian_filters(folder.joinpath(*OBSIDIAN_SETTINGS)) if is_root else []:
+            if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
+                try:
+                    self.regexes.append(re.compile(entry[1:-1]))
+                except re.error:
+                    continue  # Obsidian ignores a bad regex too
+            else:
+                self.prefixes.append(entry.lstrip("/"))
+        self.active = bool(self.spec is not None or self.prefixes or self.regexes)
+
+    def verdict(self, relative: str, is_dir: bool) -> bool | None:
+        """True: excluded here; False: brought back by a `!pattern`; None: no rule here says.
+        `relative` is a POSIX path under this folder."""
+        shown = relative + "/" if is_dir else relative
+        if any(shown.startswith(prefix) for prefix in self.prefixes):
+            return True
+        if any(regex.search(relative) for regex in self.regexes):
+            return True
+        return self.spec.check_file(shown).include if self.spec is not None else None
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _obsidian_filters(path: Path) -> list[str]:
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    filters = settings.get("userIgnoreFilters") if isinstance(settings, dict) else None
+    return [f for f in filters if isinstance(f, str) and f.strip()] if isinstance(filters, list) else []
+
+
+def ignore_settings_scope(path: Path, root: Path) -> Path | None:
+    """The folder whose notes an edit of `path` may let in or keep out: an ignore file's own
+    folder, the root for Obsidian's settings; None for any other file."""
+    if path.name in IGNORE_FILES:
+        inside = path.parent.relative_to(root).parts
+        hidden = any(part.startswith(".") or part in SKIPPED_DIRS for part in inside)
+        return None if hidden else path.parent  # node_modules/**/.gitignore changes nothing
+    return root if path == root.joinpath(*OBSIDIAN_SETTINGS) else None
+
+
+def _signature(folder: Path, is_root: bool) -> tuple[float, ...]:
+    """When any of a folder's ignore files changes, its rules are read again."""
+    stamps = []
+    for parts in [(name,) for name in IGNORE_FILES] + ([OBSIDIAN_SETTINGS] if is_root else []):
+        try:
+            stamps.append(folder.joinpath(*parts).stat().st_mtime)
+        except OSError:
+            stamps.append(-1.0)
+    return tuple(stamps)
 
 
 class NoteFilter:
@@ -17,6 +98,34 @@ class NoteFilter:
     def __init__(self, roots: Iterable[str | Path], exclude: Iterable[str] = ()) -> None:
         self.roots = tuple(Path(r).expanduser().resolve() for r in roots)
         self.exclude = tuple(exclude)
+        self._rules: dict[Path, tuple[float, tuple[float, ...], FolderRules]] = {}
+
+    def rules(self, folder: Path, is_root: bool, fresh: bool = False) -> FolderRules:
+        """A folder's rules, read again when one of its ignore files changed (checked once a
+        second, and whenever a scan enters the folder)."""
+        now = time.monotonic()
+        cached = self._rules.get(folder)
+        if cached is not None and not fresh and now - cached[0] < RULES_CHECK_S:
+            return cached[2]
+        signature = _signature(folder, is_root)
+        if cached is None or cached[1] != signature:
+            rules = FolderRules(folder, self.exclude if is_root else (), is_root)
+            cached = (now, signature, rules)
+        self._rules[folder] = (now, cached[1], cached[2])
+        return cached[2]
+
+    def _excluded(self, root: Path, relative: Path, is_dir: bool) -> bool:
+        """git's answer for `relative` (under `root`): the last rule that speaks, from the root's
+        files down to those of the path's own folder, decides."""
+        decision: bool | None = None
+        folder = root
+        parts = relative.parts
+        for depth in range(len(parts)):
+            said = self.rules(folder, is_root=depth == 0).verdict("/".join(parts[depth:]), is_dir)
+            if said is not None:
+                decision = said
+            folder = folder / parts[depth]
+        return bool(decision)
 
     def root_of(self, path: Path) -> Path | None:
         for root in self.roots:
@@ -36,24 +145,16 @@ class NoteFilter:
         # Hidden names cover editor droppings too: .note.md.swp, .#note.md, .~lock files.
         if any(part.startswith(".") or part in SKIPPED_DIRS for part in relative.parts):
             return False
-        return not self._excluded(relative)
+        # As git: a note in an excluded folder stays out, whatever a later `!pattern` says.
+        for parent in reversed(relative.parents[:-1]):
+            if self._excluded(root, parent, is_dir=True):
+                return False
+        return not self._excluded(root, relative, is_dir=False)
 
     def accepts_dir(self, path: Path, root: Path) -> bool:
         if path.name.startswith(".") or path.name in SKIPPED_DIRS:
             return False
-        return not self._excluded(path.relative_to(root), is_dir=True)
-
-    def _excluded(self, relative: Path, is_dir: bool = False) -> bool:
-        text = relative.as_posix()
-        for pattern in self.exclude:
-            pattern = pattern.rstrip("/")
-            if fnmatch.fnmatchcase(text, pattern) or fnmatch.fnmatchcase(relative.name, pattern):
-                return True
-            if not is_dir and any(
-                fnmatch.fnmatchcase(parent.as_posix(), pattern) for parent in relative.parents
-            ):
-                return True
-        return False
+        return not self._excluded(root, path.relative_to(root), is_dir=True)
 
     def scan(self, paths: Iterable[Path] | None = None) -> Iterator[Path]:
         """Every accepted note under `paths` (files or directories; default: the roots)."""
@@ -66,20 +167,54 @@ class NoteFilter:
             root = self.root_of(start)
             if root is None or not start.is_dir():
                 continue
-            yield from self._walk(start, root)
+            relative = start.relative_to(root)
+            folders = [relative, *relative.parents[:-1]] if relative.parts else []
+            if any(not self.accepts_dir(root / folder, root) for folder in folders):
+                continue  # a folder left out (or inside one): none of its notes are
+            chain = []
+            for depth in range(len(relative.parts)):  # the rules of the folders above `start`
+                rules = self.rules(root.joinpath(*relative.parts[:depth]), is_root=depth == 0)
+                if rules.active:
+                    chain.append((depth, rules))
+            yield from self._walk(start, root, tuple(chain))
 
-    def _walk(self, directory: Path, root: Path) -> Iterator[Path]:
+    def _walk(
+        self, directory: Path, root: Path, chain: tuple[tuple[int, FolderRules], ...]
+    ) -> Iterator[Path]:
+        """`chain`: the rules with something to say from the root down to `directory`'s parent,
+        each with its folder's depth; the walk carries them so a file costs no lookups."""
+        rules = self.rules(directory, is_root=directory == root, fresh=True)  # edited since the last scan?
+        if rules.active:
+            chain = (*chain, (len(directory.relative_to(root).parts), rules))
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             return  # unreadable or vanished directory: nothing to index there
         for entry in entries:
-            path = Path(entry.path)
+            name = entry.name
+            if name.startswith("."):
+                continue  # hidden names cover editor droppings too: .note.md.swp, .#note.md
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if self.accepts_dir(path, root):
-                        yield from self._walk(path, root)
-                elif entry.is_file() and self.accepts(path):
-                    yield path
+                    path = Path(entry.path)
+                    if name not in SKIPPED_DIRS and not _said_out(chain, path, root, is_dir=True):
+                        yield from self._walk(path, root, chain)
+                elif name.lower().endswith(NOTE_SUFFIXES) and entry.is_file():
+                    path = Path(entry.path)
+                    if not _said_out(chain, path, root, is_dir=False):
+                        yield path
             except OSError:
                 continue
+
+
+def _said_out(chain: tuple[tuple[int, FolderRules], ...], path: Path, root: Path, is_dir: bool) -> bool:
+    """The last rule along the chain that speaks about `path` excludes it."""
+    if not chain:
+        return False
+    parts = path.relative_to(root).parts
+    decision: bool | None = None
+    for depth, rules in chain:
+        said = rules.verdict("/".join(parts[depth:]), is_dir)
+        if said is not None:
+            decision = said
+    return bool(decision)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from loguru import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from mdrag.scanner import NOTE_SUFFIXES, NoteFilter
+from mdrag.scanner import NOTE_SUFFIXES, NoteFilter, ignore_settings_scope
 from mdrag.workqueue import WorkQueue
 
 
@@ -31,10 +32,17 @@ class NoteEventHandler(FileSystemEventHandler):
                 if event.event_type in ("moved", "deleted"):
                     # A renamed or removed folder: its old notes go, its new ones come.
                     self.queue.add_directory(path)
+            elif self._ignore_scope(path) is not None:
+                # A .gitignore, .mdragignore or Obsidian's excludes changed: go over its folder again.
+                self.queue.add_directory(str(self._ignore_scope(path)))
             elif path.lower().endswith(NOTE_SUFFIXES):
                 # Not only accepted paths: a note moved into a hidden or excluded folder must
                 # leave the index, and the writer decides that when it takes the job.
                 self.queue.add_file(path)
+
+    def _ignore_scope(self, path: str) -> Path | None:
+        root = self.filter.root_of(Path(path))
+        return ignore_settings_scope(Path(path), root) if root is not None else None
 
 
 def _text(path: str | bytes) -> str:

@@ -64,7 +64,6 @@ def test_explicit_config_path_wins_over_the_environment(monkeypatch, tmp_path):
         ("search:\n  top_k: 101\n", "search.top_k"),
         ("search:\n  threshold: 1.5\n", "search.threshold"),
         ("search:\n  threshold: -0.1\n", "search.threshold"),
-        ("roots: ['/definitely/not/here']\n", "roots"),
         ("search:\n  mode: fuzzy\n", "search.mode"),
     ],
 )
@@ -81,6 +80,38 @@ def test_unknown_key_is_rejected_with_the_known_ones_listed(tmp_path):
     path.write_text("serach:\n  top_k: 3\n")
     with pytest.raises(ConfigError, match="unknown key 'serach.top_k'"):
         load_config(path)
+
+
+def test_a_root_that_does_not_exist_is_loaded_and_named_as_missing(tmp_path):
+    """An unmounted drive must not stop every command: serve and reindex refuse it, reads warn."""
+    path = tmp_path / "roots.yaml"
+    path.write_text(f"roots: ['/definitely/not/here', '{tmp_path}']\n")
+    assert load_config(path).missing_roots() == ["/definitely/not/here"]
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("MDRAG_SEARCH_TOPK", "did you mean MDRAG_SEARCH_TOP_K?"),
+        ("MDRAG_MILVUS_URL", "did you mean MDRAG_MILVUS_URI?"),
+        ("MDRAG_ROOT", "did you mean MDRAG_ROOTS?"),
+        ("MDRAG_COLOUR", ""),
+    ],
+)
+def test_a_misspelt_environment_variable_is_an_error_like_an_unknown_yaml_key(monkeypatch, name, hint):
+    monkeypatch.setenv(name, "3")
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    message = str(caught.value)
+    assert message.startswith(f"environment variable {name}: unknown setting")
+    assert hint in message and "MDRAG_SEARCH_TOP_K" in message
+
+
+def test_other_environment_variables_are_left_alone(monkeypatch):
+    monkeypatch.setenv("MDRAGGED", "1")
+    monkeypatch.setenv("MDRAG_TEST_ANYTHING", "1")
+    monkeypatch.setenv("MDRAG_SEARCH_TOP_K", "3")
+    assert load_config().search_top_k == 3
 
 
 def test_environment_roots_split_on_the_path_separator(monkeypatch, tmp_path):

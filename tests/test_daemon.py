@@ -33,7 +33,7 @@ def paths_of(hits):
 
 def cli_search(daemon, query: str, threshold: float = 0.5) -> set[str]:
     result = mdrag_cli(daemon.env, "search", query, "--json", "--threshold", str(threshold), timeout=30)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode in (0, 1), result.stderr  # 1: nothing found (yet)
     return paths_of(json.loads(result.stdout)["results"])
 
 

@@ -16,12 +16,14 @@ _HOMES = {
     "MAX_TAGS": "schema",
     "quote": "filters",
     "start_early": "lite",
+    "index_exists": "lite",
+    "index_held": "lite",
 }
-__all__ = ["MAX_TAGS", "Store", "clip_bytes", "doc_id", "quote", "start_early"]
+__all__ = ["MAX_TAGS", "Store", "clip_bytes", "doc_id", "index_exists", "index_held", "quote", "start_early"]
 
 if TYPE_CHECKING:
     from mdrag.milvus.filters import quote
-    from mdrag.milvus.lite import start_early
+    from mdrag.milvus.lite import index_exists, index_held, start_early
     from mdrag.milvus.schema import MAX_TAGS
     from mdrag.milvus.store import Store, clip_bytes, doc_id
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from pathlib import Path
 
@@ -111,3 +113,32 @@ def release(dbs: list[Path]) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def index_exists(uri: str) -> bool:
+    """A Milvus Lite index is a file; a server's collections are made on first use (not checked)."""
+    return not is_lite_uri(uri) or database_path(uri).exists()
+
+
+def index_held(uri: str) -> bool:
+    """True while another process has this Milvus Lite index open: its lock is taken.
+
+    Milvus Lite takes a POSIX lock on ".NAME.lock" beside each database; a lock file without a
+    lock is left by a crash and holds nothing. The probe never creates, removes or keeps it.
+    """
+    if not is_lite_uri(uri):
+        return False
+    for db in databases(uri):
+        try:
+            fd = os.open(db.parent / f".{db.name}.lock", os.O_RDWR)
+        except OSError:
+            continue  # none (nobody has it open) or not ours to open
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        else:
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return False

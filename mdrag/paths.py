@@ -1,0 +1,25 @@
+"""Paths as a person reads them: a note's path shown from its root's name, not from `/`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+_roots: list[str] = []  # the roots of the index this command reads, longest first
+
+
+def use_roots(roots: Iterable[str]) -> None:
+    """The roots text output is shown against (the daemon's, or the configured ones)."""
+    resolved = {os.path.realpath(os.path.expanduser(root)) for root in roots}
+    _roots[:] = sorted(resolved, key=len, reverse=True)
+
+
+def shown(path: str) -> str:
+    """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under no
+    root is shown relative to the working directory when under it, else as it is. Text output
+    only: `--json` keeps absolute paths for scripts."""
+    for root in _roots:
+        if path.startswith(root + os.sep) and os.path.basename(root):
+            return os.path.join(os.path.basename(root), path[len(root) + 1 :])
+    cwd = os.getcwd() + os.sep
+    return path[len(cwd) :] if path.startswith(cwd) else path

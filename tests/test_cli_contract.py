@@ -1,0 +1,150 @@
+"""The CLI's promises to a newcomer and a script: no index is ever made by a read, exit codes, --config anywhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mdrag import paths
+from mdrag.cli import main
+
+READ_COMMANDS = [
+    ["search", "how do I restore the database"],
+    ["status"],
+    ["similar", "note.md"],
+    ["related", "note.md"],
+    ["duplicates"],
+    ["gaps"],
+    ["gaps", "resolve", "a query"],
+    ["context", "how do I restore the database"],
+]
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh user: no config, no index, no daemon (a socket path nobody serves)."""
+    for name in list(os.environ):
+        if name.startswith("MDRAG_") and not name.startswith("MDRAG_TEST_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main_with(list(args))
+    return int(exited.value.code or 0)
+
+
+def main_with(args: list[str]) -> None:
+    import sys
+
+    saved = sys.argv
+    sys.argv = ["mdrag", *args]
+    try:
+        main()
+    finally:
+        sys.argv = saved
+
+
+def everything_under(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*")) if folder.exists() else []
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda a: " ".join(a))
+def test_a_read_command_with_no_daemon_and_no_index_says_so_and_creates_nothing(home, capsys, args):
+    before = everything_under(home)
+    assert run(*args) == 1
+    err = capsys.readouterr().err
+    index = home / "data" / "mdrag" / "milvus.db"
+    assert f"no index at {index}: start `mdrag serve` or run `mdrag reindex DIR`" in err
+    assert everything_under(home) == before  # no index, no gaps file, no data dir
+
+
+def test_config_is_accepted_after_the_subcommand_as_well_as_before(home, capsys):
+    config = home / "elsewhere.yaml"
+    config.write_text(f"milvus:\n  uri: {home / 'other' / 'index.db'}\n")
+    for args in (
+        ["search", "--config", str(config), "a query"],
+        ["--config", str(config), "search", "a query"],
+        ["gaps", "resolve", "a query", "--config", str(config)],
+        ["status", "--config", str(config)],
+    ):
+        assert run(*args) == 1
+        assert f"no index at {home / 'other' / 'index.db'}" in capsys.readouterr().err, args
+
+
+def test_a_config_after_the_subcommand_wins_over_one_before_it(home, capsys):
+    first, second = home / "first.yaml", home / "second.yaml"
+    first.write_text("milvus:\n  uri: /nowhere/first.db\n")
+    second.write_text("milvus:\n  uri: /nowhere/second.db\n")
+    assert run("--config", str(first), "status", "--config", str(second)) == 1
+    assert "no index at /nowhere/second.db" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "--no-such-option", "q"],
+        ["similar"],
+        ["search", "-k", "many", "q"],
+        ["nonsense"],
+        ["context"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_usage_errors_exit_2(home, capsys, args):
+    assert run(*args) == 2
+    assert "Usage:" in capsys.readouterr().err
+
+
+def test_other_errors_exit_1_with_an_error_line(home, capsys):
+    (home / "bad.yaml").write_text("search:\n  top_k: 0\n")
+    assert run("--config", str(home / "bad.yaml"), "search", "q") == 1
+    assert capsys.readouterr().err.startswith("Error: ")
+
+
+def test_a_misspelt_environment_variable_stops_a_command_like_a_yaml_typo(home, capsys, monkeypatch):
+    monkeypatch.setenv("MDRAG_SEARCH_THRESHHOLD", "0.5")
+    assert run("status") == 1
+    err = capsys.readouterr().err
+    assert "Error: environment variable MDRAG_SEARCH_THRESHHOLD: unknown setting" in err
+    assert "did you mean MDRAG_SEARCH_THRESHOLD?" in err
+
+
+def test_serve_and_reindex_of_a_missing_root_fail_and_name_it(home, capsys):
+    present = home / "notes"
+    present.mkdir()
+    config = home / "roots.yaml"
+    config.write_text(f"roots: ['{home / 'unmounted'}', '{present}']\n")
+    for args in (["serve"], ["reindex"]):
+        assert run("--config", str(config), *args) == 1
+        err = capsys.readouterr().err
+        assert f"{home / 'unmounted'} does not exist" in err and err.startswith("Error: "), args
+
+
+def test_a_read_command_warns_of_a_missing_root_and_goes_on(home, capsys):
+    config = home / "roots.yaml"
+    config.write_text(f"roots: ['{home / 'unmounted'}']\n")
+    assert run("--config", str(config), "status") == 1  # it went on, to the index (none here)
+    err = capsys.readouterr().err
+    assert f"warning: the root {home / 'unmounted'} does not exist" in err
+    assert "no index at" in err
+
+
+def test_paths_are_shown_from_their_roots_name(tmp_path, monkeypatch):
+    vault = tmp_path / "vault"
+    monkeypatch.chdir(tmp_path / "..")
+    paths.use_roots([str(vault), str(vault / "deep" / "inner")])
+    try:
+        assert paths.shown(str(vault / "a" / "b.md")) == "vault/a/b.md"
+        assert paths.shown(str(vault / "deep" / "inner" / "c.md")) == "inner/c.md"  # the closest root
+        assert paths.shown(str(tmp_path / "vaultish" / "x.md")) == f"{tmp_path.name}/vaultish/x.md"
+        assert paths.shown("/elsewhere/x.md") == "/elsewhere/x.md"
+    finally:
+        paths.use_roots([])

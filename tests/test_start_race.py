@@ -1,0 +1,126 @@
+"""The start race: a daemon starting while short-lived commands open the index must win, never exit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write
+from tests.daemon_process import DaemonProcess
+
+pytestmark = pytest.mark.slow
+
+HOLDER = """
+import os, sys, time
+from mdrag.route import LocalBackend
+from mdrag.config import load_config
+backend = LocalBackend(load_config())
+print("held", flush=True)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+time.sleep(2)  # a command that looked for the socket just before the daemon bound it
+backend.close()
+"""
+
+
+@pytest.fixture()
+def indexed(tmp_path: Path):
+    """Two notes, already indexed (a command only opens an index that exists), and a daemon not yet started."""
+    notes = tmp_path / "notes"
+    write(notes / "a.md", "# Sourdough\n\nFeed the starter the night before baking.\n")
+    write(notes / "b.md", "# Wi-Fi\n\nMove the router to channel 1 when the calls drop.\n")
+    daemon = DaemonProcess(notes, tmp_path / "state")
+    done = subprocess.run(
+        [sys.executable, "-m", "mdrag.cli", "reindex", "--json"],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    yield daemon
+    if daemon.process is not None and daemon.process.poll() is None:
+        daemon.process.terminate()
+        daemon.process.wait(timeout=30)
+    daemon.close()  # and its socket folder
+
+
+def wait_ready(daemon: DaemonProcess, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not daemon.client.alive():
+        assert daemon.process is not None and daemon.process.poll() is None, daemon.log()
+        assert time.monotonic() < deadline, daemon.log()
+        time.sleep(0.05)
+    daemon.client.call("status")  # answers once the index is open
+
+
+def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, indexed.socket_path],
+        env=indexed.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        indexed.launch()
+        wait_ready(indexed)
+        assert holder.wait(timeout=30) == 0, holder.stderr.read() if holder.stderr else ""
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+    assert indexed.process is not None and indexed.process.poll() is None
+    log = indexed.log()
+    assert "the index is held by another process" in log and "waiting up to" in log
+    assert "the index was let go after" in log
+    assert indexed.status()["documents"] == {"indexed": 2}
+
+
+def test_a_status_polled_every_50_ms_while_the_daemon_starts_never_stops_it(indexed):
+    answers: list[tuple[int, dict | None, str]] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            done = subprocess.run(
+                [sys.executable, "-m", "mdrag.cli", "status", "--json"],
+                env=indexed.env,
+                capture_output=True,
+                text=True,
+            )
+            report = json.loads(done.stdout) if done.returncode == 0 else None
+            answers.append((done.returncode, report, done.stderr))
+            stop.wait(0.05)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        while not answers:  # the race needs a command in flight when the daemon comes
+            time.sleep(0.05)
+        write(indexed.notes / "c.md", "# Garden\n\nWater the tomatoes at dawn.\n")  # work for its reconcile
+        indexed.launch()
+        wait_ready(indexed)
+        seen = len(answers)
+        while len(answers) < seen + 2:  # and a couple more through the daemon
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        poller.join(timeout=60)
+    assert indexed.process is not None and indexed.process.poll() is None, indexed.log()
+    failures = [(code, err) for code, _, err in answers if code != 0]
+    assert not failures, failures
+    direct = [r for _, r, _ in answers if r and r["daemon"] is None]
+    served = [r for _, r, _ in answers if r and r["daemon"] is not None]
+    assert direct and served, f"the poll did not span the start: {len(direct)} direct, {len(served)} served"
+    # From its first answer the daemon says `reconciling` until every note (c.md too) is in.
+    for report in served:
+        assert report["daemon"]["state"] == "reconciling" or report["documents"] == {"indexed": 3}, report
+    assert "held by another process" not in indexed.log() or "let go" in indexed.log()
