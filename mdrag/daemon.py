@@ -16,6 +16,7 @@ from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError
 from mdrag.gate import Gate
 from mdrag.notify import SystemdNotifier
+from mdrag.pathtext import to_fs
 from mdrag.server import SocketServer
 from mdrag.service import Service
 from mdrag.watcher import Watcher
@@ -235,7 +236,8 @@ class Daemon:
         indexer = self.service.indexer
         if isinstance(work, FileChanges):
             if work.directories:
-                report = indexer.reconcile([Path(d) for d in work.directories], cancel=self._stop)
+                folders = [Path(to_fs(d)) for d in work.directories]  # the watcher queues stored forms
+                report = indexer.reconcile(folders, cancel=self._stop)
                 logger.info("folder change: {}", _summary(report.to_dict()))
             if work.files:
                 report = indexer.index_files(work.files, cancel=self._stop)

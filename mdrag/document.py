@@ -13,6 +13,7 @@ import yaml
 from frontmatter import YAMLHandler
 
 from mdrag.errors import DocumentError
+from mdrag.pathtext import to_fs
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # a "note" larger than this is almost surely not one
 _YAML = YAMLHandler()
@@ -65,7 +66,8 @@ def hash_bytes(data: bytes) -> str:
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes, or a DocumentError saying why they cannot be had."""
+    """The file's bytes (`path` as stored, see pathtext), or a DocumentError saying why not."""
+    path = to_fs(str(path))
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -91,7 +93,7 @@ def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) 
             f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); re-save the file as UTF-8"
         ) from None
     try:
-        stat = os.stat(path)
+        stat = os.stat(to_fs(str(path)))
         created, modified = getattr(stat, "st_birthtime", stat.st_ctime), stat.st_mtime
     except OSError:
         created = modified = 0.0

@@ -17,7 +17,8 @@ from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog
 from mdrag.document import Document, hash_bytes, parse_document, read_bytes
 from mdrag.embedder import EmbedCancelled, Embedder
-from mdrag.errors import DocumentError
+from mdrag.errors import DocumentError, RowsRejectedError
+from mdrag.pathtext import to_fs, to_text
 from mdrag.readahead import read_ahead
 from mdrag.rows import PreparedNote, file_record, metadata_row, vector_rows
 from mdrag.scanner import NoteFilter
@@ -110,16 +111,17 @@ class Indexer:
         """Index every note under `paths` (default: all roots) and drop what vanished there."""
         started = time.monotonic()
         scope = None if paths is None else [Path(p).expanduser().resolve() for p in paths]
-        files = [str(p) for p in self.filter.scan(scope)]
+        # Paths as stored: valid UTF-8 whatever bytes the names hold (see pathtext).
+        files = [to_text(p) for p in self.filter.scan(scope)]
         seen = set(files)
         if scope is None:
             gone = [p for p in self.catalog.paths() if p not in seen]
         else:
             candidates: set[str] = set()
             for target in scope:
-                candidates.update(self.catalog.paths_under(target))
-                if self.catalog.get(str(target)) is not None:
-                    candidates.add(str(target))
+                candidates.update(self.catalog.paths_under(to_text(target)))
+                if self.catalog.get(to_text(target)) is not None:
+                    candidates.add(to_text(target))
             gone = sorted(p for p in candidates if p not in seen)
         report = self.index_files(files, force=force, progress=progress, cancel=cancel)
         if cancel is None or not cancel.is_set():
@@ -136,14 +138,15 @@ class Indexer:
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
     ) -> IndexReport:
-        """Bring these files up to date; a path that no longer exists is removed.
+        """Bring these files (paths as stored, see pathtext) up to date; a path that no longer
+        exists is removed.
 
         `cancel` stops the run between batches: what was written stays consistent, and what
         was not is found changed by the next run.
         """
         started = time.monotonic()
         report = IndexReport()
-        missing = [p for p in paths if not Path(p).is_file() or not self.filter.accepts(p)]
+        missing = [p for p in paths if not Path(to_fs(p)).is_file() or not self.filter.accepts(to_fs(p))]
         report.deleted += self.remove(missing)
         gone = set(missing)
         present = [p for p in paths if p not in gone]
@@ -175,7 +178,8 @@ class Indexer:
             logger.info("indexing stopped after {} of {} files", done + report.unchanged, len(present))
         finally:
             prepared_files.close()
-        self.catalog.clear_marks(present)
+            # Also when a write fails: no file may stay "processing" for ever.
+            self.catalog.clear_marks(present)
         report.seconds = time.monotonic() - started
         return report
 
@@ -252,20 +256,16 @@ class Indexer:
     ) -> None:
         """Write a batch so that search sees each file's old version, then its new one."""
         vectors = self._vectors(batch, report, run, cancel)
-        new_rows: list[dict[str, Any]] = []
-        update_rows: list[dict[str, Any]] = []
-        metadata: list[dict[str, Any]] = []
-        keep: dict[str, set[str]] = {}
-        for prepared in batch:
-            rows = vector_rows(prepared, vectors)
-            (new_rows if prepared.is_new else update_rows).extend(rows)
-            keep[prepared.path] = {row["id"] for row in rows}
-            metadata.append(metadata_row(prepared, rows, self.store.dimension))
-        # 1. the new version's rows (invisible to search until the catalog names their hash)
-        self.store.insert_vectors(new_rows)
-        self.store.upsert_vectors(update_rows)
-        # 2. the durable record, then the in-memory switch that makes the new rows visible
-        self.store.upsert_metadata(metadata)
+        retried = False
+        try:
+            written = self._store(batch, vectors)
+        except RowsRejectedError as exc:
+            retried = True
+            # The engine refused something one of these notes holds: the others go on without it.
+            logger.warning("the index refused {} notes at once; writing them one by one: {}", len(batch), exc)
+            written = self._store_each(batch, vectors)
+        batch = [p for p in batch if p.path in written.keep]
+        metadata, keep = written.metadata, written.keep
         for prepared, row in zip(batch, metadata, strict=True):
             self.catalog.put(file_record(row))
             if prepared.error:
@@ -276,14 +276,59 @@ class Indexer:
             else:
                 report.updated += 1
         for listener in self.listeners:
-            listener(new_rows + update_rows)
+            listener(written.rows)
         # 3. the old version's rows, now unreachable
-        updated = [p.path for p in batch if not p.is_new]
+        # (after a refused batch, new notes too: the batch may have landed in part)
+        updated = [p.path for p in batch if not p.is_new or retried]
         if updated:
             stale = [
                 r for r in self.store.vector_keys_for_paths(updated) if r["id"] not in keep[r["file_path"]]
             ]
             self.store.delete_vectors(stale)
+
+    def _store(self, batch: list[PreparedNote], vectors: VectorMap, retry: bool = False) -> _Written:
+        """Steps 1 and 2 of a write: the rows, then the metadata that will make them visible."""
+        new_rows: list[dict[str, Any]] = []
+        update_rows: list[dict[str, Any]] = []
+        written = _Written()
+        for prepared in batch:
+            rows = vector_rows(prepared, vectors)
+            # A retry upserts: part of the refused batch may have landed.
+            (new_rows if prepared.is_new and not retry else update_rows).extend(rows)
+            written.keep[prepared.path] = {row["id"] for row in rows}
+            written.metadata.append(metadata_row(prepared, rows, self.store.dimension))
+        # 1. the new version's rows (invisible to search until the catalog names their hash)
+        self.store.insert_vectors(new_rows)
+        self.store.upsert_vectors(update_rows)
+        # 2. the durable record, then (the caller) the in-memory switch that makes them visible
+        self.store.upsert_metadata(written.metadata)
+        written.rows = new_rows + update_rows
+        return written
+
+    def _store_each(self, batch: list[PreparedNote], vectors: VectorMap) -> _Written:
+        """Each note on its own; one the engine refuses is recorded failed, with the reason."""
+        written = _Written()
+        for prepared in batch:
+            try:
+                one = self._store([prepared], vectors, retry=True)
+            except RowsRejectedError as exc:
+                failed = PreparedNote(
+                    path=prepared.path,
+                    is_new=prepared.is_new,
+                    file_hash=prepared.file_hash,
+                    size=prepared.size,
+                    error=f"the index refused this note: {exc}",
+                )
+                try:
+                    one = self._store([failed], vectors, retry=True)
+                except RowsRejectedError as again:
+                    logger.error("the index refused even the failure record of {}: {}", prepared.path, again)
+                    continue
+                prepared.error, prepared.document = failed.error, None
+            written.keep.update(one.keep)
+            written.metadata.extend(one.metadata)
+            written.rows.extend(one.rows)
+        return written
 
     def _vectors(
         self,
@@ -318,6 +363,18 @@ class Indexer:
         report.sections_embedded += len({sid for sid, _ in missing})
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors
+
+
+VectorMap = dict[tuple[str, int], np.ndarray]
+
+
+@dataclass
+class _Written:
+    """What a write stored: metadata rows in batch order, vector rows, and each note's row ids."""
+
+    metadata: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    keep: dict[str, set[str]] = field(default_factory=dict)
 
 
 def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline, str, list[tuple[str, str]]]:

@@ -25,6 +25,7 @@ from mdrag.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport, Progress
+from mdrag.pathtext import to_fs, to_text
 from mdrag.protocol import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
@@ -170,9 +171,15 @@ class Service:
 
     def _note(self, params: dict[str, Any]) -> str:
         """The note's path as the catalog knows it: as written (a symlink stays one), else resolved."""
-        given = Path(text_param(params, "note", 4096)).expanduser()
-        absolute = os.path.abspath(given)
-        return absolute if self.catalog.get(absolute) is not None else str(given.resolve())
+        text = text_param(params, "note", 4096)
+        absolute = os.path.abspath(os.path.expanduser(text))
+        if self.catalog.get(absolute) is not None:
+            return absolute  # the stored form, as a result showed it
+        # A path as the OS gives it (its undecodable bytes as surrogates): stored form (pathtext).
+        absolute = to_text(absolute)
+        if self.catalog.get(absolute) is not None:
+            return absolute
+        return to_text(Path(to_fs(absolute)).resolve())
 
     def search_defaults(self) -> SearchParams:
         c = self.config
