@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,12 @@ from mdrag.pathtext import to_fs
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # a "note" larger than this is almost surely not one
 _YAML = YAMLHandler()
+# Frontmatter is a few keys; these bounds keep a hostile block (a "billion laughs" alias bomb,
+# nesting thousands deep) from costing more than a moment. Past them the note is indexed as text.
+MAX_FRONTMATTER_CHARS = 64 * 1024
+MAX_FRONTMATTER_DEPTH = 64
+MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
     if content.startswith("\n"):
         body_offset += 1
     try:
-        loaded = _YAML.load(raw)
+        loaded = load_frontmatter(raw)
+    except FrontmatterTooLarge as exc:
+        return {}, 0, False, f"frontmatter {exc}; indexed as text"
     except yaml.YAMLError as exc:
         problem = " ".join(str(exc).split())
         return {}, 0, False, f"malformed YAML frontmatter, indexed as text: {problem}"
@@ -136,6 +144,72 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
         return {}, body_offset, True, ""
     if not isinstance(loaded, dict):
         return {}, 0, False, "frontmatter is not a mapping of keys to values; indexed as text"
-    # Round-trip through JSON so dates and other YAML types store cleanly in Milvus.
-    safe = json.loads(json.dumps({str(k): v for k, v in loaded.items()}, default=str))
-    return safe, body_offset, True, ""
+    # JSON-safe values, so dates and other YAML types store cleanly in Milvus.
+    return {str(k): _json_safe(v) for k, v in loaded.items()}, body_offset, True, ""
+
+
+class FrontmatterTooLarge(ValueError):
+    """A frontmatter block past the bounds (size, nesting, values once aliases are expanded)."""
+
+
+def load_frontmatter(raw: str) -> Any:
+    """YAML's safe load, bounded: the text's size, its nesting (checked on the event stream,
+    before the recursive composer sees it) and its size with every alias expanded (counted on
+    the node graph, where an alias is one shared node, before anything is built from it)."""
+    if len(raw) > MAX_FRONTMATTER_CHARS:
+        raise FrontmatterTooLarge(f"is over {MAX_FRONTMATTER_CHARS} characters")
+    depth = 0
+    for event in yaml.parse(raw, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_FRONTMATTER_DEPTH:
+                raise FrontmatterTooLarge(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    loader = _Loader(raw)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}) > MAX_FRONTMATTER_NODES:
+            raise FrontmatterTooLarge(f"expands to over {MAX_FRONTMATTER_NODES} values (YAML aliases)")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, float]) -> float:
+    """How many values the node stands for once its aliases are copied out (memoized per
+    shared node, so a bomb is counted in the time of its few nodes; a cycle is infinite)."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    sizes[key] = float("inf")  # still being counted: reached again means a recursive alias
+    if isinstance(node, yaml.SequenceNode):
+        total = 1 + sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    else:
+        total = 1
+    sizes[key] = total
+    return total
+
+
+_INT64 = 2**63
+
+
+def _json_safe(value: Any) -> Any:
+    """A frontmatter value as JSON the engine accepts: text for dates, big numbers, NaN and
+    other types; no lone surrogates (a YAML "\\ud800" escape). Bounded by the nesting check."""
+    if isinstance(value, dict):
+        return {_json_safe(str(k)): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if -_INT64 <= value < _INT64 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    text = value if isinstance(value, str) else str(value)
+    return text.encode("utf-8", "replace").decode("utf-8")
