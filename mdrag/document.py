@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
 import os
@@ -15,7 +16,7 @@ from frontmatter import YAMLHandler
 from mdrag.errors import DocumentError
 from mdrag.pathtext import to_fs
 
-MAX_FILE_BYTES = 50 * 1024 * 1024  # a "note" larger than this is almost surely not one
+MAX_FILE_BYTES = 5_000_000  # the default of `index.max_file_mb`
 _YAML = YAMLHandler()
 # Frontmatter is a few keys; these bounds keep a hostile block (a "billion laughs" alias bomb,
 # nesting thousands deep) from costing more than a moment. Past them the note is indexed as text.
@@ -71,33 +72,71 @@ def hash_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_bytes(path: str | Path) -> bytes:
+class FileVanished(DocumentError):
+    """The file (or its folder) was removed between the scan and the read: a delete, not a failure."""
+
+
+class FileUnreadable(DocumentError):
+    """The file exists but may not be read (permissions): what the index holds of it is kept."""
+
+
+def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The file's bytes (`path` as stored, see pathtext), or a DocumentError saying why not."""
     path = to_fs(str(path))
     try:
         size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise DocumentError(f"file is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
+        if size > limit:
+            raise DocumentError(
+                f"file is {size / 1e6:.1f} MB, over the index.max_file_mb limit of {limit / 1e6:g} MB; "
+                "raise index.max_file_mb to index it"
+            )
         with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise DocumentError("file disappeared before it could be read") from None
+            data = handle.read(limit + 1)  # never more than the limit, if it grew meanwhile
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileVanished("file disappeared before it could be read") from None
+    except PermissionError as exc:
+        raise FileUnreadable(f"cannot read file: {exc.strerror or exc}") from None
     except IsADirectoryError:
         raise DocumentError("path is a directory, not a file") from None
     except OSError as exc:
         raise DocumentError(f"cannot read file: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise DocumentError(f"file grew past the index.max_file_mb limit of {limit / 1e6:g} MB while read")
+    return data
 
 
-def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) -> Document:
-    """Decode and split a note; raises DocumentError for binary or non-UTF-8 content."""
+# Byte order marks, the 4-byte ones first (UTF-32-LE's begins as UTF-16-LE's does).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def decode_text(data: bytes) -> str:
+    """A note's text: UTF-8 (with or without BOM), or UTF-16/32 when a BOM says so."""
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+    if encoding is not None:
+        try:
+            return data.decode(encoding)  # the codec reads and drops the BOM
+        except UnicodeDecodeError as exc:
+            raise DocumentError(
+                f"not valid {encoding.upper()} despite its byte order mark: {exc.reason}"
+            ) from None
     if b"\x00" in data[:8192]:
         raise DocumentError("binary file: contains NUL bytes, not markdown text")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DocumentError(
             f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); re-save the file as UTF-8"
         ) from None
+
+
+def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) -> Document:
+    """Decode and split a note; raises DocumentError for binary or undecodable content."""
+    text = decode_text(data)
     try:
         stat = os.stat(to_fs(str(path)))
         created, modified = getattr(stat, "st_birthtime", stat.st_ctime), stat.st_mtime

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -15,7 +17,15 @@ from loguru import logger
 
 from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog
-from mdrag.document import Document, hash_bytes, parse_document, read_bytes
+from mdrag.document import (
+    MAX_FILE_BYTES,
+    Document,
+    FileUnreadable,
+    FileVanished,
+    hash_bytes,
+    parse_document,
+    read_bytes,
+)
 from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
 from mdrag.pathtext import to_fs, to_text
@@ -98,6 +108,8 @@ class Indexer:
         self.carried = carried
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
         self.listeners: list[Listener] = []
+        self.max_file_bytes = MAX_FILE_BYTES  # `index.max_file_mb`
+        self._resume: RunVectors | None = None
 
     # ---- public operations ---------------------------------------------------------------
 
@@ -123,7 +135,10 @@ class Indexer:
                 if self.catalog.get(to_text(target)) is not None:
                     candidates.add(to_text(target))
             gone = sorted(p for p in candidates if p not in seen)
-        report = self.index_files(files, force=force, progress=progress, cancel=cancel)
+        report = IndexReport()
+        if self.filter.unreadable:
+            gone = self._keep_unreadable(gone, report)
+        report = self.index_files(files, force=force, progress=progress, cancel=cancel, report=report)
         if cancel is None or not cancel.is_set():
             report.deleted += self.remove(gone)
             if scope is None and self.carried is not None:
@@ -137,6 +152,7 @@ class Indexer:
         force: bool = False,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        report: IndexReport | None = None,
     ) -> IndexReport:
         """Bring these files (paths as stored, see pathtext) up to date; a path that no longer
         exists is removed.
@@ -145,8 +161,8 @@ class Indexer:
         was not is found changed by the next run.
         """
         started = time.monotonic()
-        report = IndexReport()
-        missing = [p for p in paths if not Path(to_fs(p)).is_file() or not self.filter.accepts(to_fs(p))]
+        report = report or IndexReport()
+        missing = [p for p in paths if not _may_be_note(p) or not self.filter.accepts(to_fs(p))]
         report.deleted += self.remove(missing)
         gone = set(missing)
         present = [p for p in paths if p not in gone]
@@ -154,9 +170,11 @@ class Indexer:
         done = 0
         batch: list[PreparedNote] = []
         texts = 0
-        run = RunVectors(store_had_notes=len(self.catalog) > 0)
+        # A run stopped to let other changes go first left its vectors: it goes on from there.
+        run, self._resume = self._resume or RunVectors(store_had_notes=len(self.catalog) > 0), None
         # A reader thread reads, hashes and sections the next files while the model embeds.
-        prepared_files = read_ahead(self._prepare(present, force, report), READ_AHEAD)
+        vanished: list[str] = []
+        prepared_files = read_ahead(self._prepare(present, force, report, vanished), READ_AHEAD)
         try:
             for prepared in prepared_files:
                 batch.append(prepared)
@@ -174,14 +192,31 @@ class Indexer:
             if progress:
                 progress(len(present), len(present), report.sections_embedded)
         except EmbedCancelled:
-            # Nothing of the unfinished batch was written: the next run finds those files changed.
+            # Nothing of the unfinished batch was written: the next run finds those files changed,
+            # and the vectors embedded so far wait for it.
+            self._resume = run
             logger.info("indexing stopped after {} of {} files", done + report.unchanged, len(present))
         finally:
             prepared_files.close()
             # Also when a write fails: no file may stay "processing" for ever.
             self.catalog.clear_marks(present)
+        report.deleted += self.remove(vanished)
         report.seconds = time.monotonic() - started
         return report
+
+    def _keep_unreadable(self, gone: list[str], report: IndexReport) -> list[str]:
+        """A folder that cannot be read is a failure, not a delete: its notes stay as indexed."""
+        kept: set[str] = set()
+        for folder, reason in self.filter.unreadable.items():
+            where = to_text(folder)
+            notes = [p for p in gone if p == where or p.startswith(where + "/")]
+            kept.update(notes)
+            error = (
+                f"cannot read: {reason}; its {len(notes)} indexed note(s) stay until it is readable or gone"
+            )
+            report.failed.append({"file_path": where, "error": error})
+            logger.warning("failed {}: {}", where, error)
+        return [p for p in gone if p not in kept]
 
     def remove(self, paths: list[str]) -> int:
         """Forget these files: catalog first (search stops showing them), then rows, then metadata."""
@@ -210,13 +245,31 @@ class Indexer:
 
     # ---- reading and sectioning ------------------------------------------------------------
 
-    def _prepare(self, paths: list[str], force: bool, report: IndexReport) -> Iterator[PreparedNote]:
+    def _prepare(
+        self, paths: list[str], force: bool, report: IndexReport, vanished: list[str]
+    ) -> Iterator[PreparedNote]:
         for path in paths:
             known = self.catalog.get(path)
             prepared = PreparedNote(path=path, is_new=known is None)
             try:
-                data = read_bytes(path)
+                data = read_bytes(path, self.max_file_bytes)
+            except FileVanished:
+                vanished.append(path)  # deleted since the scan: the writer removes it
+                continue
+            except FileUnreadable as exc:
+                if known is not None and known.status == "indexed":
+                    # Permissions come and go (a folder being copied, a mount): keep what we have.
+                    error = f"{exc}; its indexed version is kept until it is readable or gone"
+                    report.failed.append({"file_path": path, "error": error})
+                    logger.warning("failed {}: {}", path, error)
+                    continue
+                prepared.error = str(exc)
+                yield prepared
+                continue
             except DocumentError as exc:
+                if known is not None and known.status == "failed" and known.error_message == str(exc):
+                    report.unchanged += 1  # failed for the same reason as last time: nothing to write
+                    continue
                 prepared.error = str(exc)
                 yield prepared
                 continue
@@ -357,12 +410,30 @@ class Indexer:
             found = lookup(unknown).items()
             vectors.update({key: np.asarray(v, dtype=np.float32) for key, v in found if key in wanted})
         missing = [key for key in wanted if key not in vectors]
-        embedded = self.embedder.embed([wanted[key] for key in missing], cancel=cancel)
-        vectors.update(zip(missing, embedded, strict=True))
+        # In slices (a huge note has tens of thousands of windows), each kept in the run as it
+        # is done: a stopped run loses at most one slice.
+        for start in range(0, len(missing), BATCH_TEXTS):
+            part = missing[start : start + BATCH_TEXTS]
+            embedded = dict(
+                zip(part, self.embedder.embed([wanted[key] for key in part], cancel=cancel), strict=True)
+            )
+            vectors.update(embedded)
+            run.add(embedded)
         run.add(vectors)
         report.sections_embedded += len({sid for sid, _ in missing})
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors
+
+
+def _may_be_note(path: str) -> bool:
+    """False only when the file is surely not there (gone, or not a file); a file that cannot
+    be looked at (a folder without search permission) is kept, and fails with the reason."""
+    try:
+        return stat.S_ISREG(os.stat(to_fs(path)).st_mode)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
 
 
 VectorMap = dict[tuple[str, int], np.ndarray]

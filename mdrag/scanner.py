@@ -17,6 +17,9 @@ class NoteFilter:
     def __init__(self, roots: Iterable[str | Path], exclude: Iterable[str] = ()) -> None:
         self.roots = tuple(Path(r).expanduser().resolve() for r in roots)
         self.exclude = tuple(exclude)
+        # Folders (or entries) the last scan could not read, with the reason: their notes are
+        # neither listed nor gone, and the indexer keeps what it has of them.
+        self.unreadable: dict[Path, str] = {}
 
     def root_of(self, path: Path) -> Path | None:
         for root in self.roots:
@@ -57,6 +60,7 @@ class NoteFilter:
 
     def scan(self, paths: Iterable[Path] | None = None) -> Iterator[Path]:
         """Every accepted note under `paths` (files or directories; default: the roots)."""
+        self.unreadable = {}
         for start in paths if paths is not None else self.roots:
             start = Path(start).expanduser().resolve()
             if start.is_file():
@@ -71,8 +75,11 @@ class NoteFilter:
     def _walk(self, directory: Path, root: Path) -> Iterator[Path]:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            return  # unreadable or vanished directory: nothing to index there
+        except FileNotFoundError:
+            return  # vanished meanwhile: its notes are gone
+        except OSError as exc:
+            self.unreadable[directory] = exc.strerror or str(exc)
+            return
         for entry in entries:
             path = Path(entry.path)
             try:
@@ -81,5 +88,7 @@ class NoteFilter:
                         yield from self._walk(path, root)
                 elif entry.is_file() and self.accepts(path):
                     yield path
-            except OSError:
+            except FileNotFoundError:
                 continue
+            except OSError as exc:  # a folder listed but not searchable (r-- permissions)
+                self.unreadable[path] = exc.strerror or str(exc)

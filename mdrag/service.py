@@ -82,6 +82,7 @@ class Service:
         self.indexer = Indexer(
             self.embedder, self.store, self.catalog, self.filter, config.sections_max_tokens, carried
         )
+        self.indexer.max_file_bytes = int(config.index_max_file_mb * 1_000_000)
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
         self.gaps = GapLog(gap_log_path(config))

@@ -95,6 +95,14 @@ class WorkQueue:
                     return None
                 self._cond.wait(max(0.0, wake - now))
 
+    def changes_due(self) -> bool:
+        """Whether file or folder changes wait past their quiet time (a long job may yield to them)."""
+        with self._cond:
+            now = time.monotonic()
+            return any(due <= now for due in self._files.values()) or any(
+                due <= now for due in self._directories.values()
+            )
+
     def finish(self, applied: bool = True) -> None:
         """The writer is done with what it took."""
         with self._cond:
