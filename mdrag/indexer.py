@@ -109,7 +109,7 @@ class Indexer:
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
         self.listeners: list[Listener] = []
         self.max_file_bytes = MAX_FILE_BYTES  # `index.max_file_mb`
-        self._resume: RunVectors | None = None
+        self._resume: tuple[RunVectors, set[str]] | None = None  # a stopped run's vectors, its files
 
     # ---- public operations ---------------------------------------------------------------
 
@@ -170,8 +170,7 @@ class Indexer:
         done = 0
         batch: list[PreparedNote] = []
         texts = 0
-        # A run stopped to let other changes go first left its vectors: it goes on from there.
-        run, self._resume = self._resume or RunVectors(store_had_notes=len(self.catalog) > 0), None
+        run = self._resumed(present) or RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
         vanished: list[str] = []
         prepared_files = read_ahead(self._prepare(present, force, report, vanished), READ_AHEAD)
@@ -194,7 +193,7 @@ class Indexer:
         except EmbedCancelled:
             # Nothing of the unfinished batch was written: the next run finds those files changed,
             # and the vectors embedded so far wait for it.
-            self._resume = run
+            self._resume = (run, set(present))
             logger.info("indexing stopped after {} of {} files", done + report.unchanged, len(present))
         finally:
             prepared_files.close()
@@ -217,6 +216,13 @@ class Indexer:
             report.failed.append({"file_path": where, "error": error})
             logger.warning("failed {}: {}", where, error)
         return [p for p in gone if p not in kept]
+
+    def _resumed(self, paths: list[str]) -> RunVectors | None:
+        """The vectors of a run stopped to let other changes go first, once its files come back."""
+        if self._resume is None or self._resume[1].isdisjoint(paths):
+            return None
+        run, self._resume = self._resume[0], None
+        return run
 
     def remove(self, paths: list[str]) -> int:
         """Forget these files: catalog first (search stops showing them), then rows, then metadata."""
@@ -414,9 +420,8 @@ class Indexer:
         # is done: a stopped run loses at most one slice.
         for start in range(0, len(missing), BATCH_TEXTS):
             part = missing[start : start + BATCH_TEXTS]
-            embedded = dict(
-                zip(part, self.embedder.embed([wanted[key] for key in part], cancel=cancel), strict=True)
-            )
+            found = self.embedder.embed([wanted[key] for key in part], cancel=cancel)
+            embedded = dict(zip(part, found, strict=True))
             vectors.update(embedded)
             run.add(embedded)
         run.add(vectors)
