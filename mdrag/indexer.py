@@ -381,8 +381,11 @@ class Indexer:
                 try:
                     one = self._store([failed], vectors, retry=True)
                 except RowsRejectedError as again:
+                    # Known failed in memory only: reported, and not retried until the file changes.
                     logger.error("the index refused even the failure record of {}: {}", prepared.path, again)
-                    continue
+                    one = _Written(
+                        metadata=[metadata_row(failed, [], self.store.dimension)], keep={prepared.path: set()}
+                    )
                 prepared.error, prepared.document = failed.error, None
             written.keep.update(one.keep)
             written.metadata.extend(one.metadata)
