@@ -378,7 +378,7 @@ TURN_MIN_S = 0.5  # a large note embeds at least this long before it yields
 
 
 class _Turn(threading.Event):
-    """The `cancel` of a large note's run: set on stop, or once other changes are due."""
+    """The `cancel` of a large note's run: set on stop, or once other work waits (see WorkQueue)."""
 
     def __init__(self, queue: WorkQueue, stop: threading.Event) -> None:
         super().__init__()
@@ -388,7 +388,7 @@ class _Turn(threading.Event):
     def is_set(self) -> bool:
         if self.stop.is_set():
             return True
-        if time.monotonic() - self.started >= TURN_MIN_S and self.queue.changes_due():
+        if time.monotonic() - self.started >= TURN_MIN_S and self.queue.others_waiting():
             self.yielded = True
         return self.yielded
 

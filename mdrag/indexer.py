@@ -29,7 +29,7 @@ from mdrag.document import (
 from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
 from mdrag.pathtext import to_fs, to_text
-from mdrag.readahead import read_ahead
+from mdrag.readahead import ReadCancelled, read_ahead
 from mdrag.rows import PreparedNote, file_record, metadata_row, vector_rows
 from mdrag.scanner import NoteFilter
 from mdrag.sections import SECTIONING_VERSION, Outline, Sectioner
@@ -173,7 +173,7 @@ class Indexer:
         run = self._resumed(present) or RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
         vanished: list[str] = []
-        prepared_files = read_ahead(self._prepare(present, force, report, vanished), READ_AHEAD)
+        prepared_files = read_ahead(self._prepare(present, force, report, vanished), READ_AHEAD, cancel)
         try:
             for prepared in prepared_files:
                 batch.append(prepared)
@@ -190,7 +190,7 @@ class Indexer:
                 self._write(batch, report, run, cancel)
             if progress:
                 progress(len(present), len(present), report.sections_embedded)
-        except EmbedCancelled:
+        except (EmbedCancelled, ReadCancelled):
             # Nothing of the unfinished batch was written: the next run finds those files changed,
             # and the vectors embedded so far wait for it.
             self._resume = (run, set(present))

@@ -95,12 +95,15 @@ class WorkQueue:
                     return None
                 self._cond.wait(max(0.0, wake - now))
 
-    def changes_due(self) -> bool:
-        """Whether file or folder changes wait past their quiet time (a long job may yield to them)."""
+    def others_waiting(self) -> bool:
+        """Whether changes past their quiet time, or a reindex a client waits for, are queued:
+        a long job may yield to them."""
         with self._cond:
             now = time.monotonic()
-            return any(due <= now for due in self._files.values()) or any(
-                due <= now for due in self._directories.values()
+            return (
+                any(due <= now for due in self._files.values())
+                or any(due <= now for due in self._directories.values())
+                or any(c.kind == "reindex" for c in self._commands)
             )
 
     def finish(self, applied: bool = True) -> None:
