@@ -423,8 +423,9 @@ class Indexer:
         # is done: a stopped run loses at most one slice.
         for start in range(0, len(missing), BATCH_TEXTS):
             part = missing[start : start + BATCH_TEXTS]
-            found = self.embedder.embed([wanted[key] for key in part], cancel=cancel)
-            embedded = dict(zip(part, found, strict=True))
+            embedded = dict(
+                zip(part, self.embedder.embed([wanted[k] for k in part], cancel=cancel), strict=True)
+            )
             vectors.update(embedded)
             run.add(embedded)
         run.add(vectors)
