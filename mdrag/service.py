@@ -34,6 +34,14 @@ from mdrag.similarity import Similarity
 from mdrag.store import Store
 
 
+def on_disk(path: str) -> str:
+    """A path as given, or, when only its stored form names a file (a path copied from a hit,
+    its undecodable bytes written as \\xHH), the file it stands for (see pathtext)."""
+    if not os.path.lexists(path) and os.path.lexists(to_fs(path)):
+        return to_fs(path)
+    return path
+
+
 def beside_index(config: Config, suffix: str) -> Path:
     """A file kept next to the index: beside a Milvus Lite file, or in the data dir for a server."""
     if "://" not in config.milvus_uri:
@@ -198,7 +206,7 @@ class Service:
             logger.info("rebuilding the index from scratch")
             self.store.drop_all()
             self.catalog.reset()
-        targets = [Path(p).expanduser().resolve() for p in paths] if paths else None
+        targets = [Path(on_disk(os.path.expanduser(p))).resolve() for p in paths] if paths else None
         if targets is None and not self.filter.roots:
             raise ConfigError(
                 "no roots configured: set `roots` in the config file, or pass the folders to index"

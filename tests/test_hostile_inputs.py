@@ -509,3 +509,18 @@ def test_a_reindex_path_outside_the_roots_is_one_warning_line_not_a_traceback(da
     log = daemon.log()
     assert "Traceback" not in log and "ERROR" not in log
     assert any("WARNING" in line and "is not under a configured root" in line for line in log.splitlines())
+
+
+@pytest.mark.slow
+def test_reindex_of_a_path_as_a_hit_shows_it_refreshes_that_note_and_deletes_nothing(tmp_path):
+    notes = tmp_path / "notes"
+    ordinary_notes(notes, 2)
+    path = write_bytes_named(notes, b"caf\xe9.md", "# Cafe\n\nA copper espresso pot.\n")
+    env = cli_env(notes, tmp_path / "state")
+    reindex(env)
+    stored = to_text(os.fsdecode(path))
+    assert "\\xe9" in stored
+    report = reindex(env, "--force", stored)  # as copied from `mdrag search` output
+    assert (report["updated"], report["deleted"], report["failed"]) == (1, 0, [])
+    report = reindex(env, "--force", os.fsdecode(path))  # as the shell passes the real bytes
+    assert (report["updated"], report["deleted"], report["failed"]) == (1, 0, [])
