@@ -271,8 +271,9 @@ class Daemon:
         goes back in the queue behind them (its vectors so far are kept, see Indexer)."""
         assert self.service is not None
         indexer = self.service.indexer
-        large = [p for p in files if _size(p) > LARGE_NOTE_BYTES]
-        small = [p for p in files if p not in set(large)]
+        sizes = {p: _size(p) for p in files}
+        large = [p for p in files if sizes[p] > LARGE_NOTE_BYTES]
+        small = [p for p in files if sizes[p] <= LARGE_NOTE_BYTES]
         if small:
             report = indexer.index_files(small, cancel=self._stop)
             logger.info("{} changed file(s): {}", len(small), _summary(report.to_dict()))

@@ -207,11 +207,13 @@ class RefusingStore:
 def test_a_note_the_engine_refuses_fails_alone_and_the_rest_of_its_batch_is_indexed(make_service, notes):
     for i in range(5):
         write(notes / f"n{i}.md", f"# Note {i}\n\nThe orchard has {i} pear trees in a row.\n")
+    # Values the engine once refused in a JSON field, now stored as text.
+    write(notes / "n5.md", "---\nbig: 100000000000000000000000\nn: .nan\n---\n# Note 5\n\nFive pear trees.\n")
     poisoned = str(notes / "n2.md")
     service = make_service([notes])
     service.indexer.store = RefusingStore(service.store, poisoned)
     report = service.reindex()
-    assert report.added == 4
+    assert report.added == 5
     assert [f["file_path"] for f in report.failed] == [poisoned]
     assert "the index refused this note" in report.failed[0]["error"]
     assert service.status()["failed"][0]["file_path"] == poisoned
@@ -219,7 +221,7 @@ def test_a_note_the_engine_refuses_fails_alone_and_the_rest_of_its_batch_is_inde
         h["file_path"]
         for h in service.search({"query": "pear trees", "threshold": 0.0, "top_k": 10})["results"]
     }
-    assert found == {str(notes / f"n{i}.md") for i in (0, 1, 3, 4)}
+    assert found == {str(notes / f"n{i}.md") for i in (0, 1, 3, 4, 5)}
 
 
 @pytest.mark.slow
