@@ -30,7 +30,7 @@ from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
 from mdrag.pathtext import to_fs, to_text
 from mdrag.readahead import ReadCancelled, read_ahead
-from mdrag.rows import PreparedNote, file_record, metadata_row, vector_rows
+from mdrag.rows import PreparedNote, file_record, store_each, store_notes
 from mdrag.scanner import NoteFilter
 from mdrag.sections import SECTIONING_VERSION, Outline, Sectioner
 from mdrag.store import Store
@@ -317,12 +317,12 @@ class Indexer:
         vectors = self._vectors(batch, report, run, cancel)
         retried = False
         try:
-            written = self._store(batch, vectors)
+            written = store_notes(self.store, batch, vectors)
         except RowsRejectedError as exc:
             retried = True
             # The engine refused something one of these notes holds: the others go on without it.
             logger.warning("the index refused {} notes at once; writing them one by one: {}", len(batch), exc)
-            written = self._store_each(batch, vectors)
+            written = store_each(self.store, batch, vectors)
         batch = [p for p in batch if p.path in written.keep]
         metadata, keep = written.metadata, written.keep
         for prepared, row in zip(batch, metadata, strict=True):
@@ -344,53 +344,6 @@ class Indexer:
                 r for r in self.store.vector_keys_for_paths(updated) if r["id"] not in keep[r["file_path"]]
             ]
             self.store.delete_vectors(stale)
-
-    def _store(self, batch: list[PreparedNote], vectors: VectorMap, retry: bool = False) -> _Written:
-        """Steps 1 and 2 of a write: the rows, then the metadata that will make them visible."""
-        new_rows: list[dict[str, Any]] = []
-        update_rows: list[dict[str, Any]] = []
-        written = _Written()
-        for prepared in batch:
-            rows = vector_rows(prepared, vectors)
-            # A retry upserts: part of the refused batch may have landed.
-            (new_rows if prepared.is_new and not retry else update_rows).extend(rows)
-            written.keep[prepared.path] = {row["id"] for row in rows}
-            written.metadata.append(metadata_row(prepared, rows, self.store.dimension))
-        # 1. the new version's rows (invisible to search until the catalog names their hash)
-        self.store.insert_vectors(new_rows)
-        self.store.upsert_vectors(update_rows)
-        # 2. the durable record, then (the caller) the in-memory switch that makes them visible
-        self.store.upsert_metadata(written.metadata)
-        written.rows = new_rows + update_rows
-        return written
-
-    def _store_each(self, batch: list[PreparedNote], vectors: VectorMap) -> _Written:
-        """Each note on its own; one the engine refuses is recorded failed, with the reason."""
-        written = _Written()
-        for prepared in batch:
-            try:
-                one = self._store([prepared], vectors, retry=True)
-            except RowsRejectedError as exc:
-                failed = PreparedNote(
-                    path=prepared.path,
-                    is_new=prepared.is_new,
-                    file_hash=prepared.file_hash,
-                    size=prepared.size,
-                    error=f"the index refused this note: {exc}",
-                )
-                try:
-                    one = self._store([failed], vectors, retry=True)
-                except RowsRejectedError as again:
-                    # Known failed in memory only: reported, and not retried until the file changes.
-                    logger.error("the index refused even the failure record of {}: {}", prepared.path, again)
-                    one = _Written(
-                        metadata=[metadata_row(failed, [], self.store.dimension)], keep={prepared.path: set()}
-                    )
-                prepared.error, prepared.document = failed.error, None
-            written.keep.update(one.keep)
-            written.metadata.extend(one.metadata)
-            written.rows.extend(one.rows)
-        return written
 
     def _vectors(
         self,
@@ -443,18 +396,6 @@ def _may_be_note(path: str) -> bool:
         return True
     except OSError:
         return False
-
-
-VectorMap = dict[tuple[str, int], np.ndarray]
-
-
-@dataclass
-class _Written:
-    """What a write stored: metadata rows in batch order, vector rows, and each note's row ids."""
-
-    metadata: list[dict[str, Any]] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    keep: dict[str, set[str]] = field(default_factory=dict)
 
 
 def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline, str, list[tuple[str, str]]]:
