@@ -233,6 +233,24 @@ def test_a_store_that_does_not_answer_is_an_outage_not_a_refusal(make_service, n
     assert not isinstance(raised.value, RowsRejectedError)
 
 
+class UnavailableStore(RefusingStore):
+    """The real store, whose engine stops answering at the metadata write."""
+
+    def upsert_metadata(self, rows):
+        raise StoreError("Milvus upsert failed: connection refused")
+
+
+@pytest.mark.slow
+def test_a_write_that_fails_for_an_outage_leaves_no_note_processing(make_service, notes):
+    for i in range(3):
+        write(notes / f"n{i}.md", f"# Note {i}\n\nA stonemason's chisel, number {i}.\n")
+    service = make_service([notes])
+    service.indexer.store = UnavailableStore(service.store, "")
+    with pytest.raises(StoreError):
+        service.reindex()
+    assert "processing" not in service.status()["documents"]
+
+
 @pytest.mark.slow
 def test_a_note_deleted_between_scan_and_read_is_removed_not_failed(make_service, notes, monkeypatch):
     for i in range(20):
