@@ -6,7 +6,6 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 
@@ -99,8 +98,9 @@ class Catalog:
     def paths(self) -> list[str]:
         return list(self._records)
 
-    def paths_under(self, directory: Path) -> list[str]:
-        prefix = str(directory).rstrip("/") + "/"
+    def paths_under(self, directory: str) -> list[str]:
+        """Indexed paths inside a folder, given as stored (see pathtext)."""
+        prefix = directory.rstrip("/") + "/"
         return [p for p in list(self._records) if p.startswith(prefix)]
 
     def records(self) -> list[FileRecord]:

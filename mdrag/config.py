@@ -55,6 +55,7 @@ class Config:
     embedding_batch_size: int = 64
     embedding_backend: str = "onnx"
     sections_max_tokens: int = 1000
+    index_max_file_mb: float = 5.0
     search_top_k: int = 10
     search_threshold: float = 0.7
     search_mode: str = "hybrid"
@@ -98,6 +99,7 @@ KEYS: dict[str, str] = {
     "embedding.batch_size": "embedding_batch_size",
     "embedding.backend": "embedding_backend",
     "sections.max_tokens": "sections_max_tokens",
+    "index.max_file_mb": "index_max_file_mb",
     "search.top_k": "search_top_k",
     "search.threshold": "search_threshold",
     "search.mode": "search_mode",
@@ -274,6 +276,8 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
             where("sections_max_tokens"),
             f"must be 50-100000, got {config.sections_max_tokens}",
         )
+    if not 0 < config.index_max_file_mb <= 1024:
+        raise _fail("index_max_file_mb", where("index_max_file_mb"), "must be above 0 and at most 1024")
     if not 1 <= config.embedding_batch_size <= 4096:
         raise _fail("embedding_batch_size", where("embedding_batch_size"), "must be 1-4096")
     if config.embedding_backend not in EMBEDDING_BACKENDS:

@@ -13,10 +13,11 @@ from typing import Any
 from loguru import logger
 
 from mdrag.config import Config
-from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
+from mdrag.errors import ConfigError, MdragError, QueryError, RowsRejectedError, StoreError, StoreLockedError
 from mdrag.gate import Gate
 from mdrag.milvus import index_held
 from mdrag.notify import SystemdNotifier
+from mdrag.pathtext import to_fs
 from mdrag.server import SocketServer
 from mdrag.service import Service
 from mdrag.watcher import Watcher
@@ -183,8 +184,16 @@ class Daemon:
             try:
                 self._apply(work)
                 applied = True
+            except RowsRejectedError as exc:  # what a note holds, not an outage: never replayed
+                logger.warning("index update refused: {}", exc)
+                if isinstance(work, Command):
+                    work.error = exc
             except StoreError as exc:
                 self._store_failed(exc, work)
+            except MdragError as exc:  # a user's mistake (a path outside the roots): one line, no traceback
+                logger.warning("{}", exc)
+                if isinstance(work, Command):
+                    work.error = exc
             except Exception as exc:
                 logger.exception("index update failed: {}", exc)
                 if isinstance(work, Command):
@@ -267,11 +276,11 @@ class Daemon:
         indexer = self.service.indexer
         if isinstance(work, FileChanges):
             if work.directories:
-                report = indexer.reconcile([Path(d) for d in work.directories], cancel=self._stop)
+                folders = [Path(to_fs(d)) for d in work.directories]  # the watcher queues stored forms
+                report = indexer.reconcile(folders, cancel=self._stop)
                 logger.info("folder change: {}", _summary(report.to_dict()))
             if work.files:
-                report = indexer.index_files(work.files, cancel=self._stop)
-                logger.info("{} changed file(s): {}", len(work.files), _summary(report.to_dict()))
+                self._index_changed(work.files)
             return
         if work.kind == "reconcile":
             self.state = "reconciling"
@@ -288,6 +297,27 @@ class Daemon:
             )
             logger.info("reindex: {}", _summary(report.to_dict()))
         work.result = report.to_dict()
+
+    def _index_changed(self, files: list[str]) -> None:
+        """Changed files, small ones first; a large note yields to changes saved meanwhile and
+        goes back in the queue behind them (its vectors so far are kept, see Indexer)."""
+        assert self.service is not None
+        indexer = self.service.indexer
+        sizes = {p: _size(p) for p in files}
+        large = [p for p in files if sizes[p] > LARGE_NOTE_BYTES]
+        small = [p for p in files if sizes[p] <= LARGE_NOTE_BYTES]
+        if small:
+            report = indexer.index_files(small, cancel=self._stop)
+            logger.info("{} changed file(s): {}", len(small), _summary(report.to_dict()))
+        for i, path in enumerate(large):
+            turn = _Turn(self.queue, self._stop)
+            report = indexer.index_files([path], cancel=turn)
+            if turn.yielded:
+                logger.info("{} waits behind newer changes ({} large note(s) deferred)", path, len(large) - i)
+                for later in large[i:]:
+                    self.queue.add_file(later)
+                return
+            logger.info("large note {}: {}", path, _summary(report.to_dict()))
 
     def _progress(self, done: int, total: int, sections: int) -> None:
         self.progress = (done, total)
@@ -374,6 +404,33 @@ class Daemon:
             "index_reopens": list(self.reopens),
             **self.freshness(),
         }
+
+
+LARGE_NOTE_BYTES = 256 * 1024  # a note this large takes seconds to embed: it goes after small ones
+TURN_MIN_S = 0.5  # a large note embeds at least this long before it yields
+
+
+class _Turn(threading.Event):
+    """The `cancel` of a large note's run: set on stop, or once other work waits (see WorkQueue)."""
+
+    def __init__(self, queue: WorkQueue, stop: threading.Event) -> None:
+        super().__init__()
+        self.queue, self.stop, self.started = queue, stop, time.monotonic()
+        self.yielded = False
+
+    def is_set(self) -> bool:
+        if self.stop.is_set():
+            return True
+        if time.monotonic() - self.started >= TURN_MIN_S and self.queue.others_waiting():
+            self.yielded = True
+        return self.yielded
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(to_fs(path)).st_size
+    except OSError:
+        return 0
 
 
 def _summary(report: dict[str, Any]) -> str:

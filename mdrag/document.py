@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
-import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,9 +14,16 @@ import yaml
 from frontmatter import YAMLHandler
 
 from mdrag.errors import DocumentError
+from mdrag.pathtext import to_fs
 
-MAX_FILE_BYTES = 50 * 1024 * 1024  # a "note" larger than this is almost surely not one
+MAX_FILE_BYTES = 5_000_000  # the default of `index.max_file_mb`
 _YAML = YAMLHandler()
+# Frontmatter is a few keys; these bounds keep a hostile block (a "billion laughs" alias bomb,
+# nesting thousands deep) from costing more than a moment. Past them the note is indexed as text.
+MAX_FRONTMATTER_CHARS = 64 * 1024
+MAX_FRONTMATTER_DEPTH = 64
+MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -64,34 +72,73 @@ def hash_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes, or a DocumentError saying why they cannot be had."""
+class FileVanished(DocumentError):
+    """The file (or its folder) was removed between the scan and the read: a delete, not a failure."""
+
+
+class FileUnreadable(DocumentError):
+    """The file exists but may not be read (permissions): what the index holds of it is kept."""
+
+
+def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes (`path` as stored, see pathtext), or a DocumentError saying why not."""
+    path = to_fs(str(path))
     try:
         size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise DocumentError(f"file is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
+        if size > limit:
+            raise DocumentError(
+                f"file is {size / 1e6:.1f} MB, over the index.max_file_mb limit of {limit / 1e6:g} MB; "
+                "raise index.max_file_mb to index it"
+            )
         with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise DocumentError("file disappeared before it could be read") from None
+            data = handle.read(limit + 1)  # never more than the limit, if it grew meanwhile
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileVanished("file disappeared before it could be read") from None
+    except PermissionError as exc:
+        raise FileUnreadable(f"cannot read file: {exc.strerror or exc}") from None
     except IsADirectoryError:
         raise DocumentError("path is a directory, not a file") from None
     except OSError as exc:
         raise DocumentError(f"cannot read file: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise DocumentError(f"file grew past the index.max_file_mb limit of {limit / 1e6:g} MB while read")
+    return data
 
 
-def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) -> Document:
-    """Decode and split a note; raises DocumentError for binary or non-UTF-8 content."""
+# Byte order marks, the 4-byte ones first (UTF-32-LE's begins as UTF-16-LE's does).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def decode_text(data: bytes) -> str:
+    """A note's text: UTF-8 (with or without BOM), or UTF-16/32 when a BOM says so."""
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+    if encoding is not None:
+        try:
+            return data.decode(encoding)  # the codec reads and drops the BOM
+        except UnicodeDecodeError as exc:
+            raise DocumentError(
+                f"not valid {encoding.upper()} despite its byte order mark: {exc.reason}"
+            ) from None
     if b"\x00" in data[:8192]:
         raise DocumentError("binary file: contains NUL bytes, not markdown text")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DocumentError(
             f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); re-save the file as UTF-8"
         ) from None
+
+
+def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) -> Document:
+    """Decode and split a note; raises DocumentError for binary or undecodable content."""
+    text = decode_text(data)
     try:
-        stat = os.stat(path)
+        stat = os.stat(to_fs(str(path)))
         created, modified = getattr(stat, "st_birthtime", stat.st_ctime), stat.st_mtime
     except OSError:
         created = modified = 0.0
@@ -126,7 +173,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
     if content.startswith("\n"):
         body_offset += 1
     try:
-        loaded = _YAML.load(raw)
+        loaded = load_frontmatter(raw)
+    except FrontmatterTooLarge as exc:
+        return {}, 0, False, f"frontmatter {exc}; indexed as text"
     except yaml.YAMLError as exc:
         problem = " ".join(str(exc).split())
         return {}, 0, False, f"malformed YAML frontmatter, indexed as text: {problem}"
@@ -134,6 +183,72 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
         return {}, body_offset, True, ""
     if not isinstance(loaded, dict):
         return {}, 0, False, "frontmatter is not a mapping of keys to values; indexed as text"
-    # Round-trip through JSON so dates and other YAML types store cleanly in Milvus.
-    safe = json.loads(json.dumps({str(k): v for k, v in loaded.items()}, default=str))
-    return safe, body_offset, True, ""
+    # JSON-safe values, so dates and other YAML types store cleanly in Milvus.
+    return {str(k): _json_safe(v) for k, v in loaded.items()}, body_offset, True, ""
+
+
+class FrontmatterTooLarge(ValueError):
+    """A frontmatter block past the bounds (size, nesting, values once aliases are expanded)."""
+
+
+def load_frontmatter(raw: str) -> Any:
+    """YAML's safe load, bounded: the text's size, its nesting (checked on the event stream,
+    before the recursive composer sees it) and its size with every alias expanded (counted on
+    the node graph, where an alias is one shared node, before anything is built from it)."""
+    if len(raw) > MAX_FRONTMATTER_CHARS:
+        raise FrontmatterTooLarge(f"is over {MAX_FRONTMATTER_CHARS} characters")
+    depth = 0
+    for event in yaml.parse(raw, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_FRONTMATTER_DEPTH:
+                raise FrontmatterTooLarge(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    loader = _Loader(raw)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}) > MAX_FRONTMATTER_NODES:
+            raise FrontmatterTooLarge(f"expands to over {MAX_FRONTMATTER_NODES} values (YAML aliases)")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, float]) -> float:
+    """How many values the node stands for once its aliases are copied out (memoized per
+    shared node, so a bomb is counted in the time of its few nodes; a cycle is infinite)."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    sizes[key] = float("inf")  # still being counted: reached again means a recursive alias
+    if isinstance(node, yaml.SequenceNode):
+        total = 1 + sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    else:
+        total = 1
+    sizes[key] = total
+    return total
+
+
+_INT64 = 2**63
+
+
+def _json_safe(value: Any) -> Any:
+    """A frontmatter value as JSON the engine accepts: text for dates, big numbers, NaN and
+    other types; no lone surrogates (a YAML "\\ud800" escape). Bounded by the nesting check."""
+    if isinstance(value, dict):
+        return {_json_safe(str(k)): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if -_INT64 <= value < _INT64 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    text = value if isinstance(value, str) else str(value)
+    return text.encode("utf-8", "replace").decode("utf-8")

@@ -6,6 +6,7 @@ MdragError                  anything the CLI reports as "Error: ..." with exit 1
 ├── DocumentError           one file could not be read or parsed (recorded, never fatal)
 ├── StoreError              Milvus could not be opened or answered with an error
 │   ├── StoreLockedError    the embedded database is held by another process
+│   ├── RowsRejectedError   the store answers but refused these rows (their file fails, not the store)
 │   └── SchemaMismatchError the collections were built with another model or layout
 ├── ServerNotRunningError   no daemon answers on the socket
 │   └── NoIndexError        ... and a read command finds no index to open
@@ -36,6 +37,10 @@ class StoreError(MdragError):
 
 class StoreLockedError(StoreError):
     """The embedded Milvus Lite database is open in another process."""
+
+
+class RowsRejectedError(StoreError):
+    """The store is up but refused a write for what the rows hold: a per-file failure, not an outage."""
 
 
 class SchemaMismatchError(StoreError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -15,12 +17,21 @@ from loguru import logger
 
 from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog, record_from_row
-from mdrag.document import Document, hash_bytes, parse_document, read_bytes
+from mdrag.document import (
+    MAX_FILE_BYTES,
+    Document,
+    FileUnreadable,
+    FileVanished,
+    hash_bytes,
+    parse_document,
+    read_bytes,
+)
 from mdrag.embedder import EmbedCancelled, Embedder
-from mdrag.errors import DocumentError
+from mdrag.errors import DocumentError, RowsRejectedError
 from mdrag.milvus import Store
-from mdrag.readahead import read_ahead
-from mdrag.rows import PreparedNote, metadata_row, vector_rows
+from mdrag.pathtext import to_fs, to_text
+from mdrag.readahead import ReadCancelled, read_ahead
+from mdrag.rows import PreparedNote, store_each, store_notes
 from mdrag.scanner import NoteFilter
 from mdrag.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 
@@ -97,6 +108,8 @@ class Indexer:
         self.carried = carried
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
         self.listeners: list[Listener] = []
+        self.max_file_bytes = MAX_FILE_BYTES  # `index.max_file_mb`
+        self._resume: tuple[RunVectors, set[str]] | None = None  # a stopped run's vectors, its files
 
     # ---- public operations ---------------------------------------------------------------
 
@@ -110,18 +123,22 @@ class Indexer:
         """Index every note under `paths` (default: all roots) and drop what vanished there."""
         started = time.monotonic()
         scope = None if paths is None else [Path(p).expanduser().resolve() for p in paths]
-        files = [str(p) for p in self.filter.scan(scope)]
+        # Paths as stored: valid UTF-8 whatever bytes the names hold (see pathtext).
+        files = [to_text(p) for p in self.filter.scan(scope)]
         seen = set(files)
         if scope is None:
             gone = [p for p in self.catalog.paths() if p not in seen]
         else:
             candidates: set[str] = set()
             for target in scope:
-                candidates.update(self.catalog.paths_under(target))
-                if self.catalog.get(str(target)) is not None:
-                    candidates.add(str(target))
+                candidates.update(self.catalog.paths_under(to_text(target)))
+                if self.catalog.get(to_text(target)) is not None:
+                    candidates.add(to_text(target))
             gone = sorted(p for p in candidates if p not in seen)
-        report = self.index_files(files, force=force, progress=progress, cancel=cancel)
+        report = IndexReport()
+        if self.filter.unreadable:
+            gone = self._keep_unreadable(gone, report)
+        report = self.index_files(files, force=force, progress=progress, cancel=cancel, report=report)
         if cancel is None or not cancel.is_set():
             report.deleted += self.remove(gone)
             if scope is None and self.carried is not None:
@@ -135,15 +152,17 @@ class Indexer:
         force: bool = False,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        report: IndexReport | None = None,
     ) -> IndexReport:
-        """Bring these files up to date; a path that no longer exists is removed.
+        """Bring these files (paths as stored, see pathtext) up to date; a path that no longer
+        exists is removed.
 
         `cancel` stops the run between batches: what was written stays consistent, and what
         was not is found changed by the next run.
         """
         started = time.monotonic()
-        report = IndexReport()
-        missing = [p for p in paths if not Path(p).is_file() or not self.filter.accepts(p)]
+        report = report or IndexReport()
+        missing = [p for p in paths if not _may_be_note(p) or not self.filter.accepts(to_fs(p))]
         report.deleted += self.remove(missing)
         gone = set(missing)
         present = [p for p in paths if p not in gone]
@@ -151,9 +170,10 @@ class Indexer:
         done = 0
         batch: list[PreparedNote] = []
         texts = 0
-        run = RunVectors(store_had_notes=len(self.catalog) > 0)
+        run = self._resumed(present) or RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
-        prepared_files = read_ahead(self._prepare(present, force, report), READ_AHEAD)
+        vanished: list[str] = []
+        prepared_files = read_ahead(self._prepare(present, force, report, vanished), READ_AHEAD, cancel)
         try:
             for prepared in prepared_files:
                 batch.append(prepared)
@@ -170,14 +190,39 @@ class Indexer:
                 self._write(batch, report, run, cancel)
             if progress:
                 progress(len(present), len(present), report.sections_embedded)
-        except EmbedCancelled:
-            # Nothing of the unfinished batch was written: the next run finds those files changed.
+        except (EmbedCancelled, ReadCancelled):
+            # Nothing of the unfinished batch was written: the next run finds those files changed,
+            # and the vectors embedded so far wait for it.
+            self._resume = (run, set(present))
             logger.info("indexing stopped after {} of {} files", done + report.unchanged, len(present))
         finally:
             prepared_files.close()
-        self.catalog.clear_marks(present)
+            # Also when a write fails: no file may stay "processing" for ever.
+            self.catalog.clear_marks(present)
+        report.deleted += self.remove(vanished)
         report.seconds = time.monotonic() - started
         return report
+
+    def _keep_unreadable(self, gone: list[str], report: IndexReport) -> list[str]:
+        """A folder that cannot be read is a failure, not a delete: its notes stay as indexed."""
+        kept: set[str] = set()
+        for folder, reason in self.filter.unreadable.items():
+            where = to_text(folder)
+            notes = [p for p in gone if p == where or p.startswith(where + "/")]
+            kept.update(notes)
+            error = (
+                f"cannot read: {reason}; its {len(notes)} indexed note(s) stay until it is readable or gone"
+            )
+            report.failed.append({"file_path": where, "error": error})
+            logger.warning("failed {}: {}", where, error)
+        return [p for p in gone if p not in kept]
+
+    def _resumed(self, paths: list[str]) -> RunVectors | None:
+        """The vectors of a run stopped to let other changes go first, once its files come back."""
+        if self._resume is None or self._resume[1].isdisjoint(paths):
+            return None
+        run, self._resume = self._resume[0], None
+        return run
 
     def remove(self, paths: list[str]) -> int:
         """Forget these files: catalog first (search stops showing them), then rows, then metadata."""
@@ -206,13 +251,31 @@ class Indexer:
 
     # ---- reading and sectioning ------------------------------------------------------------
 
-    def _prepare(self, paths: list[str], force: bool, report: IndexReport) -> Iterator[PreparedNote]:
+    def _prepare(
+        self, paths: list[str], force: bool, report: IndexReport, vanished: list[str]
+    ) -> Iterator[PreparedNote]:
         for path in paths:
             known = self.catalog.get(path)
             prepared = PreparedNote(path=path, is_new=known is None)
             try:
-                data = read_bytes(path)
+                data = read_bytes(path, self.max_file_bytes)
+            except FileVanished:
+                vanished.append(path)  # deleted since the scan: the writer removes it
+                continue
+            except FileUnreadable as exc:
+                if known is not None and known.status == "indexed":
+                    # Permissions come and go (a folder being copied, a mount): keep what we have.
+                    error = f"{exc}; its indexed version is kept until it is readable or gone"
+                    report.failed.append({"file_path": path, "error": error})
+                    logger.warning("failed {}: {}", path, error)
+                    continue
+                prepared.error = str(exc)
+                yield prepared
+                continue
             except DocumentError as exc:
+                if known is not None and known.status == "failed" and known.error_message == str(exc):
+                    report.unchanged += 1  # failed for the same reason as last time: nothing to write
+                    continue
                 prepared.error = str(exc)
                 yield prepared
                 continue
@@ -252,20 +315,16 @@ class Indexer:
     ) -> None:
         """Write a batch so that search sees each file's old version, then its new one."""
         vectors = self._vectors(batch, report, run, cancel)
-        new_rows: list[dict[str, Any]] = []
-        update_rows: list[dict[str, Any]] = []
-        metadata: list[dict[str, Any]] = []
-        keep: dict[str, set[str]] = {}
-        for prepared in batch:
-            rows = vector_rows(prepared, vectors)
-            (new_rows if prepared.is_new else update_rows).extend(rows)
-            keep[prepared.path] = {row["id"] for row in rows}
-            metadata.append(metadata_row(prepared, rows, self.store.dimension))
-        # 1. the new version's rows (invisible to search until the catalog names their hash)
-        self.store.insert_vectors(new_rows)
-        self.store.upsert_vectors(update_rows)
-        # 2. the durable record, then the in-memory switch that makes the new rows visible
-        self.store.upsert_metadata(metadata)
+        retried = False
+        try:
+            written = store_notes(self.store, batch, vectors)
+        except RowsRejectedError as exc:
+            retried = True
+            # The engine refused something one of these notes holds: the others go on without it.
+            logger.warning("the index refused {} notes at once; writing them one by one: {}", len(batch), exc)
+            written = store_each(self.store, batch, vectors)
+        batch = [p for p in batch if p.path in written.keep]
+        metadata, keep = written.metadata, written.keep
         for prepared, row in zip(batch, metadata, strict=True):
             self.catalog.put(record_from_row(row))
             if prepared.error:
@@ -276,9 +335,10 @@ class Indexer:
             else:
                 report.updated += 1
         for listener in self.listeners:
-            listener(new_rows + update_rows)
+            listener(written.rows)
         # 3. the old version's rows, now unreachable
-        updated = [p.path for p in batch if not p.is_new]
+        # (after a refused batch, new notes too: the batch may have landed in part)
+        updated = [p.path for p in batch if not p.is_new or retried]
         if updated:
             stale = [
                 r for r in self.store.vector_keys_for_paths(updated) if r["id"] not in keep[r["file_path"]]
@@ -312,9 +372,28 @@ class Indexer:
             found = lookup(unknown).items()
             vectors.update({key: np.asarray(v, dtype=np.float32) for key, v in found if key in wanted})
         missing = [key for key in wanted if key not in vectors]
-        embedded = self.embedder.embed([wanted[key] for key in missing], cancel=cancel)
-        vectors.update(zip(missing, embedded, strict=True))
+        # In slices (a huge note has tens of thousands of windows), each kept in the run as it
+        # is done: a stopped run loses at most one slice.
+        for start in range(0, len(missing), BATCH_TEXTS):
+            part = missing[start : start + BATCH_TEXTS]
+            embedded = dict(
+                zip(part, self.embedder.embed([wanted[k] for k in part], cancel=cancel), strict=True)
+            )
+            vectors.update(embedded)
+            run.add(embedded)
         run.add(vectors)
         report.sections_embedded += len({sid for sid, _ in missing})
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors
+
+
+def _may_be_note(path: str) -> bool:
+    """False only when the file is surely not there (gone, or not a file); a file that cannot
+    be looked at (a folder without search permission) is kept, and fails with the reason."""
+    try:
+        return stat.S_ISREG(os.stat(to_fs(path)).st_mode)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+

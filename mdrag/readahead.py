@@ -10,10 +10,18 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def read_ahead(items: Iterator[T], depth: int) -> Generator[T, None, None]:
+class ReadCancelled(Exception):
+    """`cancel` was set while the consumer waited for the reader."""
+
+
+def read_ahead(
+    items: Iterator[T], depth: int, cancel: threading.Event | None = None
+) -> Generator[T, None, None]:
     """`items`, produced by a reader thread up to `depth` ahead (parsing overlaps embedding).
 
     Closing the generator stops the reader after the file it is on; its errors surface here.
+    A set `cancel` ends a wait for the reader with ReadCancelled, and the reader is then left
+    to stop by itself (sectioning one huge file takes seconds the consumer need not wait).
     """
     ahead: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -38,9 +46,17 @@ def read_ahead(items: Iterator[T], depth: int) -> Generator[T, None, None]:
 
     reader = threading.Thread(target=read, name="mdrag-reader", daemon=True)
     reader.start()
+    abandoned = False
     try:
         while True:
-            kind, value = ahead.get()
+            try:
+                kind, value = ahead.get(timeout=None if cancel is None else 0.1)
+            except queue.Empty:
+                assert cancel is not None
+                if cancel.is_set():
+                    abandoned = True
+                    raise ReadCancelled from None
+                continue
             if kind == "end":
                 return
             if kind == "error":
@@ -48,4 +64,5 @@ def read_ahead(items: Iterator[T], depth: int) -> Generator[T, None, None]:
             yield value
     finally:
         stop.set()
-        reader.join()
+        if not abandoned:
+            reader.join()

@@ -99,6 +99,9 @@ class NoteFilter:
         self.roots = tuple(Path(r).expanduser().resolve() for r in roots)
         self.exclude = tuple(exclude)
         self._rules: dict[Path, tuple[float, tuple[float, ...], FolderRules]] = {}
+        # Folders (or entries) the last scan could not read, with the reason: their notes are
+        # neither listed nor gone, and the indexer keeps what it has of them.
+        self.unreadable: dict[Path, str] = {}
 
     def rules(self, folder: Path, is_root: bool, fresh: bool = False) -> FolderRules:
         """A folder's rules, read again when one of its ignore files changed (checked once a
@@ -158,6 +161,7 @@ class NoteFilter:
 
     def scan(self, paths: Iterable[Path] | None = None) -> Iterator[Path]:
         """Every accepted note under `paths` (files or directories; default: the roots)."""
+        self.unreadable = {}
         for start in paths if paths is not None else self.roots:
             start = Path(start).expanduser().resolve()
             if start.is_file():
@@ -188,8 +192,11 @@ class NoteFilter:
             chain = (*chain, (len(directory.relative_to(root).parts), rules))
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            return  # unreadable or vanished directory: nothing to index there
+        except FileNotFoundError:
+            return  # vanished meanwhile: its notes are gone
+        except OSError as exc:
+            self.unreadable[directory] = exc.strerror or str(exc)
+            return
         for entry in entries:
             name = entry.name
             if name.startswith("."):
@@ -203,8 +210,10 @@ class NoteFilter:
                     path = Path(entry.path)
                     if not _said_out(chain, path, root, is_dir=False):
                         yield path
-            except OSError:
+            except FileNotFoundError:
                 continue
+            except OSError as exc:  # a folder listed but not searchable (r-- permissions)
+                self.unreadable[Path(entry.path)] = exc.strerror or str(exc)
 
 
 def _said_out(chain: tuple[tuple[int, FolderRules], ...], path: Path, root: Path, is_dir: bool) -> bool:

@@ -27,10 +27,19 @@ from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport, Progress
 from mdrag.milvus import Store
 from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
+from mdrag.pathtext import to_fs, to_text
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
 from mdrag.similarity import Similarity
+
+
+def on_disk(path: str) -> str:
+    """A path as given, or, when only its stored form names a file (a path copied from a hit,
+    its undecodable bytes written as \\xHH), the file it stands for (see pathtext)."""
+    if not os.path.lexists(path) and os.path.lexists(to_fs(path)):
+        return to_fs(path)
+    return path
 
 
 def beside_index(config: Config, suffix: str) -> Path:
@@ -81,6 +90,7 @@ class Service:
         self.indexer = Indexer(
             self.embedder, self.store, self.catalog, self.filter, config.sections_max_tokens, carried
         )
+        self.indexer.max_file_bytes = int(config.index_max_file_mb * 1_000_000)
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
         self.gaps = GapLog(gap_log_path(config))
@@ -174,9 +184,15 @@ class Service:
 
     def _note(self, params: dict[str, Any]) -> str:
         """The note's path as the catalog knows it: as written (a symlink stays one), else resolved."""
-        given = Path(text_param(params, "note", 4096)).expanduser()
-        absolute = os.path.abspath(given)
-        return absolute if self.catalog.get(absolute) is not None else str(given.resolve())
+        text = text_param(params, "note", 4096)
+        absolute = os.path.abspath(os.path.expanduser(text))
+        if self.catalog.get(absolute) is not None:
+            return absolute  # the stored form, as a result showed it
+        # A path as the OS gives it (its undecodable bytes as surrogates): stored form (pathtext).
+        absolute = to_text(absolute)
+        if self.catalog.get(absolute) is not None:
+            return absolute
+        return to_text(Path(to_fs(absolute)).resolve())
 
     def search_defaults(self) -> SearchParams:
         c = self.config
@@ -194,7 +210,7 @@ class Service:
             logger.info("rebuilding the index from scratch")
             self.store.drop_all()
             self.catalog.reset()
-        targets = [Path(p).expanduser().resolve() for p in paths] if paths else None
+        targets = [Path(on_disk(os.path.expanduser(p))).resolve() for p in paths] if paths else None
         if targets is None and not self.filter.roots:
             raise ConfigError(
                 "no roots configured: set `roots` in the config file, or pass the folders to index"

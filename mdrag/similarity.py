@@ -19,6 +19,7 @@ from mdrag.document import parse_document
 from mdrag.embedder import Embedder
 from mdrag.errors import QueryError
 from mdrag.milvus import Store
+from mdrag.pathtext import to_fs, to_text
 from mdrag.sections import Sectioner, embedding_inputs
 
 TIERS = ((90, "near-duplicate"), (80, "high"), (0, "related"))
@@ -62,7 +63,8 @@ class Similarity:
     # ---- what to compare ---------------------------------------------------------------------
 
     def of_note(self, path: str) -> NoteVectors:
-        path = str(Path(path).expanduser().resolve())
+        if self.catalog.get(path) is None:  # a path as typed, not as the index stores it
+            path = to_text(Path(to_fs(path)).expanduser().resolve())
         visible = self.catalog.visible_hash(path)
         if visible is None:
             raise QueryError(f"{path} is not an indexed note")

@@ -10,6 +10,7 @@ from loguru import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from mdrag.pathtext import to_text
 from mdrag.scanner import NOTE_SUFFIXES, NoteFilter, ignore_settings_scope
 from mdrag.workqueue import WorkQueue
 
@@ -46,7 +47,7 @@ class NoteEventHandler(FileSystemEventHandler):
 
 
 def _text(path: str | bytes) -> str:
-    return path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else path
+    return to_text(path)  # as the index stores it: valid UTF-8 for any name
 
 
 class _OverflowListener(logging.Handler):

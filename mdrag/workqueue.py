@@ -95,6 +95,17 @@ class WorkQueue:
                     return None
                 self._cond.wait(max(0.0, wake - now))
 
+    def others_waiting(self) -> bool:
+        """Whether changes past their quiet time, or a reindex a client waits for, are queued:
+        a long job may yield to them."""
+        with self._cond:
+            now = time.monotonic()
+            return (
+                any(due <= now for due in self._files.values())
+                or any(due <= now for due in self._directories.values())
+                or any(c.kind == "reindex" for c in self._commands)
+            )
+
     def finish(self, applied: bool = True) -> None:
         """The writer is done with what it took."""
         with self._cond:

@@ -39,7 +39,7 @@ def test_reindex_json_search_json_and_status_json(env, notes):
         notes / "bread.md",
         "---\ntags: [baking]\n---\n# Bread\n\nLet the dough rise for five hours.\n",
     )
-    (notes / "bad.md").write_bytes(b"\xff\xfe")
+    (notes / "bad.md").write_bytes(b"caf\xe9 \xff")  # neither UTF-8 nor marked UTF-16/32
     indexed = mdrag(env, "reindex", str(notes), "--json")
     assert indexed.returncode == 0, indexed.stderr
     report = json.loads(indexed.stdout)

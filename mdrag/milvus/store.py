@@ -14,9 +14,15 @@ from typing import Any
 import numpy as np
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
+from pymilvus.exceptions import (
+    ConnectError,
+    ConnectionConfigException,
+    ConnectionNotExistException,
+    MilvusUnavailableException,
+)
 
 from mdrag.carried import CarriedVectors
-from mdrag.errors import LayoutOutdatedError, StoreError
+from mdrag.errors import LayoutOutdatedError, RowsRejectedError, StoreError
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import in_filter
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
@@ -36,6 +42,14 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
 # pymilvus logs every failed call (and a warning per query iterator on Milvus Lite); mdrag
 # raises its own StoreError with the message, so its log would only say it twice.
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+
+# Failures that say the engine cannot be reached, whatever the rows held.
+_CONNECTION_ERRORS = (
+    ConnectError,
+    ConnectionConfigException,
+    ConnectionNotExistException,
+    MilvusUnavailableException,
+)
 
 # What a search hit shows. Every candidate carries it: on Milvus Lite a second call to fetch
 # the rows of the final hits (a `get` by id) costs more than the fields do (20 ms at 140k rows).
@@ -188,7 +202,7 @@ class Store:
         for shard, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
             write = getattr(client, how)
             for batch in _batches(shard_rows, WRITE_BATCH):
-                self._call(write, collection, data=list(batch))
+                self._write(write, collection, data=list(batch))
                 self.rows_written += len(batch)
                 self._has_rows[shard] = True
 
@@ -199,7 +213,7 @@ class Store:
 
     def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
-            self._call(self._client.upsert, METADATA, data=list(batch))
+            self._write(self._client.upsert, METADATA, data=list(batch))
 
     def delete_vectors(self, keys: Sequence[dict[str, Any]]) -> None:
         """Delete vector rows by key: each an `id` and the `file_path` whose shard holds it."""
@@ -388,6 +402,27 @@ class Store:
             raise StoreError(
                 f"Milvus {getattr(method, '__name__', 'call')} failed on {self.uri}: {exc.message}"
             ) from exc
+
+    def _write(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+        """A write whose failure says which it was: RowsRejectedError when the engine still
+        answers (the rows' content was refused: a bad string, a JSON value out of range),
+        StoreError when it cannot be reached (the writer then waits and replays)."""
+        try:
+            return method(*args, **kwargs)
+        except MilvusException as exc:
+            failure = f"Milvus {getattr(method, '__name__', 'write')} failed on {self.uri}: {exc.message}"
+            if isinstance(exc, _CONNECTION_ERRORS) or not self._answers():
+                raise StoreError(failure) from exc
+            raise RowsRejectedError(failure) from exc
+        except (TypeError, ValueError, OverflowError) as exc:  # pymilvus checks rows before sending
+            raise RowsRejectedError(f"Milvus refused the rows: {exc}") from exc
+
+    def _answers(self) -> bool:
+        try:
+            self.ping()
+        except StoreError:
+            return False
+        return True
 
     def ping(self, timeout_s: float = 3.0) -> None:
         """Raises StoreError unless every shard answers within `timeout_s`."""
