@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from mdrag import lite
+from mdrag import indexlock, lite
 from mdrag.config import Config
 from mdrag.errors import ServerNotRunningError
 
@@ -30,10 +30,16 @@ class LocalBackend:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
-        lite.start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
-        from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
+        # The index's lock before any Lite server starts: a refused command touches nothing.
+        self._lock = indexlock.acquire(indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri)
+        try:
+            lite.start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
+            from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
 
-        self.service = Service(config)
+            self.service = Service(config)
+        except BaseException:
+            self._lock.release()
+            raise
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
         response = self.service.search(params)
@@ -57,7 +63,10 @@ class LocalBackend:
         return report.to_dict()
 
     def close(self) -> None:
-        self.service.close()
+        try:
+            self.service.close()
+        finally:
+            self._lock.release()
 
 
 @contextmanager

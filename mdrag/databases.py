@@ -46,6 +46,7 @@ class Databases:
         """Connect to every database; a Milvus Lite one's server starts here unless already up."""
         held = False
         if self.is_lite:
+            lite.guard_lock_files()
             db = lite.database_path(self.uri)
             db.parent.mkdir(parents=True, exist_ok=True)
             lite.wait_for_head_start([Path(uri) for uri in self.uris])
