@@ -31,7 +31,9 @@ class LocalBackend:
 
     def __init__(self, config: Config) -> None:
         # The index's lock before any Lite server starts: a refused command touches nothing.
-        self._lock = indexlock.acquire(indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri)
+        self._lock = indexlock.acquire(
+            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
+        )
         try:
             lite.start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
             from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime

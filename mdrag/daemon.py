@@ -24,6 +24,9 @@ from mdrag.workqueue import Command, FileChanges, WorkQueue
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
+# A Milvus Lite index down this long, restarts of its servers failing all along: stop feeding
+# systemd's watchdog, so that it restarts the whole daemon (a remote server: keep waiting for it).
+LITE_GIVE_UP_S = 120.0
 
 
 class _StopDuringStartup(BaseException):
@@ -52,6 +55,7 @@ class Daemon:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self.store_error: str | None = None  # set while the store does not answer
+        self.store_down_since: float | None = None  # monotonic time store_error was first set
         # Requests share the store; a reopen (see _reopen_if_due) has it alone.
         self.gate = Gate()
         self.last_request_at = time.monotonic()
@@ -116,7 +120,7 @@ class Daemon:
         next_sweep = time.monotonic() + interval if interval else float("inf")
         beat = self.notifier.watchdog_interval_s
         while not self._stop.wait(min(beat or 1.0, 1.0)):
-            if beat:
+            if beat and self._healthy():
                 self.notifier.heartbeat()
             if time.monotonic() >= next_sweep:
                 self.request_sweep()
@@ -129,6 +133,21 @@ class Daemon:
                 self.request_sweep()
             self.notifier.status(self._status_line())
 
+    def _healthy(self) -> bool:
+        """False once a Milvus Lite index has been down LITE_GIVE_UP_S with every restart failing:
+        the watchdog then goes unfed and systemd restarts the daemon."""
+        down = self.store_down_since
+        if down is None or time.monotonic() - down < LITE_GIVE_UP_S or "://" in self.config.milvus_uri:
+            return True
+        if self.state != "unhealthy":
+            logger.error(
+                "the index has been unavailable for {:.0f} s and restarting Milvus Lite keeps failing; "
+                "no longer feeding the watchdog, so that systemd restarts the daemon",
+                time.monotonic() - down,
+            )
+            self.state = "unhealthy"
+        return False
+
     def request_sweep(self) -> None:
         self.queue.submit(Command("reconcile"))
 
@@ -137,6 +156,13 @@ class Daemon:
     def _writer(self) -> None:
         backoff = BACKOFF_MIN_S
         while not self._stop.is_set():
+            if (
+                self.store_error is None
+                and self.service is not None
+                and not self.service.store.engine_alive()
+            ):
+                # Killed from outside: every call would fail until its server is started again.
+                self._store_failed(StoreError("a Milvus Lite server of the index has exited"), None)
             if self.store_error is not None:
                 if not self._reconnect():
                     self._stop.wait(backoff)
@@ -166,6 +192,8 @@ class Daemon:
     def _store_failed(self, exc: StoreError, work: FileChanges | Command | None) -> None:
         """Keep the work for later: the store comes back and the queue replays it."""
         self.store_error = str(exc)
+        if self.store_down_since is None:
+            self.store_down_since = time.monotonic()
         logger.error("the store is unavailable, changes are queued and retried: {}", exc)
         if work is None:
             return
@@ -215,7 +243,9 @@ class Daemon:
         """Once the store answers again: reload what it holds and repair half-done writes."""
         assert self.service is not None
         try:
-            if self.service.store.closed:  # a reopen failed halfway
+            store = self.service.store
+            if store.closed or not store.engine_alive():  # a reopen failed halfway, or a server died
+                logger.info("restarting the Milvus Lite server(s) and reopening the index")
                 with self.gate.exclusive():
                     self.service.store.reopen()
             self.service.store.ping()
@@ -223,11 +253,14 @@ class Daemon:
             # the truth, and rows no indexed version owns go.
             self.service.catalog.reset(self.service.store.load_catalog())
             self.service.indexer.repair()
-        except StoreError as exc:
+        except Exception as exc:  # noqa: BLE001 - starting Lite's server can fail in other ways: retry later
             logger.debug("store still unavailable: {}", exc)
             return False
         logger.info("the store is back; applying {} queued change(s)", self.queue.depth())
         self.store_error = None
+        self.store_down_since = None
+        if self.state == "unhealthy":
+            self.state = "watching"
         return True
 
     def _apply(self, work: FileChanges | Command) -> None:

@@ -104,6 +104,11 @@ class Databases:
         for shard, group in sorted(by_shard(items, doc_id_of, len(self.clients)).items()):
             yield shard, self.clients[shard], group
 
+    def engines_alive(self) -> bool:
+        """False when a Milvus Lite server of this index has died (a server URI: always True;
+        a ping tells whether it answers)."""
+        return self.closed or not self.is_lite or lite.servers_alive([Path(uri) for uri in self.uris])
+
     def close(self) -> None:
         self._close_clients(self.clients)
         if not self.closed:

@@ -10,6 +10,7 @@ MdragError                  anything the CLI reports as "Error: ..." with exit 1
 ├── ServerNotRunningError   no daemon answers on the socket
 ├── AlreadyRunningError     a live daemon already serves the socket
 └── RemoteError             the daemon answered a request with an error
+    └── DaemonBusyError     a live daemon had no free client slot (never a reason to open the index here)
 """
 
 
@@ -55,3 +56,7 @@ class AlreadyRunningError(MdragError):
 
 class RemoteError(MdragError):
     """The daemon answered a request with an error."""
+
+
+class DaemonBusyError(RemoteError):
+    """A daemon is running but could not take this request now (every client slot in use)."""

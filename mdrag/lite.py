@@ -131,6 +131,18 @@ def _start(db: Path) -> None:
         return
 
 
+def servers_alive(dbs: list[Path]) -> bool:
+    """True while every one of these databases has its Lite server process running here
+    (a server killed from outside leaves its clients failing every call until restarted)."""
+    from milvus_lite.server_manager import server_manager_instance as manager
+
+    with manager._lock:
+        servers = [manager._servers.get(str(db.absolute().resolve())) for db in dbs]
+    return all(
+        server is not None and server._p is not None and server._p.poll() is None for server in servers
+    )
+
+
 def release(dbs: list[Path]) -> None:
     """Stop these databases' Lite servers now, at once: left to the interpreter's teardown, a
     stop added 0.2-2.3 s to a short command's wall time (0.03 s when asked for here)."""

@@ -61,7 +61,9 @@ class Service:
 
     def __init__(self, config: Config, embedder: Embedder | None = None) -> None:
         # mdrag's own lock before Milvus opens: a second writer is refused here, touching nothing.
-        self._lock = indexlock.acquire(indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri)
+        self._lock = indexlock.acquire(
+            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
+        )
         try:
             self._open(config, embedder)
         except BaseException:
