@@ -16,6 +16,7 @@ from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError
 from mdrag.gate import Gate
 from mdrag.notify import SystemdNotifier
+from mdrag.rebuild import rebuild_beside
 from mdrag.server import SocketServer
 from mdrag.service import Service
 from mdrag.watcher import Watcher
@@ -278,6 +279,12 @@ class Daemon:
             self.state = "reconciling"
             report = self.service.reindex(cancel=self._stop, progress=self._progress)
             logger.info("reconciled the roots: {}", _summary(report.to_dict()))
+            self.state = "watching"
+        elif work.rebuild and not work.paths and self.service.store.is_lite:
+            # Searches go on answering from the old index until the new one is complete.
+            self.state = "rebuilding"
+            report = rebuild_beside(self.service, self.gate.exclusive, self._progress, self._stop)
+            logger.info("rebuild: {}", _summary(report.to_dict()))
             self.state = "watching"
         else:
             report = self.service.reindex(
