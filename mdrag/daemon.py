@@ -121,7 +121,7 @@ class Daemon:
         next_sweep = time.monotonic() + interval if interval else float("inf")
         beat = self.notifier.watchdog_interval_s
         while not self._stop.wait(min(beat or 1.0, 1.0)):
-            if beat and self._healthy():
+            if beat and self.feeds_watchdog():
                 self.notifier.heartbeat()
             if time.monotonic() >= next_sweep:
                 self.request_sweep()
@@ -134,7 +134,7 @@ class Daemon:
                 self.request_sweep()
             self.notifier.status(self._status_line())
 
-    def _healthy(self) -> bool:
+    def feeds_watchdog(self) -> bool:
         """False once a Milvus Lite index has been down LITE_GIVE_UP_S with every restart failing:
         the watchdog then goes unfed and systemd restarts the daemon."""
         down = self.store_down_since

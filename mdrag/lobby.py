@@ -33,7 +33,6 @@ class Lobby:
     def __init__(
         self,
         listener: socket.socket,
-        admit: Callable[[socket.socket], bool],
         dispatch: Callable[[socket.socket, bytes], None],
         stopping: threading.Event,
         first_line_s: float,
@@ -43,7 +42,6 @@ class Lobby:
         max_waiting: int = 1024,
     ) -> None:
         self._listener = listener
-        self._admit = admit  # False: it refused (and closed) the connection
         self._dispatch = dispatch  # takes a connection with a whole line in hand
         self._stopping = stopping
         self.first_line_s, self.read_s, self.idle_s = first_line_s, read_s, idle_s
@@ -100,8 +98,6 @@ class Lobby:
                 return
             except OSError:
                 return  # the listener was closed (stopping), or a connection failed as it came
-            if not self._admit(conn):
-                continue
             if len(self._waiting) >= self.max_waiting:
                 self._drop(next(iter(self._waiting)))  # the one waiting longest makes room
             self._wait(conn, b"", time.monotonic() + self.first_line_s)

@@ -88,7 +88,6 @@ class SocketServer:
         # Connections wait for their request lines in the lobby, with no thread or slot.
         self._lobby = Lobby(
             self._listener,
-            self._admit,
             self._dispatch,
             self._stopping,
             first_line_s=self.first_line_timeout_s,
@@ -122,16 +121,13 @@ class SocketServer:
         assert self._lobby is not None
         self._lobby.run()
 
-    def _admit(self, conn: socket.socket) -> bool:
-        uid = peer_uid(conn)
-        if uid not in self._allowed:
-            logger.warning("refused a client running as uid {}", uid)
-            reply(conn, protocol.error("PermissionDenied", "only the daemon's own user may connect"))
-            return False
-        return True
-
     def _dispatch(self, conn: socket.socket, buffer: bytes) -> None:
         """A connection with a whole request line: answered on a thread of its own, in a slot."""
+        uid = peer_uid(conn)
+        if uid not in self._allowed:  # refused once its request is in, so that it reads the answer
+            logger.warning("refused a client running as uid {}", uid)
+            reply(conn, protocol.error("PermissionDenied", "only the daemon's own user may connect"))
+            return
         if not self._slots.acquire(blocking=False):
             reply(
                 conn,
