@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from mdrag import indexlock, lite
 from mdrag.config import Config
-from mdrag.errors import ServerNotRunningError
+from mdrag.errors import AlreadyRunningError, MdragError, ServerNotRunningError
 
 
 class Backend(Protocol):
@@ -124,6 +124,25 @@ def open_backend(config: Config, quiet: bool, need_daemon: bool = False) -> Iter
         yield backend
     finally:
         backend.close()
+
+
+def lock_index_for_daemon(config: Config) -> indexlock.IndexLock:
+    """The index's lock for `mdrag serve`, held for the process's life; a daemon already serving
+    this socket is named as such, any other holder by its pid."""
+    try:
+        return indexlock.acquire(indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri)
+    except indexlock.IndexBusyError:
+        from mdrag.client import DaemonClient
+
+        try:
+            serving = DaemonClient(config.server_socket_path).alive()
+        except MdragError:
+            serving = True  # it answered, busy: a daemon all the same
+        if serving:
+            raise AlreadyRunningError(
+                f"an mdrag daemon is already running on {config.server_socket_path}"
+            ) from None
+        raise
 
 
 def command_config(ctx: Any, **overrides: Any) -> Config:

@@ -46,10 +46,9 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
     from mdrag.log import configure_logging
 
     configure_logging(config.log_level)
-    from mdrag import indexlock
+    from mdrag.backend import lock_index_for_daemon
 
-    # Held for the process's life, taken before the heavy imports: a second writer is refused at once.
-    indexlock.acquire(indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri)
+    lock_index_for_daemon(config)  # before the heavy imports: a second writer is refused at once
     from mdrag.daemon import Daemon  # heavy: loads the model and opens the index
 
     sys.exit(Daemon(config).run())
