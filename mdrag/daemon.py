@@ -57,6 +57,7 @@ class Daemon:
         self._ready = threading.Event()
         self.store_error: str | None = None  # set while the store does not answer
         self.store_down_since: float | None = None  # monotonic time store_error was first set
+        self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
         # Requests share the store; a reopen (see _reopen_if_due) has it alone.
         self.gate = Gate()
         self.last_request_at = time.monotonic()
@@ -287,13 +288,19 @@ class Daemon:
             logger.info("rebuild: {}", _summary(report.to_dict()))
             self.state = "watching"
         else:
-            report = self.service.reindex(
-                work.paths or None,
-                force=work.force,
-                rebuild=work.rebuild,
-                cancel=self._stop,
-                progress=self._progress,
-            )
+            if work.rebuild:  # no beside for it: searches are told so, once those running are done
+                with self.gate.exclusive():
+                    self.rebuilding_in_place = True
+            try:
+                report = self.service.reindex(
+                    work.paths or None,
+                    force=work.force,
+                    rebuild=work.rebuild,
+                    cancel=self._stop,
+                    progress=self._progress,
+                )
+            finally:
+                self.rebuilding_in_place = False
             logger.info("reindex: {}", _summary(report.to_dict()))
         work.result = report.to_dict()
 
@@ -353,6 +360,11 @@ class Daemon:
         """An operation that reads the store: it shares it, and counts as activity from its
         start to its end (a reopen waits for quiet); status and gap requests do neither."""
         assert self.service is not None
+        if self.rebuilding_in_place:
+            raise StoreError(
+                "the index is being rebuilt (`reindex --rebuild`); search again when it is done "
+                "(`mdrag status` shows its progress)"
+            )
         self.last_request_at = time.monotonic()
         try:
             with self.gate.shared():

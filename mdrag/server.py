@@ -131,7 +131,7 @@ class SocketServer:
         if not self._slots.acquire(blocking=False):
             reply(
                 conn,
-                protocol.error("Busy", "the daemon is busy (too many requests at once); try again shortly"),
+                protocol.error("Busy", "too many requests at once; try again shortly"),
             )
             return
         threading.Thread(target=self._serve, args=(conn, buffer), name="mdrag-client", daemon=True).start()
