@@ -10,6 +10,7 @@ newcomer.
 
 from __future__ import annotations
 
+import errno
 import queue
 import selectors
 import socket
@@ -39,7 +40,7 @@ class Lobby:
         read_s: float,
         idle_s: float,
         max_request_bytes: int,
-        max_waiting: int = 1024,
+        max_waiting: int = 512,  # well under a service's usual soft limit of 1,024 open files
     ) -> None:
         self._listener = listener
         self._dispatch = dispatch  # takes a connection with a whole line in hand
@@ -96,8 +97,15 @@ class Lobby:
                 conn, _ = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
-                return  # the listener was closed (stopping), or a connection failed as it came
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    # Out of descriptors: the one waiting longest makes room, or the listener,
+                    # readable all the while, would spin this loop.
+                    if self._waiting:
+                        self._drop(next(iter(self._waiting)))
+                        continue
+                    time.sleep(0.05)
+                return  # else the listener was closed (stopping), or a connection failed as it came
             if len(self._waiting) >= self.max_waiting:
                 self._drop(next(iter(self._waiting)))  # the one waiting longest makes room
             self._wait(conn, b"", time.monotonic() + self.first_line_s)
