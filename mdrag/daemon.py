@@ -284,9 +284,11 @@ class Daemon:
         elif work.rebuild and not work.paths and self.service.store.is_lite:
             # Searches go on answering from the old index until the new one is complete.
             self.state = "rebuilding"
-            report = rebuild_beside(self.service, self.gate.exclusive, self._progress, self._stop)
+            try:
+                report = rebuild_beside(self.service, self.gate.exclusive, self._progress, self._stop)
+            finally:
+                self.state = "watching"
             logger.info("rebuild: {}", _summary(report.to_dict()))
-            self.state = "watching"
         else:
             if work.rebuild:  # no beside for it: searches are told so, once those running are done
                 with self.gate.exclusive():

@@ -75,12 +75,17 @@ class Lobby:
                 now = time.monotonic()
                 soonest = min((w.deadline for w in self._waiting.values()), default=now + 1.0)
                 for key, _ in self._selector.select(max(0.0, min(soonest - now, 1.0))):
-                    if key.data == "listener":
-                        self._accept()
-                    elif key.data == "wake":
-                        self._take_returned()
-                    else:
-                        self._read(key.fileobj)  # type: ignore[arg-type]
+                    try:
+                        if key.data == "listener":
+                            self._accept()
+                        elif key.data == "wake":
+                            self._take_returned()
+                        else:
+                            self._read(key.fileobj)  # type: ignore[arg-type]
+                    except Exception:  # one connection's trouble must never end the accepting
+                        logger.exception("a client connection failed")
+                        if key.data == "client":
+                            self._drop(key.fileobj)  # type: ignore[arg-type]
                 self._expire()
         finally:
             for conn in list(self._waiting):

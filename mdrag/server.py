@@ -134,7 +134,13 @@ class SocketServer:
                 protocol.error("Busy", "too many requests at once; try again shortly"),
             )
             return
-        threading.Thread(target=self._serve, args=(conn, buffer), name="mdrag-client", daemon=True).start()
+        try:
+            threading.Thread(
+                target=self._serve, args=(conn, buffer), name="mdrag-client", daemon=True
+            ).start()
+        except BaseException:
+            self._slots.release()  # no thread, no slot held
+            raise
 
     def _serve(self, conn: socket.socket, buffer: bytes) -> None:
         """Answer every whole line in hand, then free the slot: the connection waits for its
