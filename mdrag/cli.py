@@ -47,6 +47,9 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
     from mdrag.log import configure_logging
 
     configure_logging(config.log_level)
+    from mdrag.route import lock_index_for_daemon
+
+    lock_index_for_daemon(config)  # before the heavy imports: a second writer is refused at once
     from mdrag.daemon import Daemon  # heavy: loads the model and opens the index
 
     sys.exit(Daemon(config).run())

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from typing import Any
 
 from mdrag import protocol
-from mdrag.errors import RemoteError, ServerNotRunningError
+from mdrag.errors import DaemonBusyError, RemoteError, ServerNotRunningError
 
 CONNECT_TIMEOUT_S = 2.0
+BUSY_RETRY_S = 3.0  # how long a call retries a daemon that answers "busy" before saying so
 
 
 class DaemonClient:
@@ -20,20 +22,42 @@ class DaemonClient:
         self.timeout = timeout
 
     def alive(self) -> bool:
-        """True when a daemon answers a ping on the socket."""
+        """True when a daemon answers a ping on the socket; False only when none listens there.
+
+        A daemon that is there but busy (or answers with an error) raises: a caller must never
+        take it for no daemon and open the index itself.
+        """
         try:
             self.call("ping", timeout=CONNECT_TIMEOUT_S)
-        except (ServerNotRunningError, RemoteError):
+        except ServerNotRunningError:
             return False
         return True
 
     def call(self, op: str, timeout: float | None = None, **params: Any) -> Any:
+        """One request; a daemon out of client slots is asked again for up to BUSY_RETRY_S."""
+        deadline = time.monotonic() + BUSY_RETRY_S
+        pause = 0.02
+        while True:
+            try:
+                return self._call_once(op, timeout, **params)
+            except DaemonBusyError:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+
+    def _call_once(self, op: str, timeout: float | None = None, **params: Any) -> Any:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(CONNECT_TIMEOUT_S)
         try:
             try:
                 sock.connect(self.socket_path)
-            except (TimeoutError, FileNotFoundError, ConnectionRefusedError) as exc:
+            except (TimeoutError, BlockingIOError) as exc:
+                # The socket is there and its backlog full: a daemon, too busy to accept.
+                raise DaemonBusyError(
+                    f"the mdrag daemon on {self.socket_path} is busy ({exc}); try again shortly"
+                ) from None
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
                 raise ServerNotRunningError(
                     f"no mdrag daemon answers on {self.socket_path} ({exc})"
                 ) from None
@@ -51,6 +75,10 @@ class DaemonClient:
         message = json.loads(reply)
         if not message.get("ok"):
             failure = message.get("error") or {}
+            if failure.get("type") == "Busy":
+                raise DaemonBusyError(
+                    f"the mdrag daemon on {self.socket_path} is busy: {failure.get('message')}"
+                )
             raise RemoteError(failure.get("message") or "the daemon reported an unknown error")
         return message["result"]
 

@@ -18,6 +18,7 @@ from mdrag.gate import Gate
 from mdrag.milvus import index_held
 from mdrag.notify import SystemdNotifier
 from mdrag.pathtext import to_fs
+from mdrag.rebuild import rebuild_beside
 from mdrag.server import SocketServer
 from mdrag.service import Service
 from mdrag.watcher import Watcher
@@ -27,6 +28,9 @@ MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 INDEX_HOLD_WAIT_S = 60.0  # how long start-up waits for a command that holds the index
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
+# A Milvus Lite index down this long, restarts of its servers failing all along: stop feeding
+# systemd's watchdog, so that it restarts the whole daemon (a remote server: keep waiting for it).
+LITE_GIVE_UP_S = 120.0
 
 
 class _StopDuringStartup(BaseException):
@@ -55,6 +59,8 @@ class Daemon:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self.store_error: str | None = None  # set while the store does not answer
+        self.store_down_since: float | None = None  # monotonic time store_error was first set
+        self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
         # Requests share the store; a reopen (see _reopen_if_due) has it alone.
         self.gate = Gate()
         self.last_request_at = time.monotonic()
@@ -149,7 +155,7 @@ class Daemon:
         next_sweep = time.monotonic() + interval if interval else float("inf")
         beat = self.notifier.watchdog_interval_s
         while not self._stop.wait(min(beat or 1.0, 1.0)):
-            if beat:
+            if beat and self.feeds_watchdog():
                 self.notifier.heartbeat()
             if time.monotonic() >= next_sweep:
                 self.request_sweep()
@@ -162,6 +168,21 @@ class Daemon:
                 self.request_sweep()
             self.notifier.status(self._status_line())
 
+    def feeds_watchdog(self) -> bool:
+        """False once a Milvus Lite index has been down LITE_GIVE_UP_S with every restart failing:
+        the watchdog then goes unfed and systemd restarts the daemon."""
+        down = self.store_down_since
+        if down is None or time.monotonic() - down < LITE_GIVE_UP_S or "://" in self.config.milvus_uri:
+            return True
+        if self.state != "unhealthy":
+            logger.error(
+                "the index has been unavailable for {:.0f} s and restarting Milvus Lite keeps failing; "
+                "no longer feeding the watchdog, so that systemd restarts the daemon",
+                time.monotonic() - down,
+            )
+            self.state = "unhealthy"
+        return False
+
     def request_sweep(self) -> None:
         self.queue.submit(Command("reconcile"))
 
@@ -170,6 +191,13 @@ class Daemon:
     def _writer(self) -> None:
         backoff = BACKOFF_MIN_S
         while not self._stop.is_set():
+            if (
+                self.store_error is None
+                and self.service is not None
+                and not self.service.store.engine_alive()
+            ):
+                # Killed from outside: every call would fail until its server is started again.
+                self._store_failed(StoreError("a Milvus Lite server of the index has exited"), None)
             if self.store_error is not None:
                 if not self._reconnect():
                     self._stop.wait(backoff)
@@ -207,6 +235,8 @@ class Daemon:
     def _store_failed(self, exc: StoreError, work: FileChanges | Command | None) -> None:
         """Keep the work for later: the store comes back and the queue replays it."""
         self.store_error = str(exc)
+        if self.store_down_since is None:
+            self.store_down_since = time.monotonic()
         logger.error("the store is unavailable, changes are queued and retried: {}", exc)
         if work is None:
             return
@@ -256,7 +286,9 @@ class Daemon:
         """Once the store answers again: reload what it holds and repair half-done writes."""
         assert self.service is not None
         try:
-            if self.service.store.closed:  # a reopen failed halfway
+            store = self.service.store
+            if store.closed or not store.engine_alive():  # a reopen failed halfway, or a server died
+                logger.info("restarting the Milvus Lite server(s) and reopening the index")
                 with self.gate.exclusive():
                     self.service.store.reopen()
             self.service.store.ping()
@@ -264,11 +296,14 @@ class Daemon:
             # the truth, and rows no indexed version owns go.
             self.service.catalog.reset(self.service.stored_records())
             self.service.indexer.repair()
-        except StoreError as exc:
+        except Exception as exc:  # noqa: BLE001 - starting Lite's server can fail in other ways: retry later
             logger.debug("store still unavailable: {}", exc)
             return False
         logger.info("the store is back; applying {} queued change(s)", self.queue.depth())
         self.store_error = None
+        self.store_down_since = None
+        if self.state == "unhealthy":
+            self.state = "watching"
         return True
 
     def _apply(self, work: FileChanges | Command) -> None:
@@ -287,14 +322,28 @@ class Daemon:
             report = self.service.reindex(cancel=self._stop, progress=self._progress)
             logger.info("reconciled the roots: {}", _summary(report.to_dict()))
             self.state = "watching"
+        elif work.rebuild and not work.paths and self.service.store.is_lite:
+            # Searches go on answering from the old index until the new one is complete.
+            self.state = "rebuilding"
+            try:
+                report = rebuild_beside(self.service, self.gate.exclusive, self._progress, self._stop)
+            finally:
+                self.state = "watching"
+            logger.info("rebuild: {}", _summary(report.to_dict()))
         else:
-            report = self.service.reindex(
-                work.paths or None,
-                force=work.force,
-                rebuild=work.rebuild,
-                cancel=self._stop,
-                progress=self._progress,
-            )
+            if work.rebuild:  # no beside for it: searches are told so, once those running are done
+                with self.gate.exclusive():
+                    self.rebuilding_in_place = True
+            try:
+                report = self.service.reindex(
+                    work.paths or None,
+                    force=work.force,
+                    rebuild=work.rebuild,
+                    cancel=self._stop,
+                    progress=self._progress,
+                )
+            finally:
+                self.rebuilding_in_place = False
             logger.info("reindex: {}", _summary(report.to_dict()))
         work.result = report.to_dict()
 
@@ -375,6 +424,11 @@ class Daemon:
         """An operation that reads the store: it shares it, and counts as activity from its
         start to its end (a reopen waits for quiet); status and gap requests do neither."""
         assert self.service is not None
+        if self.rebuilding_in_place:
+            raise StoreError(
+                "the index is being rebuilt (`reindex --rebuild`); search again when it is done "
+                "(`mdrag status` shows its progress)"
+            )
         self.last_request_at = time.monotonic()
         try:
             with self.gate.shared():

@@ -12,6 +12,7 @@ MdragError                  anything the CLI reports as "Error: ..." with exit 1
 │   └── NoIndexError        ... and a read command finds no index to open
 ├── AlreadyRunningError     a live daemon already serves the socket
 └── RemoteError             the daemon answered a request with an error
+    └── DaemonBusyError     a live daemon had no free client slot (never a reason to open the index here)
 """
 
 
@@ -65,3 +66,7 @@ class AlreadyRunningError(MdragError):
 
 class RemoteError(MdragError):
     """The daemon answered a request with an error."""
+
+
+class DaemonBusyError(RemoteError):
+    """A daemon is running but could not take this request now (every client slot in use)."""

@@ -10,10 +10,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from mdrag import paths
+from mdrag import indexlock, paths
 from mdrag.config import Config, load_config
-from mdrag.errors import ConfigError, NoIndexError, ServerNotRunningError, StoreLockedError
-from mdrag.milvus import index_exists, index_held, start_early
+from mdrag.errors import (
+    AlreadyRunningError,
+    ConfigError,
+    MdragError,
+    NoIndexError,
+    ServerNotRunningError,
+    StoreLockedError,
+)
+from mdrag.milvus import index_exists, start_early
+
+# How long `serve` waits for a short-lived command that holds the index (the daemon must win).
+COMMAND_HOLD_WAIT_S = 60.0
 
 
 class Backend(Protocol):
@@ -32,17 +42,18 @@ class LocalBackend:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
-        # Look before opening: milvus-lite's failed open of a held index deletes its holder's lock
-        # file. Before start_early too: this probe would release a lock this process holds.
-        if index_held(config.milvus_uri):
-            raise StoreLockedError(
-                f"the index {config.milvus_uri} is held by another process, and no mdrag daemon answered "
-                "on the socket: stop that process (or wait for it to finish), then try again"
-            )
-        start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
-        from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
+        # The index's lock before any Lite server starts: a refused command touches nothing.
+        self._lock = indexlock.acquire(
+            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
+        )
+        try:
+            start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
+            from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
 
-        self.service = Service(config)
+            self.service = Service(config)
+        except BaseException:
+            self._lock.release()
+            raise
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
         response = self.service.search(params)
@@ -66,7 +77,10 @@ class LocalBackend:
         return report.to_dict()
 
     def close(self) -> None:
-        self.service.close()
+        try:
+            self.service.close()
+        finally:
+            self._lock.release()
 
 
 @contextmanager
@@ -170,6 +184,41 @@ def command_config(ctx: Any, need_roots: bool = False, **overrides: Any) -> Conf
     for root in missing:
         sys.stderr.write(f"warning: the root {root} does not exist (an unmounted drive?); going on\n")
     return config
+
+
+def lock_index_for_daemon(config: Config, wait_s: float = COMMAND_HOLD_WAIT_S) -> indexlock.IndexLock:
+    """The index's lock for `mdrag serve`, held for the process's life. A daemon already serving
+    this socket is named as such; a command holding the index (a `status` polled while the daemon
+    started, a direct `reindex`) is waited for, up to `wait_s`, so the daemon wins the race;
+    any other holder is named by its pid."""
+    from mdrag.client import DaemonClient
+
+    path = indexlock.lock_path(config.milvus_uri, config.data_dir)
+    deadline = time.monotonic() + wait_s
+    said = False
+    while True:
+        try:
+            return indexlock.acquire(path, config.milvus_uri)
+        except indexlock.IndexBusyError as busy:
+            try:
+                serving = DaemonClient(config.server_socket_path).alive()
+            except MdragError:
+                serving = True  # it answered, busy: a daemon all the same
+            if serving:
+                raise AlreadyRunningError(
+                    f"an mdrag daemon is already running on {config.server_socket_path}"
+                ) from None
+            if time.monotonic() >= deadline:
+                raise
+            if not said:
+                sys.stderr.write(
+                    f"the index is held by mdrag process {busy.pid or '?'}; waiting up to {wait_s:.0f} s "
+                    "for it to let go\n"
+                )
+                said = True
+            time.sleep(0.1)
+
+
 
 
 def configure_command_logging(config: Config, quiet: bool) -> None:

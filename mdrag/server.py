@@ -14,6 +14,7 @@ from loguru import logger
 
 from mdrag import protocol
 from mdrag.errors import AlreadyRunningError, MdragError, QueryError
+from mdrag.lobby import Lobby, reply
 
 Handler = Callable[[str, dict[str, Any]], Any]
 
@@ -35,17 +36,20 @@ class SocketServer:
         read_timeout_s: float = 10.0,
         idle_timeout_s: float = 120.0,
         max_clients: int = 64,
+        first_line_timeout_s: float = 5.0,
     ) -> None:
         self.path = Path(path).expanduser()
         self.handler = handler
         self.max_request_bytes = max_request_bytes
         self.read_timeout_s = read_timeout_s
         self.idle_timeout_s = idle_timeout_s
+        self.first_line_timeout_s = first_line_timeout_s
         self._slots = threading.BoundedSemaphore(max_clients)
         self._allowed = {os.getuid(), 0}
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        self._lobby: Lobby | None = None
 
     def claim(self) -> None:
         """Create the socket: a live one means another daemon; a dead one is replaced."""
@@ -80,12 +84,25 @@ class SocketServer:
     def start(self) -> None:
         if self._listener is None:
             self.claim()
+        assert self._listener is not None
+        # Connections wait for their request lines in the lobby, with no thread or slot.
+        self._lobby = Lobby(
+            self._listener,
+            self._dispatch,
+            self._stopping,
+            first_line_s=self.first_line_timeout_s,
+            read_s=self.read_timeout_s,
+            idle_s=self.idle_timeout_s,
+            max_request_bytes=self.max_request_bytes,
+        )
         self._thread = threading.Thread(target=self._accept_loop, name="mdrag-accept", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         """Stop accepting and remove the socket file; requests in hand finish on their own."""
         self._stopping.set()
+        if self._lobby is not None:
+            self._lobby.wake()
         if self._listener is not None:
             try:
                 self._listener.shutdown(socket.SHUT_RDWR)
@@ -101,65 +118,48 @@ class SocketServer:
             logger.warning("could not remove the socket {}: {}", self.path, exc)
 
     def _accept_loop(self) -> None:
-        assert self._listener is not None
-        while not self._stopping.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                if self._stopping.is_set():
-                    return
-                continue
-            if not self._slots.acquire(blocking=False):
-                self._reply_and_close(conn, protocol.error("Busy", "too many clients; try again shortly"))
-                continue
-            threading.Thread(target=self._serve, args=(conn,), name="mdrag-client", daemon=True).start()
+        assert self._lobby is not None
+        self._lobby.run()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _dispatch(self, conn: socket.socket, buffer: bytes) -> None:
+        """A connection with a whole request line: answered on a thread of its own, in a slot."""
+        uid = peer_uid(conn)
+        if uid not in self._allowed:  # refused once its request is in, so that it reads the answer
+            logger.warning("refused a client running as uid {}", uid)
+            reply(conn, protocol.error("PermissionDenied", "only the daemon's own user may connect"))
+            return
+        if not self._slots.acquire(blocking=False):
+            reply(
+                conn,
+                protocol.error("Busy", "too many requests at once; try again shortly"),
+            )
+            return
         try:
-            uid = peer_uid(conn)
-            if uid not in self._allowed:
-                logger.warning("refused a client running as uid {}", uid)
-                self._reply_and_close(
-                    conn, protocol.error("PermissionDenied", "only the daemon's own user may connect")
-                )
-                return
-            buffer = b""
-            while not self._stopping.is_set():
-                line, buffer = self._read_line(conn, buffer)
-                if line is None:
-                    return
+            threading.Thread(
+                target=self._serve, args=(conn, buffer), name="mdrag-client", daemon=True
+            ).start()
+        except BaseException:
+            self._slots.release()  # no thread, no slot held
+            raise
+
+    def _serve(self, conn: socket.socket, buffer: bytes) -> None:
+        """Answer every whole line in hand, then free the slot: the connection waits for its
+        next request in the lobby."""
+        keep = False
+        try:
+            conn.settimeout(self.read_timeout_s)  # a client that reads nothing stalls only itself
+            while b"\n" in buffer and not self._stopping.is_set():
+                line, _, buffer = buffer.partition(b"\n")
                 conn.sendall(protocol.encode(self._answer(line)))
+            keep = not self._stopping.is_set()
         except (OSError, TimeoutError):
             return  # the client went away or stalled: its connection only
         finally:
             self._slots.release()
-            conn.close()
-
-    def _read_line(self, conn: socket.socket, buffer: bytes) -> tuple[bytes | None, bytes]:
-        """One request line; None when the client is done, idle too long, or over the size limit."""
-        while b"\n" not in buffer:
-            # A client may sit idle between requests, but not stall halfway through one.
-            conn.settimeout(self.read_timeout_s if buffer else self.idle_timeout_s)
-            try:
-                chunk = conn.recv(65536)
-            except TimeoutError:
-                if buffer:
-                    conn.sendall(protocol.encode(protocol.error("Timeout", "request incomplete; closed")))
-                return None, b""
-            if not chunk:
-                return None, b""
-            buffer += chunk
-            if len(buffer) > self.max_request_bytes and b"\n" not in buffer[: self.max_request_bytes + 1]:
-                conn.sendall(
-                    protocol.encode(
-                        protocol.error(
-                            "RequestTooLarge", f"requests are limited to {self.max_request_bytes} bytes"
-                        )
-                    )
-                )
-                return None, b""
-        line, _, rest = buffer.partition(b"\n")
-        return line, rest
+            if keep and self._lobby is not None:
+                self._lobby.hand_back(conn, buffer)
+            else:
+                conn.close()
 
     def _answer(self, line: bytes) -> dict[str, Any]:
         try:
@@ -172,11 +172,3 @@ class SocketServer:
         except Exception as exc:  # a bug answers this request with an error, never the daemon's life
             logger.exception("request failed")
             return protocol.error("InternalError", f"internal error: {exc!r}")
-
-    @staticmethod
-    def _reply_and_close(conn: socket.socket, message: dict[str, Any]) -> None:
-        try:
-            conn.sendall(protocol.encode(message))
-        except OSError:
-            pass
-        conn.close()

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from mdrag import __version__
+from mdrag import __version__, indexlock
 from mdrag.carried import CarriedVectors
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config, is_lite_uri
@@ -69,6 +69,17 @@ class Service:
     """Everything needed to index and search, opened once and closed once."""
 
     def __init__(self, config: Config, embedder: Embedder | None = None) -> None:
+        # mdrag's own lock before Milvus opens: a second writer is refused here, touching nothing.
+        self._lock = indexlock.acquire(
+            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
+        )
+        try:
+            self._open(config, embedder)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, config: Config, embedder: Embedder | None) -> None:
         self.config = config
         self.started_at = time.time()
         self.embedder = embedder or Embedder(
@@ -252,7 +263,10 @@ class Service:
             return None
 
     def close(self) -> None:
-        self.searcher.close()
-        self.gaps.close()
-        self.store.close()
-        self._marker.unlink(missing_ok=True)
+        try:
+            self.searcher.close()
+            self.gaps.close()
+            self.store.close()
+            self._marker.unlink(missing_ok=True)
+        finally:
+            self._lock.release()

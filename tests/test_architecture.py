@@ -28,7 +28,7 @@ HOMES = {
 
 
 # What `mdrag.milvus` offers (its __init__ loads each on first use).
-PUBLIC_MILVUS = {"Store", "doc_id", "clip_bytes", "MAX_TAGS", "quote", "start_early", "index_exists", "index_held"}
+PUBLIC_MILVUS = {"Store", "doc_id", "clip_bytes", "MAX_TAGS", "quote", "start_early", "index_exists", "index_held", "databases"}
 # Only the modules that speak the socket protocol may import it; the core takes `params`.
 WIRE = {"protocol.py", "server.py", "client.py", "daemon.py", "route.py", "cli.py", "cli_explore.py", "mcp_server.py"}
 # Read features answer from the index; they never import the writer's modules.

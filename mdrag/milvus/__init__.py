@@ -18,12 +18,23 @@ _HOMES = {
     "start_early": "lite",
     "index_exists": "lite",
     "index_held": "lite",
+    "databases": "lite",
 }
-__all__ = ["MAX_TAGS", "Store", "clip_bytes", "doc_id", "index_exists", "index_held", "quote", "start_early"]
+__all__ = [
+    "MAX_TAGS",
+    "Store",
+    "clip_bytes",
+    "databases",
+    "doc_id",
+    "index_exists",
+    "index_held",
+    "quote",
+    "start_early",
+]
 
 if TYPE_CHECKING:
     from mdrag.milvus.filters import quote
-    from mdrag.milvus.lite import index_exists, index_held, start_early
+    from mdrag.milvus.lite import databases, index_exists, index_held, start_early
     from mdrag.milvus.schema import MAX_TAGS
     from mdrag.milvus.store import Store, clip_bytes, doc_id
 

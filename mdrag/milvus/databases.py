@@ -47,6 +47,7 @@ class Databases:
         """Connect to every database; a Milvus Lite one's server starts here unless already up."""
         held = False
         if self.is_lite:
+            lite.guard_lock_files()
             db = lite.database_path(self.uri)
             db.parent.mkdir(parents=True, exist_ok=True)
             lite.wait_for_head_start([Path(uri) for uri in self.uris])
@@ -103,6 +104,11 @@ class Databases:
         """Items grouped by the shard that holds their note's rows: (shard, its client, items)."""
         for shard, group in sorted(by_shard(items, doc_id_of, len(self.clients)).items()):
             yield shard, self.clients[shard], group
+
+    def engines_alive(self) -> bool:
+        """False when a Milvus Lite server of this index has died (a server URI: always True;
+        a ping tells whether it answers)."""
+        return self.closed or not self.is_lite or lite.servers_alive([Path(uri) for uri in self.uris])
 
     def close(self) -> None:
         self._close_clients(self.clients)

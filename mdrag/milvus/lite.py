@@ -76,12 +76,45 @@ def wait_for_head_start(dbs: list[Path]) -> None:
             head_start.join()
 
 
+def guard_lock_files() -> None:
+    """Make milvus-lite 2.5.1's Server.stop() unlink its lock file only after a start that held it.
+
+    Its stop() deletes `.NAME.lock` whatever happened: a start refused because another process
+    holds the database (and the stop that __del__ repeats after a clean one) deleted the
+    holder's lock file, so the next process locked a new file of the same name and opened a
+    live database. Idempotent; patched once per process, before any Server starts.
+    """
+    from milvus_lite.server import Server
+
+    if getattr(Server, "_mdrag_guarded", False):
+        return
+    original_start, original_stop = Server.start, Server.stop
+
+    def start(self: Server) -> bool:
+        ok = original_start(self)
+        self._mdrag_held = self._p is not None  # the server process only exists once it held the lock
+        return bool(ok)
+
+    def stop(self: Server) -> None:
+        if getattr(self, "_mdrag_held", False):
+            self._mdrag_held = False
+            original_stop(self)
+            return
+        if self._lock_fd:  # opened, never locked: close it, and leave the file to its holder
+            self._lock_fd.close()
+            self._lock_fd = None
+
+    Server.start, Server.stop = start, stop
+    Server._mdrag_guarded = True
+
+
 def _start(db: Path) -> None:
     try:
         db.parent.mkdir(parents=True, exist_ok=True)
         from milvus_lite.server import Server
         from milvus_lite.server_manager import server_manager_instance as manager
 
+        guard_lock_files()
         key = str(db.absolute().resolve())
         with manager._lock:  # milvus-lite 2.5.1's registry of running servers, by resolved path
             if key in manager._servers:
@@ -94,6 +127,18 @@ def _start(db: Path) -> None:
         _started.add(db)
     except Exception:  # noqa: BLE001 - only a head start: the store's open reports what is wrong
         return
+
+
+def servers_alive(dbs: list[Path]) -> bool:
+    """True while every one of these databases has its Lite server process running here
+    (a server killed from outside leaves its clients failing every call until restarted)."""
+    from milvus_lite.server_manager import server_manager_instance as manager
+
+    with manager._lock:
+        servers = [manager._servers.get(str(db.absolute().resolve())) for db in dbs]
+    return all(
+        server is not None and server._p is not None and server._p.poll() is None for server in servers
+    )
 
 
 def release(dbs: list[Path]) -> None:

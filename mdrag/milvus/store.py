@@ -441,6 +441,10 @@ class Store:
             self._reopen_checked_at = self.rows_written
         return due
 
+    def engine_alive(self) -> bool:
+        """False when a Milvus Lite server process of this index has died: only a reopen helps."""
+        return self._db.engines_alive()
+
     @property
     def closed(self) -> bool:
         """True after close(), and after a reopen that failed before it could connect again."""

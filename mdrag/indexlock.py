@@ -1,0 +1,105 @@
+"""Index lock: mdrag's own exclusive lock on an index, so one process at a time writes it.
+
+An `flock` on a file of mdrag's own beside the index (for a Milvus server URI, one in the data
+dir named after the URI), taken before Milvus is opened and held until released or the process
+ends. The file holds the holder's pid, for the error a second writer gets. It is never
+unlinked, by anyone: a lock file removed while held lets the next process lock a new file of
+the same name, which is how a refused second writer used to corrupt a live index (milvus-lite's
+own lock file is deleted by a failed open). The kernel drops the lock when its holder dies.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+from mdrag.config import is_lite_uri
+from mdrag.errors import StoreLockedError
+
+
+class IndexBusyError(StoreLockedError):
+    """Another process holds the index's lock (it names that process's pid)."""
+
+    def __init__(self, index: str, pid: int | None) -> None:
+        holder = f"mdrag process {pid}" if pid else "another mdrag process"
+        super().__init__(
+            f"the index {index} is in use by {holder}. Only one process may write an index: "
+            "if that is an mdrag daemon, talk to it through its socket (the same "
+            "server.socket_path), or stop it first"
+        )
+        self.pid = pid
+
+
+def lock_path(milvus_uri: str, data_dir: Path) -> Path:
+    """The lock file of an index: `NAME.mdrag.lock` beside a Milvus Lite file, or
+    `server-DIGEST.mdrag.lock` in the data dir for a Milvus server URI."""
+    if is_lite_uri(milvus_uri):
+        db = Path(milvus_uri).expanduser().absolute()
+        return db.with_name(f"{db.name}.mdrag.lock")
+    digest = hashlib.sha256(milvus_uri.encode()).hexdigest()[:12]
+    return Path(data_dir).expanduser() / f"server-{digest}.mdrag.lock"
+
+
+class IndexLock:
+    """A held lock; `release()` once for each `acquire()` that returned it."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._holds = 1
+
+    @property
+    def held(self) -> bool:
+        return self._holds > 0
+
+    def release(self) -> None:
+        with _guard:
+            if self._holds == 0:
+                return
+            self._holds -= 1
+            if self._holds == 0:
+                _held.pop(self.path, None)
+                os.close(self._fd)  # closing the only descriptor drops the flock
+
+
+_guard = threading.Lock()
+_held: dict[Path, IndexLock] = {}  # locks this process holds: a second acquire shares the first
+
+
+def acquire(path: Path, index: str | None = None) -> IndexLock:
+    """Take the lock at `path` (creating the file), or raise IndexBusyError naming its holder.
+
+    Within one process the lock is shared: the daemon's reopens and a command's two layers
+    (the backend and its service) each acquire and release it without ever dropping it between.
+    """
+    path = Path(path).absolute()
+    with _guard:
+        lock = _held.get(path)
+        if lock is not None:
+            lock._holds += 1
+            return lock
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _read_pid(fd)
+            os.close(fd)
+            raise IndexBusyError(index or str(path), pid) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        lock = _held[path] = IndexLock(path, fd)
+        return lock
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        return int(os.pread(fd, 32, 0).decode().strip() or 0) or None
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,68 @@
+"""Rebuild: a daemon's `reindex --rebuild` of a Lite index, built beside the live one, then switched in.
+
+Dropping the collections in place left every search during the rebuild failing ("collection not
+found") or answering from a half-filled index. Here the new index is built in databases of its
+own beside the old one (`NAME.rebuild.db`, ...) while searches go on answering from the old;
+once it is complete, the old databases are replaced by the new ones in one short pause, under
+the caller's exclusive gate (searches wait for it, they never fail).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from loguru import logger
+
+from mdrag.catalog import Catalog
+from mdrag.indexer import Indexer, IndexReport, Progress
+from mdrag.milvus import Store, databases
+from mdrag.service import Service
+
+
+def side_uri(uri: str) -> str:
+    """Where the new index is built: `NAME.rebuild.db` beside `NAME.db` (its shards beside it)."""
+    db = Path(uri).expanduser().absolute()
+    return str(db.with_name(f"{db.stem}.rebuild{db.suffix}"))
+
+
+def rebuild_beside(
+    service: Service,
+    exclusive: Callable[[], AbstractContextManager[object]],
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> IndexReport:
+    """Index every note of the roots into a new Lite index beside the live one, then switch to it.
+
+    `exclusive` keeps every request out of the live store during the switch (the daemon's gate).
+    Interrupted (cancel), the new index is discarded and the old one stays as it was.
+    """
+    config = service.config
+    side = side_uri(config.milvus_uri)
+    _remove(databases(side))  # left by a rebuild that was interrupted
+    logger.info("rebuilding the index beside the live one, in {}", side)
+    store = Store(side, config.milvus_token, service.embedder.dimension, service.embedder.model_id)
+    try:
+        indexer = Indexer(service.embedder, store, Catalog(), service.filter, config.sections_max_tokens)
+        report = indexer.reconcile(None, progress=progress, cancel=cancel)
+    finally:
+        store.close()
+    if cancel is not None and cancel.is_set():
+        _remove(databases(side))
+        return report
+    with exclusive():
+        service.store.close()
+        for new, old in zip(databases(side), databases(config.milvus_uri), strict=True):
+            os.replace(new, old)  # both servers stopped: a plain file each
+        service.store.reopen()
+        service.catalog.reset(service.stored_records())
+    logger.info("switched to the rebuilt index")
+    return report
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)

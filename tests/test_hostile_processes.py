@@ -1,0 +1,183 @@
+"""Neighbour processes against a live daemon: second writers, a killed Lite server, idle sockets, rebuilds."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mdrag.client import DaemonClient
+from tests.conftest import write
+from tests.daemon_process import DaemonProcess, mdrag_cli, stored_vector_ids, wait_until
+
+pytestmark = pytest.mark.slow
+
+NOTES = {
+    "lighthouse.md": "# Lighthouse\n\nThe keeper trims the wick of the lamp every evening.\n",
+    "bread.md": "# Sourdough\n\nFeed the starter with flour and water the night before baking.\n",
+    "tides.md": "# Tides\n\nSpring tides come with the full and the new moon.\n",
+}
+
+
+def start_daemon(base: Path) -> DaemonProcess:
+    for name, text in NOTES.items():
+        write(base / "notes" / name, text)
+    process = DaemonProcess(base / "notes", base / "state").start()
+    process.wait_fresh()
+    return process
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    process = start_daemon(tmp_path_factory.mktemp("hostile"))
+    yield process
+    process.close()
+
+
+def lite_servers(daemon: DaemonProcess) -> list[int]:
+    """The pids of the daemon's Milvus Lite server processes (one per shard)."""
+    assert daemon.process is not None
+    found = subprocess.run(
+        ["pgrep", "-P", str(daemon.process.pid), "-x", "milvus"], capture_output=True, text=True
+    )
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def lock_is_held(path: Path) -> bool:
+    with open(path, "a") as probe:
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        return False
+
+
+def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_would(tmp_path):
+    for name, text in NOTES.items():
+        write(tmp_path / "notes" / name, text)
+    # The fresh rebuild to compare with, in an index and on a socket of its own, meanwhile.
+    fresh_db = tmp_path / "fresh" / "milvus.db"
+    fresh_env = {
+        **DaemonProcess(tmp_path / "notes", tmp_path / "fresh").env,
+        "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "fresh.sock"),
+    }
+    fresh = subprocess.Popen(
+        [sys.executable, "-m", "mdrag.cli", "reindex", "--rebuild"],
+        env=fresh_env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    daemon = start_daemon(tmp_path)
+    try:
+        state = tmp_path / "state"
+        lite_locks = {path: path.stat().st_ino for path in state.glob(".*.lock")}
+        assert len(lite_locks) == 2  # one per shard
+        elsewhere = {**daemon.env, "MDRAG_SERVER_SOCKET_PATH": str(daemon.socket_dir / "other.sock")}
+        # Ten at once, half of them daemons: each must be refused, none may unlock another's way in.
+        attempts = [
+            subprocess.Popen(
+                [sys.executable, "-m", "mdrag.cli", "reindex" if i % 2 else "serve"],
+                env=elsewhere,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(10)
+        ]
+        for attempt in attempts:
+            _, err = attempt.communicate(timeout=60)
+            assert attempt.returncode == 1, err
+            assert f"in use by mdrag process {daemon.process.pid}" in err
+        # And milvus-lite's own failed open, straight from this process, leaves the lock alone.
+        from milvus_lite.server import Server
+
+        from mdrag.milvus import lite
+
+        lite.guard_lock_files()
+        refused = Server(str(state / "milvus.db"))
+        assert not refused.start()
+        refused.stop()
+        assert {path: path.stat().st_ino for path in state.glob(".*.lock")} == lite_locks
+        assert lock_is_held(state / "milvus.db.mdrag.lock")
+        assert len(daemon.search("lamp wick keeper")) > 0  # the daemon serves on
+        daemon.stop_cleanly()
+        assert not lock_is_held(state / "milvus.db.mdrag.lock")  # released with the process
+        assert fresh.wait(60) == 0, fresh.stderr.read() if fresh.stderr else ""
+        assert stored_vector_ids(str(state / "milvus.db")) == stored_vector_ids(str(fresh_db))
+    finally:
+        daemon.close()
+        if fresh.poll() is None:
+            fresh.kill()
+            fresh.wait()
+
+
+def test_a_killed_lite_server_is_restarted_and_a_note_saved_meanwhile_is_found(daemon):
+    servers = lite_servers(daemon)
+    assert servers, "no Milvus Lite server process found under the daemon"
+    os.kill(servers[0], signal.SIGKILL)
+    note = write(daemon.notes / "quagga.md", "# Quagga\n\nThe quagga was a zebra hunted to extinction.\n")
+
+    def found() -> bool:
+        return any(hit["file_path"] == str(note) for hit in daemon.search("extinct zebra", threshold=0.3))
+
+    assert wait_until(found, 30, interval=0.2) < 30
+    assert servers[0] not in lite_servers(daemon) and len(lite_servers(daemon)) == len(servers)
+    assert daemon.status()["daemon"]["store_available"] is True
+
+
+def test_a_search_answers_quickly_while_300_idle_connections_are_held_open(daemon):
+    idle = []
+    try:
+        for _ in range(300):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(daemon.socket_path)
+            idle.append(sock)
+        started = time.monotonic()
+        result = mdrag_cli(daemon.env, "search", "tides and the moon", "--json", timeout=30)
+        elapsed = time.monotonic() - started
+        assert result.returncode == 0, result.stderr
+        assert "tides.md" in result.stdout
+        assert elapsed < 2.0, f"mdrag search took {elapsed:.2f}s"
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_searches_during_a_rebuild_through_the_daemon_never_fail_or_come_back_empty(daemon):
+    client = DaemonClient(daemon.socket_path, timeout=60)
+    answers: list[int] = []
+    errors: list[str] = []
+    done = threading.Event()
+
+    def search_in_a_loop() -> None:
+        while not done.is_set():
+            try:
+                hits = client.call("search", query="sourdough starter", threshold=0.0, top_k=5)["results"]
+                answers.append(len(hits))
+            except Exception as exc:  # noqa: BLE001 - every failure is what this test counts
+                errors.append(repr(exc))
+
+    searcher = threading.Thread(target=search_in_a_loop)
+    searcher.start()
+    try:
+        wait_until(lambda: len(answers) >= 3, 10)
+        before = len(answers)
+        result = mdrag_cli(daemon.env, "reindex", "--rebuild", "--json", timeout=60)
+        during = len(answers) - before
+    finally:
+        done.set()
+        searcher.join(30)
+    assert result.returncode == 0, result.stderr
+    assert errors == []
+    assert during >= 5, f"only {during} searches ran during the rebuild"
+    assert min(answers) > 0, "a search came back empty"
+    assert any(h["file_path"].endswith("bread.md") for h in daemon.search("sourdough starter"))
