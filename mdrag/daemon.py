@@ -12,6 +12,7 @@ from typing import Any
 
 from loguru import logger
 
+from mdrag import indexlock
 from mdrag.config import Config
 from mdrag.errors import ConfigError, MdragError, QueryError, RowsRejectedError, StoreError, StoreLockedError
 from mdrag.gate import Gate
@@ -126,6 +127,13 @@ class Daemon:
                 if waiting:
                     logger.info("the index was let go after {:.1f} s; opening it", time.monotonic() - started)
                 try:
+                    # As the daemon, for the process's life (a second `serve` reads the role and
+                    # is refused at once); the service's own hold shares it.
+                    indexlock.acquire(
+                        indexlock.lock_path(self.config.milvus_uri, self.config.data_dir),
+                        self.config.milvus_uri,
+                        indexlock.DAEMON,
+                    )
                     return Service(self.config)
                 except StoreLockedError:
                     if time.monotonic() >= deadline:

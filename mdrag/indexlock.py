@@ -19,18 +19,24 @@ from pathlib import Path
 from mdrag.config import is_lite_uri
 from mdrag.errors import StoreLockedError
 
+DAEMON = "daemon"
+COMMAND = "command"
+
 
 class IndexBusyError(StoreLockedError):
     """Another process holds the index's lock (it names that process's pid)."""
 
-    def __init__(self, index: str, pid: int | None) -> None:
+    def __init__(self, index: str, pid: int | None, role: str = "") -> None:
         holder = f"mdrag process {pid}" if pid else "another mdrag process"
+        if role == DAEMON:
+            holder = f"the mdrag daemon (process {pid})" if pid else "an mdrag daemon"
         super().__init__(
             f"the index {index} is in use by {holder}. Only one process may write an index: "
             "if that is an mdrag daemon, talk to it through its socket (the same "
             "server.socket_path), or stop it first"
         )
         self.pid = pid
+        self.role = role  # DAEMON, or COMMAND for a short-lived command (the daemon waits for those)
 
 
 def lock_path(milvus_uri: str, data_dir: Path) -> Path:
@@ -69,8 +75,11 @@ _guard = threading.Lock()
 _held: dict[Path, IndexLock] = {}  # locks this process holds: a second acquire shares the first
 
 
-def acquire(path: Path, index: str | None = None) -> IndexLock:
+def acquire(path: Path, index: str | None = None, role: str = COMMAND) -> IndexLock:
     """Take the lock at `path` (creating the file), or raise IndexBusyError naming its holder.
+
+    The file says who holds it (pid and role), so a starting daemon can tell a command it should
+    wait for from another daemon it must not start beside.
 
     Within one process the lock is shared: the daemon's reopens and a command's two layers
     (the backend and its service) each acquire and release it without ever dropping it between.
@@ -86,20 +95,22 @@ def acquire(path: Path, index: str | None = None) -> IndexLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid = _read_pid(fd)
+            pid, holder_role = _read_holder(fd)
             os.close(fd)
-            raise IndexBusyError(index or str(path), pid) from None
+            raise IndexBusyError(index or str(path), pid, holder_role) from None
         except BaseException:
             os.close(fd)
             raise
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {role}\n".encode(), 0)
         lock = _held[path] = IndexLock(path, fd)
         return lock
 
 
-def _read_pid(fd: int) -> int | None:
+def _read_holder(fd: int) -> tuple[int | None, str]:
+    """(pid, role) as the holder wrote them; an older file holds the pid alone."""
     try:
-        return int(os.pread(fd, 32, 0).decode().strip() or 0) or None
+        words = os.pread(fd, 64, 0).decode().split()
+        return (int(words[0]) or None) if words else None, words[1] if len(words) > 1 else ""
     except (OSError, ValueError):
-        return None
+        return None, ""

@@ -22,9 +22,6 @@ from mdrag.errors import (
 )
 from mdrag.milvus import index_exists, start_early
 
-# How long `serve` waits for a short-lived command that holds the index (the daemon must win).
-COMMAND_HOLD_WAIT_S = 60.0
-
 
 class Backend(Protocol):
     """What the commands need: the daemon over its socket, or a Service in this process."""
@@ -186,37 +183,30 @@ def command_config(ctx: Any, need_roots: bool = False, **overrides: Any) -> Conf
     return config
 
 
-def lock_index_for_daemon(config: Config, wait_s: float = COMMAND_HOLD_WAIT_S) -> indexlock.IndexLock:
-    """The index's lock for `mdrag serve`, held for the process's life. A daemon already serving
-    this socket is named as such; a command holding the index (a `status` polled while the daemon
-    started, a direct `reindex`) is waited for, up to `wait_s`, so the daemon wins the race;
-    any other holder is named by its pid."""
-    from mdrag.client import DaemonClient
+def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
+    """The index's lock for `mdrag serve`, taken before its heavy imports and held for the
+    process's life, so that a second daemon is refused at once. A daemon already serving this
+    socket is named as such, another daemon by its pid. A short-lived command holding the index
+    (a `status` polled while the daemon starts) is not refused: None, and the daemon takes the
+    lock once its socket is bound, waiting for the command to let go (the daemon wins the race)."""
+    try:
+        return indexlock.acquire(
+            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri, indexlock.DAEMON
+        )
+    except indexlock.IndexBusyError as busy:
+        if busy.role == indexlock.COMMAND:
+            return None
+        from mdrag.client import DaemonClient
 
-    path = indexlock.lock_path(config.milvus_uri, config.data_dir)
-    deadline = time.monotonic() + wait_s
-    said = False
-    while True:
         try:
-            return indexlock.acquire(path, config.milvus_uri)
-        except indexlock.IndexBusyError as busy:
-            try:
-                serving = DaemonClient(config.server_socket_path).alive()
-            except MdragError:
-                serving = True  # it answered, busy: a daemon all the same
-            if serving:
-                raise AlreadyRunningError(
-                    f"an mdrag daemon is already running on {config.server_socket_path}"
-                ) from None
-            if time.monotonic() >= deadline:
-                raise
-            if not said:
-                sys.stderr.write(
-                    f"the index is held by mdrag process {busy.pid or '?'}; waiting up to {wait_s:.0f} s "
-                    "for it to let go\n"
-                )
-                said = True
-            time.sleep(0.1)
+            serving = DaemonClient(config.server_socket_path).alive()
+        except MdragError:
+            serving = True  # it answered, busy: a daemon all the same
+        if serving:
+            raise AlreadyRunningError(
+                f"an mdrag daemon is already running on {config.server_socket_path}"
+            ) from None
+        raise
 
 
 
