@@ -65,6 +65,7 @@ def test_notifier_sends_each_message_as_one_datagram(recorder):
     notifier = SystemdNotifier(recorder.path)
     notifier.ready("watching 1 roots, 3 notes")
     notifier.heartbeat()
+    notifier.close()
     wait_until(lambda: len(recorder.messages) == 2, 5)
     assert recorder.messages[0][1] == "READY=1\nSTATUS=watching 1 roots, 3 notes"
     assert recorder.messages[1][1] == "WATCHDOG=1"
