@@ -32,7 +32,9 @@ def live_threads() -> set[threading.Thread]:
     return {
         t
         for t in threading.enumerate()
-        if t.is_alive() and not t.daemon and t is not threading.main_thread()
+        if t.is_alive()
+        and not t.daemon
+        and t is not threading.main_thread()
         and not t.name.startswith(ALLOWED_THREADS)
     }
 

@@ -86,7 +86,9 @@ def test_bad_files_fail_one_by_one_with_their_reasons_and_the_rest_is_indexed(in
     assert {row["file_path"] for row in indexer.store.vectors.values()} == {str(notes / "good.md")}
 
 
-def test_every_token_of_a_long_section_reaches_a_window_within_the_models_limit(indexer, notes, fake_embedder):
+def test_every_token_of_a_long_section_reaches_a_window_within_the_models_limit(
+    indexer, notes, fake_embedder
+):
     words = " ".join(f"lighthouse{i}" for i in range(400))
     write(notes / "long.md", f"# Long\n\n{words}\n")
     indexer.reconcile()

@@ -68,8 +68,10 @@ def _names_used(item: pytest.Item) -> set[str]:
 
 def _is_test_code(function: types.FunctionType) -> bool:
     module = function.__module__ or ""
-    return module == "conftest" or module.startswith(("tests.", "test_")) or module.split(".")[-1].startswith(
-        "test_"
+    return (
+        module == "conftest"
+        or module.startswith(("tests.", "test_"))
+        or module.split(".")[-1].startswith("test_")
     )
 
 
