@@ -192,7 +192,8 @@ class Embedder:
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([text], query=True)[0]
+        vector: np.ndarray = self._encode([text], query=True)[0]
+        return vector
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         runner = self._load()
@@ -246,7 +247,8 @@ class _TorchRunner:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in the daemon's log
+        # No "Loading weights" bar in the daemon's log (the function has no annotations).
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         self.model = SentenceTransformer(source, device=device)
 
     def facts(self) -> tuple[int, int, Any]:
