@@ -39,8 +39,8 @@ def live_threads() -> set[threading.Thread]:
     }
 
 
-def _children() -> dict[int, int]:
-    """pid -> parent pid of every live (not zombie) process."""
+def _children() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every live (not zombie) process."""
     table = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -51,22 +51,26 @@ def _children() -> dict[int, int]:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] != "Z":
-            table[int(entry.name)] = int(fields[1])
+            table[int(entry.name)] = (int(fields[1]), int(fields[2]))
     return table
 
 
 def descendant_processes() -> set[int]:
-    """PIDs of this process's live descendants, less the allowed ones and theirs."""
+    """PIDs of this process's live descendants, less the allowed ones and theirs.
+
+    Also every other process of this process group: a child killed with SIGKILL leaves its own
+    children (Milvus Lite servers) to init, but they stay in the group.
+    """
     table = _children()
-    found: set[int] = set()
+    found = {pid for pid, (_, group) in table.items() if group == os.getpgrp()} - {os.getpid()}
     roots = {os.getpid()}
     while roots:
-        roots = {pid for pid, parent in table.items() if parent in roots and pid not in found}
+        roots = {pid for pid, (parent, _) in table.items() if parent in roots and pid not in found}
         found |= roots
     allowed = set(_allowed_pids)
     grown = True
     while grown:  # an allowed process's own children are allowed too
-        more = {pid for pid, parent in table.items() if parent in allowed} - allowed
+        more = {pid for pid, (parent, _) in table.items() if parent in allowed} - allowed
         allowed |= more
         grown = bool(more)
     return found - allowed

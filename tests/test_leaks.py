@@ -44,3 +44,17 @@ def test_a_session_process_that_is_allowed_is_not_a_leak(monkeypatch):
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_grandchild_orphaned_by_a_killed_child_is_still_found(monkeypatch):
+    monkeypatch.setattr(leaks, "GRACE_S", 0.2)
+    threads, pids = leaks.live_threads(), leaks.descendant_processes()
+    # The child starts a grandchild and is killed, as a killed daemon leaves its Lite servers.
+    child = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    grandchild = int(child.stdout.readline())
+    child.kill()
+    child.wait()
+    child.stdout.close()
+    found = leaks.left_behind(threads, pids)
+    assert f"process {grandchild}: sleep 60" in found
