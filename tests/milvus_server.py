@@ -42,9 +42,10 @@ class MilvusServer:
         ]
 
     def start(self, timeout: float = 120.0) -> MilvusServer:
-        log = open(self.data / "server.log", "ab")  # noqa: SIM115 - handed to the child
-        # Its own session, so that stopping it stops the etcd and minio children with it.
-        self.process = subprocess.Popen(self.command, stdout=log, stderr=log, start_new_session=True)
+        # Its own session, so that stopping it stops the etcd and minio children with it; the
+        # child keeps its own copy of the log's descriptor.
+        with open(self.data / "server.log", "ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
