@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 
 from mdrag.config import Config  # noqa: E402
 from tests.fakes import fake_embedder as _fake_embedder  # noqa: E402
-from tests.leaks import allow_process, leak_guard, module_leak_guard  # noqa: E402,F401  (autouse fixtures)
+from tests.leaks import leak_guard, module_leak_guard  # noqa: E402,F401  (autouse fixtures)
 from tests.milvus_server import MilvusServer  # noqa: E402
 from tests.tiers import mark_by_what_tests_start  # noqa: E402
 
@@ -81,9 +81,7 @@ def private_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def milvus_server() -> Iterator[MilvusServer]:
     """One real Milvus standalone server for the session, stopped by its PID afterwards."""
-    server = MilvusServer().start()
-    assert server.process is not None
-    allow_process(server.process.pid)  # lives for the session, though first used inside a test
+    server = MilvusServer().start()  # the leak guard allows it (and its restarts) for the session
     yield server
     server.close()
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pymilvus import MilvusClient
 
+from tests.leaks import allow_process
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -46,6 +48,7 @@ class MilvusServer:
         # child keeps its own copy of the log's descriptor.
         with open(self.data / "server.log", "ab") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=log, start_new_session=True)
+        allow_process(self.process.pid)  # the session's server (a restart within a test too)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
