@@ -8,7 +8,7 @@ NOTES   ?= examples/notes
 TORCH_INDEX ?=
 RUN_DIR := .run
 
-.PHONY: install run test lint clean eval bench compose-tool
+.PHONY: install run check test lint clean eval bench compose-tool
 
 install: $(VENV)/.installed
 
@@ -26,7 +26,13 @@ $(VENV)/.installed: pyproject.toml
 run: install
 	$(MDRAG) serve --root $(NOTES)
 
-test: install compose-tool
+# The edit-test loop: unit and in-process tests only (no real model, Milvus, daemon or Python
+# subprocess; tests/tiers.py marks those slow by what they use), in well under two minutes.
+check: install
+	$(PY) -m pytest -q -m "not slow and not server"
+
+# CI: lint, then every test (the real model, Milvus Lite and server, daemon processes).
+test: lint compose-tool
 	$(PY) -m pytest -q
 
 # The compose file is validated by Debian's docker-compose (no Docker engine needed).
@@ -38,6 +44,7 @@ compose-tool:
 
 lint: install
 	$(VENV)/bin/ruff check mdrag tests bench
+	$(VENV)/bin/ruff format --check mdrag tests bench
 	$(VENV)/bin/mypy mdrag
 
 clean:

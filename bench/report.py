@@ -196,6 +196,5 @@ def speed_table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-
 if __name__ == "__main__":
     print(f"written to {write()}")

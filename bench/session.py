@@ -25,7 +25,7 @@ class Daemon:
 
     def __enter__(self) -> Daemon:
         Path(self.work.socket).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        log = open(self.log_path, "a")  # noqa: SIM115 - handed to the child process
+        log = open(self.log_path, "a")  # handed to the child process
         started = time.perf_counter()
         self.process = subprocess.Popen(
             harness.mdrag("serve"), env=self.work.env(), stdout=log, stderr=log, text=True

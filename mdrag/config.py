@@ -83,7 +83,7 @@ class Config:
             return self
         raw = {k: getattr(self, k) for k in _ATTRS}
         raw.update(given)
-        return _build(raw, {k: "command line" for k in given}, self.source)
+        return _build(raw, dict.fromkeys(given, "command line"), self.source)
 
 
 # Dotted YAML key -> attribute name, in the order the example file documents them.

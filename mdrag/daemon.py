@@ -16,6 +16,7 @@ from mdrag import indexlock
 from mdrag.config import Config
 from mdrag.errors import ConfigError, MdragError, QueryError, RowsRejectedError, StoreError, StoreLockedError
 from mdrag.gate import Gate
+from mdrag.liveness import Liveness, PulsingEvent
 from mdrag.milvus import index_held
 from mdrag.notify import SystemdNotifier
 from mdrag.pathtext import to_fs
@@ -28,6 +29,7 @@ from mdrag.workqueue import Command, FileChanges, WorkQueue
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 INDEX_HOLD_WAIT_S = 60.0  # how long start-up waits for a command that holds the index
+WRITER_THREAD = "mdrag-writer"
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
 # A Milvus Lite index down this long, restarts of its servers failing all along: stop feeding
 # systemd's watchdog, so that it restarts the whole daemon (a remote server: keep waiting for it).
@@ -57,7 +59,9 @@ class Daemon:
         self.state = "starting"
         self.progress: tuple[int, int] | None = None
         self.started_at = time.time()
-        self._stop = threading.Event()
+        # The watchdog is fed only while the writer shows progress (see _main_loop).
+        self.writer_liveness = Liveness()
+        self._stop = PulsingEvent(self.writer_liveness, WRITER_THREAD)
         self._ready = threading.Event()
         self.store_error: str | None = None  # set while the store does not answer
         self.store_down_since: float | None = None  # monotonic time store_error was first set
@@ -91,7 +95,7 @@ class Daemon:
             self.watcher.start()  # before the first reconcile, so no change slips between the two
             self.queue.submit(Command("reconcile"))
             self.state = "reconciling"
-            writer = threading.Thread(target=self._writer, name="mdrag-writer", daemon=True)
+            writer = threading.Thread(target=self._writer, name=WRITER_THREAD, daemon=True)
             writer.start()
             # Only now: a request that waits for freshness must find the first reconcile queued.
             self._ready.set()
@@ -163,7 +167,7 @@ class Daemon:
         next_sweep = time.monotonic() + interval if interval else float("inf")
         beat = self.notifier.watchdog_interval_s
         while not self._stop.wait(min(beat or 1.0, 1.0)):
-            if beat and self.feeds_watchdog():
+            if beat and self.feeds_watchdog() and self._writer_alive():
                 self.notifier.heartbeat()
             if time.monotonic() >= next_sweep:
                 self.request_sweep()
@@ -191,6 +195,13 @@ class Daemon:
             self.state = "unhealthy"
         return False
 
+    def _writer_alive(self) -> bool:
+        """False once the writer is silent past its limit: the watchdog then restarts the daemon."""
+        stalled = self.writer_liveness.stalled_for()
+        if stalled is not None:
+            logger.error("the writer has shown no progress for {:.0f} s; the watchdog will restart", stalled)
+        return stalled is None
+
     def request_sweep(self) -> None:
         self.queue.submit(Command("reconcile"))
 
@@ -198,7 +209,7 @@ class Daemon:
 
     def _writer(self) -> None:
         backoff = BACKOFF_MIN_S
-        while not self._stop.is_set():
+        while not self._stop.is_set():  # each check is a beat of the writer's liveness
             if (
                 self.store_error is None
                 and self.service is not None

@@ -50,7 +50,14 @@ class EmbedCancelled(Exception):
     """embed() was asked to stop (between model batches); nothing it computed is returned."""
 
 
-class _Runner(Protocol):
+class Runner(Protocol):
+    """What runs the model: L2-normalized float32 vectors, one row per text.
+
+    The embedder picks one from `embedding.backend` (torch or ONNX Runtime); a runner passed to
+    Embedder(runner=...) replaces the model while the real tokenizer still counts tokens and
+    cuts windows (tests of logic use a deterministic fake this way).
+    """
+
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
 
 
@@ -68,6 +75,7 @@ class Embedder:
         device: str = "cpu",
         batch_size: int = 64,
         backend: str = "onnx",
+        runner: Runner | None = None,
     ) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -84,8 +92,12 @@ class Embedder:
         # int8 vectors differ from fp32 ones (cosine ~0.99): an index must not mix them.
         self.model_id = model_id + ("+onnx-int8" if backend == "onnx-int8" else "")
         self.batch_size = batch_size
-        self._runner: _Runner | None = None
+        self._runner: Runner | None = runner
         self._load_lock = threading.Lock()
+        if facts is None and runner is not None:
+            raise ConfigError(
+                f"embedding.model: a runner of its own needs a local model's tokenizer, not {model!r}"
+            )
         if facts is None:  # a hub name or an unusual layout: learn it all from the loaded model
             if backend != "torch":
                 raise ConfigError(
@@ -108,7 +120,7 @@ class Embedder:
         """Load the model now (a daemon may warm up before its first query)."""
         self._load()
 
-    def _load(self) -> _Runner:
+    def _load(self) -> Runner:
         with self._load_lock:
             if self._runner is None:
                 logger.info(
@@ -180,7 +192,8 @@ class Embedder:
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([text], query=True)[0]
+        vector: np.ndarray = self._encode([text], query=True)[0]
+        return vector
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         runner = self._load()
@@ -234,7 +247,8 @@ class _TorchRunner:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in the daemon's log
+        # No "Loading weights" bar in the daemon's log (the function has no annotations).
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         self.model = SentenceTransformer(source, device=device)
 
     def facts(self) -> tuple[int, int, Any]:

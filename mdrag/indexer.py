@@ -396,4 +396,3 @@ def _may_be_note(path: str) -> bool:
         return True
     except OSError:
         return False
-

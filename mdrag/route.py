@@ -209,8 +209,6 @@ def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
         raise
 
 
-
-
 def configure_command_logging(config: Config, quiet: bool) -> None:
     """Commands whose output is the answer (search, status, --json) log only warnings,
     unless MDRAG_LOG_LEVEL asks for more."""

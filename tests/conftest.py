@@ -3,17 +3,53 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
-import pytest
+# The suite never touches the real home: HOME and every XDG dir point into one temporary home
+# for the whole session, set before anything imports mdrag (its defaults read them). This
+# import must stay first.
+from tests.home import REAL_HOME_SNAPSHOT, isolate_home, remove_home  # isort: skip
 
-from mdrag.config import Config
-from tests.milvus_server import MilvusServer
+TEST_HOME = isolate_home()
+
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from mdrag.config import Config  # noqa: E402
+from tests.fakes import fake_embedder as _fake_embedder  # noqa: E402
+from tests.leaks import leak_guard, module_leak_guard  # noqa: E402,F401  (autouse fixtures)
+from tests.milvus_server import MilvusServer  # noqa: E402
+from tests.tiers import mark_by_what_tests_start  # noqa: E402
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bundled model must never need the network
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_by_what_tests_start(items)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A suite that changed anything of mdrag's under the real home fails, naming what changed."""
+    changed = REAL_HOME_SNAPSHOT.changes()
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = "the test suite changed the real home:\n  " + "\n  ".join(changed)
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove_home()
+
+
+@pytest.fixture(scope="session")
+def fake_embedder():
+    """The real tokenizer with a deterministic fake model: for logic that does not judge relevance."""
+    return _fake_embedder()
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +81,7 @@ def private_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def milvus_server() -> Iterator[MilvusServer]:
     """One real Milvus standalone server for the session, stopped by its PID afterwards."""
-    server = MilvusServer().start()
+    server = MilvusServer().start()  # the leak guard allows it (and its restarts) for the session
     yield server
     server.close()
 

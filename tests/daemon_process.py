@@ -46,10 +46,10 @@ class DaemonProcess:
 
     def launch(self) -> None:
         """Start `mdrag serve` without waiting for it."""
-        log = open(self.log_path, "a")  # noqa: SIM115 - handed to the child process
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mdrag.cli", "serve"], env=self.env, stdout=log, stderr=log, text=True
-        )
+        with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "mdrag.cli", "serve"], env=self.env, stdout=log, stderr=log, text=True
+            )
 
     def start(self, timeout: float = 90.0) -> DaemonProcess:
         self.launch()

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pymilvus import MilvusClient
 
+from tests.leaks import allow_process
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -42,9 +44,11 @@ class MilvusServer:
         ]
 
     def start(self, timeout: float = 120.0) -> MilvusServer:
-        log = open(self.data / "server.log", "ab")  # noqa: SIM115 - handed to the child
-        # Its own session, so that stopping it stops the etcd and minio children with it.
-        self.process = subprocess.Popen(self.command, stdout=log, stderr=log, start_new_session=True)
+        # Its own session, so that stopping it stops the etcd and minio children with it; the
+        # child keeps its own copy of the log's descriptor.
+        with open(self.data / "server.log", "ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=log, start_new_session=True)
+        allow_process(self.process.pid)  # the session's server (a restart within a test too)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -28,12 +28,38 @@ HOMES = {
 
 
 # What `mdrag.milvus` offers (its __init__ loads each on first use).
-PUBLIC_MILVUS = {"Store", "doc_id", "clip_bytes", "MAX_TAGS", "quote", "start_early", "index_exists", "index_held", "databases"}
+PUBLIC_MILVUS = {
+    "Store",
+    "doc_id",
+    "clip_bytes",
+    "MAX_TAGS",
+    "quote",
+    "start_early",
+    "index_exists",
+    "index_held",
+    "databases",
+}
 # Only the modules that speak the socket protocol may import it; the core takes `params`.
-WIRE = {"protocol.py", "server.py", "client.py", "daemon.py", "route.py", "cli.py", "cli_explore.py", "mcp_server.py"}
+WIRE = {
+    "protocol.py",
+    "server.py",
+    "client.py",
+    "daemon.py",
+    "route.py",
+    "cli.py",
+    "cli_explore.py",
+    "mcp_server.py",
+}
 # Read features answer from the index; they never import the writer's modules.
 READ_FEATURES = {"search.py", "similarity.py", "related.py", "context.py", "gaps.py"}
-WRITER = {"mdrag.indexer", "mdrag.rows", "mdrag.carried", "mdrag.readahead", "mdrag.workqueue", "mdrag.watcher"}
+WRITER = {
+    "mdrag.indexer",
+    "mdrag.rows",
+    "mdrag.carried",
+    "mdrag.readahead",
+    "mdrag.workqueue",
+    "mdrag.watcher",
+}
 
 
 def modules() -> list[Path]:

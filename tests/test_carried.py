@@ -24,7 +24,7 @@ def test_a_save_that_fails_midway_leaves_no_file(tmp_path):
         yield ("a", 0, [1.0, 0.0])
         raise OSError("the store went away")
 
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="the store went away"):
         carried.save(rows())
     assert not carried.exists()  # a rebuild never reads half of the old vectors
     assert list(tmp_path.iterdir()) == []

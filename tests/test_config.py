@@ -78,7 +78,7 @@ def test_invalid_values_name_the_key_and_the_file(tmp_path, yaml_text, key):
 def test_unknown_key_is_rejected_with_the_known_ones_listed(tmp_path):
     path = tmp_path / "typo.yaml"
     path.write_text("serach:\n  top_k: 3\n")
-    with pytest.raises(ConfigError, match="unknown key 'serach.top_k'"):
+    with pytest.raises(ConfigError, match=r"unknown key 'serach\.top_k'"):
         load_config(path)
 
 
@@ -126,5 +126,5 @@ def test_environment_roots_split_on_the_path_separator(monkeypatch, tmp_path):
 def test_bad_environment_value_names_the_variable(monkeypatch, tmp_path):
     (tmp_path / "empty.yaml").write_text("{}\n")
     monkeypatch.setenv("MDRAG_SEARCH_TOP_K", "many")
-    with pytest.raises(ConfigError, match="MDRAG_SEARCH_TOP_K: search.top_k"):
+    with pytest.raises(ConfigError, match=r"MDRAG_SEARCH_TOP_K: search\.top_k"):
         load_config(tmp_path / "empty.yaml")

@@ -365,7 +365,7 @@ def test_a_store_held_by_a_process_that_does_not_answer_is_reported_as_such(tmp_
         assert "held by another process" in result.stderr and "no mdrag daemon answered" in result.stderr
     finally:
         holder.kill()
-        holder.wait(10)
+        holder.communicate(timeout=10)  # reaps it and closes its pipes
 
 
 def test_a_stop_request_while_the_model_loads_exits_0_promptly(tmp_path):

@@ -66,3 +66,33 @@ def test_readme_explains_moving_to_a_server_as_the_compose_file_does():
         "https://milvus.io/docs",
     ):
         assert needle in section, needle
+
+
+def test_mdrag_waits_for_a_healthy_milvus_whose_ports_only_this_machine_reaches(resolved):
+    services = resolved["services"]
+    assert services["mdrag"]["depends_on"]["milvus"]["condition"] == "service_healthy"
+    assert services["milvus"]["healthcheck"]["test"]
+    published = [str(port) for port in services["milvus"]["ports"]]
+    assert published and all(port.startswith("127.0.0.1:") for port in published), published
+
+
+def test_the_image_is_usable_by_any_uid_and_reports_its_health():
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    env = dict(re.findall(r"\b(HOME|XDG_\w+_HOME)=(\S+)", dockerfile))
+    assert env["HOME"] != "/" and set(env) >= {"HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"}
+    # The ONNX export happens at build time, into the cache the running daemon reads.
+    assert re.search(r"RUN python -c .*Embedder\(\)\.load\(\)", dockerfile)
+    assert "HEALTHCHECK" in dockerfile and "mdrag status" in dockerfile.split("HEALTHCHECK", 1)[1]
+
+
+def test_the_build_context_holds_only_what_the_image_copies():
+    lines = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[0] == "*"  # everything out (the 2 GB .venv, .git, .run), then what COPY needs back
+    copied = re.findall(r"^COPY (.+) \S+$", (ROOT / "docker" / "Dockerfile").read_text(), re.MULTILINE)
+    for source in " ".join(copied).split():
+        assert f"!{source.rstrip('/')}" in [line.rstrip("/") for line in lines], source
+    assert not any(line.startswith("!.venv") or line.startswith("!.git") for line in lines)

@@ -58,7 +58,7 @@ def test_yaml_dates_are_stored_as_text(tmp_path):
 
 
 def test_invalid_utf8_fails_with_the_offending_byte(tmp_path):
-    with pytest.raises(DocumentError, match="not valid UTF-8.*0xff"):
+    with pytest.raises(DocumentError, match=r"not valid UTF-8.*0xff"):
         parse(tmp_path, b"# ok\n\xff\xfe\n")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import time
 
+import pytest
 from loguru import logger
 
 from mdrag.errors import RemoteError
@@ -46,11 +47,9 @@ def test_the_daemon_outlives_a_server_outage_and_lands_every_queued_change_once(
         assert daemon.client.alive()  # the daemon stays up
         status = mdrag_cli(daemon.env, "status", timeout=60)
         assert "UNAVAILABLE" in status.stdout
-        try:
+        with pytest.raises(RemoteError) as failed:  # a search against a dead store must fail
             daemon.search("lighthouse")
-            raise AssertionError("a search against a dead store must fail")
-        except RemoteError as exc:
-            assert "unavailable" in str(exc) and "queued" in str(exc)
+        assert "unavailable" in str(failed.value) and "queued" in str(failed.value)
 
         # Milvus 2.3.5 standalone rejoins its own data only once the killed node's etcd session
         # (ttl 30 s) has expired ("node not match" before that), hence the wait.

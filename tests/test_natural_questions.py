@@ -126,7 +126,10 @@ def test_the_eips_in_the_corpus_are_exactly_the_final_ones():
     final = set()
     with tarfile.open(SHARED / source["archive"], "r|gz") as tar:
         for member in tar:
-            if member.isfile() and member.name.endswith(".md"):
-                if re.search(rb"^status: Final\s*$", tar.extractfile(member).read(), re.M):
-                    final.add(member_id(member.name))
+            if (
+                member.isfile()
+                and member.name.endswith(".md")
+                and re.search(rb"^status: Final\s*$", tar.extractfile(member).read(), re.M)
+            ):
+                final.add(member_id(member.name))
     assert final and set(corpus_members()["eips"]) == final

@@ -114,14 +114,16 @@ def test_one_giant_paragraph_line_splits_between_words_never_inside_one():
     assert all(s.token_count <= 100 for s in sections)
 
 
-def test_token_count_uses_the_model_tokenizer(embedder):
+def test_token_count_uses_the_model_tokenizer(fake_embedder):
+    embedder = fake_embedder  # the real tokenizer; no model runs here
     text = "# Tokens\n\nTokenization splits unbelievably long words into word pieces.\n"
     section = Sectioner(embedder.count_tokens, 1000).split(text).sections[0]
     assert section.token_count == embedder.count_tokens([section.text])[0]
     assert section.token_count > len(section.text.split())
 
 
-def test_sections_stay_within_max_tokens_measured_by_the_model(embedder):
+def test_sections_stay_within_max_tokens_measured_by_the_model(fake_embedder):
+    embedder = fake_embedder
     body = "\n\n".join(f"Sentence number {i} talks about tokenizers and budgets." for i in range(300))
     sections = Sectioner(embedder.count_tokens, 1000).split(f"# Big\n\n{body}\n").sections
     assert len(sections) >= 3

@@ -99,9 +99,8 @@ def test_a_daemon_with_every_slot_busy_is_reported_busy_and_never_taken_for_none
         config = Config().with_overrides(
             server_socket_path=str(two_slots.path), milvus_uri=str(tmp_path / "index" / "milvus.db")
         )
-        with pytest.raises(DaemonBusyError):
-            with open_backend(config, quiet=True):
-                pass
+        with pytest.raises(DaemonBusyError), open_backend(config, quiet=True):
+            pass
         assert not (tmp_path / "index").exists()  # the index was never opened here
     finally:
         release.set()

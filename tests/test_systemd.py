@@ -65,6 +65,7 @@ def test_notifier_sends_each_message_as_one_datagram(recorder):
     notifier = SystemdNotifier(recorder.path)
     notifier.ready("watching 1 roots, 3 notes")
     notifier.heartbeat()
+    notifier.close()
     wait_until(lambda: len(recorder.messages) == 2, 5)
     assert recorder.messages[0][1] == "READY=1\nSTATUS=watching 1 roots, 3 notes"
     assert recorder.messages[1][1] == "WATCHDOG=1"
@@ -96,19 +97,50 @@ def test_daemon_reports_ready_status_heartbeats_and_stopping(tmp_path, recorder)
         process.close()
 
 
-def test_systemd_analyze_verify_accepts_the_unit_without_warnings(tmp_path):
+def systemd_analyze(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """systemd-analyze on the unit file, for a user whose home and runtime dir are temporary."""
     if shutil.which("systemd-analyze") is None:
         pytest.fail("systemd-analyze is not installed; install systemd to verify the unit")
-    home = tmp_path / "home"
+    home, runtime = tmp_path / "home", tmp_path / "run"
     (home / ".local" / "bin").mkdir(parents=True)
-    # ExecStart names ~/.local/bin/mdrag (where `pip install --user`/pipx put it); verify checks it exists.
+    runtime.mkdir(mode=0o700)
+    # ExecStart names ~/.local/bin/mdrag (where pipx puts it); verify checks it exists.
     (home / ".local" / "bin" / "mdrag").symlink_to(Path(sys.executable).parent / "mdrag")
-    result = subprocess.run(
-        ["systemd-analyze", "verify", str(UNIT)],
-        env={**os.environ, "HOME": str(home)},
+    return subprocess.run(
+        ["systemd-analyze", *args, str(UNIT)],
+        env={**os.environ, "HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)},
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+@pytest.mark.parametrize("mode", [[], ["--user"]])
+def test_systemd_analyze_verify_accepts_the_unit_without_warnings(tmp_path, mode):
+    result = systemd_analyze(tmp_path, "verify", *mode)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "" and result.stderr.strip() == ""
+
+
+@pytest.mark.parametrize("mode", [[], ["--user"]])
+def test_the_unit_is_sandboxed_to_an_exposure_of_5_or_less(tmp_path, mode):
+    # systemd-analyze's scale runs from 0 (locked down) to 10 (UNSAFE); the unit's own dirs
+    # stay writable, the rest of the system read-only, and only unix and IP sockets allowed.
+    result = systemd_analyze(tmp_path, "security", "--offline=true", *mode)
+    assert result.returncode == 0, result.stderr
+    exposure = float(result.stdout.rsplit("Overall exposure level for mdrag.service:", 1)[1].split()[0])
+    assert exposure <= 5.0, result.stdout
+
+
+def test_the_sandbox_leaves_writable_exactly_the_data_cache_and_runtime_dirs():
+    unit = UNIT.read_text()
+    settings = [line.split("=", 1) for line in unit.splitlines() if "=" in line and not line.startswith("#")]
+    values: dict[str, list[str]] = {}
+    for key, value in settings:
+        values.setdefault(key, []).append(value)
+    assert values["ProtectSystem"] == ["strict"] and values["ProtectHome"] == ["read-only"]
+    assert values["ReadWritePaths"] == ["%h/.local/share/mdrag"]
+    assert values["CacheDirectory"] == ["mdrag"] and values["RuntimeDirectory"] == ["mdrag"]
+    # Milvus Lite's servers and the socket are unix sockets; a Milvus server is TCP.
+    assert values["RestrictAddressFamilies"] == ["AF_UNIX AF_INET AF_INET6"]
+    assert "After" not in values  # After=default.target would order it after its own target

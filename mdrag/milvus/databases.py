@@ -112,6 +112,9 @@ class Databases:
 
     def close(self) -> None:
         self._close_clients(self.clients)
+        # Its idle threads would outlive the store; a reopen gets a fresh pool (threads start on use).
+        self._pool.shutdown(wait=False)
+        self._pool = ThreadPoolExecutor(2 * len(self.uris), thread_name_prefix="mdrag-shard")
         if not self.closed:
             self.closed = True
             self._release_lite()

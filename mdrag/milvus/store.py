@@ -115,6 +115,9 @@ class Store:
             if carry_to is not None:
                 self._carry(carry_to)
             self.drop_all()
+        except BaseException:
+            self._db.close()  # a store that cannot open (another model's index) leaves no Lite server behind
+            raise
 
     @property
     def shards(self) -> int:
