@@ -19,7 +19,7 @@ from loguru import logger
 
 from mdrag.catalog import Catalog
 from mdrag.indexer import Indexer, IndexReport, Progress
-from mdrag.milvus import Store, databases
+from mdrag.milvus import Store, database_files
 from mdrag.service import Service
 
 
@@ -42,7 +42,7 @@ def rebuild_beside(
     """
     config = service.config
     side = side_uri(config.milvus_uri)
-    _remove(databases(side))  # left by a rebuild that was interrupted
+    _remove(database_files(side))  # left by a rebuild that was interrupted
     logger.info("rebuilding the index beside the live one, in {}", side)
     store = Store(side, config.milvus_token, service.embedder.dimension, service.embedder.model_id)
     try:
@@ -51,11 +51,11 @@ def rebuild_beside(
     finally:
         store.close()
     if cancel is not None and cancel.is_set():
-        _remove(databases(side))
+        _remove(database_files(side))
         return report
     with exclusive():
         service.store.close()
-        for new, old in zip(databases(side), databases(config.milvus_uri), strict=True):
+        for new, old in zip(database_files(side), database_files(config.milvus_uri), strict=True):
             os.replace(new, old)  # both servers stopped: a plain file each
         service.store.reopen()
         service.catalog.reset(service.stored_records())

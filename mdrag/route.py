@@ -155,10 +155,12 @@ def open_backend(
 
 def _answers(client: Any) -> bool:
     """True when a daemon answers a ping; its roots become the ones paths are shown against."""
-    from mdrag.errors import RemoteError
+    from mdrag.errors import DaemonBusyError, RemoteError
 
     try:
         pong = client.call("ping", timeout=2.0)
+    except DaemonBusyError:
+        raise  # a live daemon, only busy: never open the index beside it
     except (ServerNotRunningError, RemoteError):
         return False
     paths.use_roots(pong.get("roots") or ())

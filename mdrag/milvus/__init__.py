@@ -18,13 +18,13 @@ _HOMES = {
     "start_early": "lite",
     "index_exists": "lite",
     "index_held": "lite",
-    "databases": "lite",
+    "database_files": "lite",
 }
 __all__ = [
     "MAX_TAGS",
     "Store",
     "clip_bytes",
-    "databases",
+    "database_files",
     "doc_id",
     "index_exists",
     "index_held",
@@ -34,7 +34,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mdrag.milvus.filters import quote
-    from mdrag.milvus.lite import databases, index_exists, index_held, start_early
+    from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.schema import MAX_TAGS
     from mdrag.milvus.store import Store, clip_bytes, doc_id
 

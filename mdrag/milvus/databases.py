@@ -26,7 +26,7 @@ class Databases:
     def __init__(self, uri: str, token: str, timeout_s: float) -> None:
         self.uri = uri
         self.is_lite = is_lite_uri(uri)
-        self.uris = [str(db) for db in lite.databases(uri)] if self.is_lite else [uri]
+        self.uris = [str(db) for db in lite.database_files(uri)] if self.is_lite else [uri]
         self.clients: list[MilvusClient] = []
         self.closed = True  # until open() succeeds, and after close()
         self._token = token

@@ -18,7 +18,7 @@ def database_path(uri: str) -> Path:
     return Path(uri).expanduser()
 
 
-def databases(uri: str) -> list[Path]:
+def database_files(uri: str) -> list[Path]:
     """Every database file of a Milvus Lite index (one per shard), the named one first."""
     return shard_paths(database_path(uri), LITE_SHARDS)
 
@@ -44,7 +44,7 @@ def start_early(uri: str) -> list[threading.Thread]:
     if not is_lite_uri(uri) or lock_held(database_path(uri)):
         return []  # a server, or another process has it: the store's open explains that
     threads = []
-    for db in databases(uri):
+    for db in database_files(uri):
         thread = threading.Thread(target=_start, args=(db,), name="mdrag-lite-start", daemon=True)
         _starting[db] = thread
         threads.append(thread)
@@ -173,7 +173,7 @@ def index_held(uri: str) -> bool:
     """
     if not is_lite_uri(uri):
         return False
-    for db in databases(uri):
+    for db in database_files(uri):
         try:
             fd = os.open(db.parent / f".{db.name}.lock", os.O_RDWR)
         except OSError:
