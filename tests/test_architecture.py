@@ -37,12 +37,13 @@ PUBLIC_MILVUS = {
     "start_early",
     "index_exists",
     "index_held",
-    "databases",
+    "database_files",
 }
 # Only the modules that speak the socket protocol may import it; the core takes `params`.
 WIRE = {
     "protocol.py",
     "server.py",
+    "lobby.py",
     "client.py",
     "daemon.py",
     "route.py",
