@@ -21,7 +21,7 @@ from mdrag.errors import DocumentError
 from mdrag.readahead import read_ahead
 from mdrag.rows import PreparedNote, file_record, metadata_row, vector_rows
 from mdrag.scanner import NoteFilter
-from mdrag.sections import SECTIONING_VERSION, Outline, Sectioner
+from mdrag.sections import SECTIONING_VERSION, Outline, Sectioner, decode_entities, titled_path
 from mdrag.store import Store
 
 # Texts per write batch: the model sorts a batch by length, and the larger the batch the less
@@ -235,7 +235,9 @@ class Indexer:
         prepared.document, prepared.sections, prepared.title = document, outline.sections, title
         prepared.links = outline.links
         for prefix, body in inputs:
-            prepared.windows.append(self.embedder.windows(prefix, body))
+            lead, spans = self.embedder.window_spans(prefix, body)
+            prepared.windows.append([f"{lead}{body[start:end]}" for start, end in spans])
+            prepared.spans.append(spans)
             key = "\0".join([self.embedder.model_id, str(SECTIONING_VERSION), prefix, body])
             prepared.section_ids.append(
                 hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
@@ -326,11 +328,9 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     The title leads every heading path, so a section is embedded knowing which note it is in.
     """
     outline = sectioner.split(document.text, document.body_offset)
-    title = document.fm_text("title") or outline.first_h1 or Path(document.path).stem
+    title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
     inputs = []
     for section in outline.sections:
-        path = list(section.heading_path)
-        if not path or path[0] != title:
-            path.insert(0, title)
-        inputs.append((" > ".join(path), section.body_text or section.heading))
+        prefix = " > ".join(titled_path(title, section.heading_path))
+        inputs.append((prefix, section.body_text or section.heading))
     return outline, title, inputs

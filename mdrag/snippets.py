@@ -1,0 +1,150 @@
+"""Snippets: the window of a hit's section that matched the query, and where the query's words are in it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+# Words too common to mark: highlighting every "the" would hide the words that matter.
+STOP_WORDS = frozenset(
+    """a an and are as at be but by can could did do does doing for from had has have how i if in
+    into is it its me my no not of on or our should so than that the their them then there these
+    they this those to was we were what when where which who whom why will with would you your""".split()
+)
+# Endings dropped from a query word before matching, so "restoring" marks "restore" and "backups"
+# marks "backup" (what the keyword search's english stemmer also joins).
+_ENDINGS = ("ing", "ies", "es", "ed", "s", "e")
+_WORD = re.compile(r"\w+")
+_SPACE = re.compile(r"\s+")
+EXCERPT_CHARS = 240  # what the text output shows of a window
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's words worth marking, lower case and stripped of common endings, each once."""
+    terms: list[str] = []
+    for word in _WORD.findall(query.casefold()):
+        if word in STOP_WORDS or len(word) < 2:
+            continue
+        root = _root(word)
+        if root not in terms:
+            terms.append(root)
+    return terms
+
+
+def _root(word: str) -> str:
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
+def highlights(text: str, terms: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of every word in `text` that a query term begins (a root of three or more
+    letters) or equals (a shorter one)."""
+    if not terms:
+        return []
+    found = []
+    for match in _WORD.finditer(text):
+        word = match.group().casefold()
+        if any(word == t or (len(t) >= 3 and word.startswith(t)) for t in terms):
+            found.append(match.span())
+    return found
+
+
+def window_text(row: dict[str, Any]) -> tuple[str, int]:
+    """The text of the window that matched and its offset in the file: the part of the section the
+    hit's vector stands for. Rows without a window's place (an older layout) give the section."""
+    text, start = row["section_text"], row["start_position"]
+    window_start, window_end = row.get("window_start"), row.get("window_end")
+    if isinstance(window_start, int) and isinstance(window_end, int):
+        a, b = window_start - start, window_end - start
+        if 0 <= a < b <= len(text):
+            return text[a:b], window_start
+    if text.startswith("#"):  # the heading line: a hit shows its heading path already
+        under = text.find("\n") + 1 or len(text)
+        return text[under:], start + under
+    return text, start
+
+
+def snippet(row: dict[str, Any], query: str) -> dict[str, Any]:
+    """A hit's snippet: the matched window's text (plain), its lines in the file, and the
+    (start, end) offsets in that text of the query's words."""
+    text, offset = window_text(row)
+    section_text = row["section_text"]
+    first = row["start_line"] + section_text.count("\n", 0, offset - row["start_position"])
+    return {
+        "text": text,
+        "start_line": first,
+        "end_line": first + text.count("\n"),
+        "highlights": [list(span) for span in highlights(text, query_terms(query))],
+    }
+
+
+def excerpt(
+    text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS
+) -> tuple[str, list[tuple[int, int]]]:
+    """At most `width` characters of `text` on one line, around where the most of `spans` fall,
+    with the spans moved to match; "…" marks a cut at either end."""
+    flat, moved = _one_line(text, spans)
+    if len(flat) <= width:
+        return flat, moved
+    start = _best_start(flat, moved, width)
+    end = start + width
+    if end < len(flat):  # end at a word boundary
+        space = flat.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    lead = "… " if start > 0 else ""
+    tail = " …" if end < len(flat) else ""
+    shift = len(lead) - start
+    kept = [(a + shift, b + shift) for a, b in moved if a >= start and b <= end]
+    return f"{lead}{flat[start:end]}{tail}", kept
+
+
+def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """The text with each run of white space as one space (and none at the ends), spans kept."""
+    out: list[str] = []
+    position = []  # the new offset of each old one
+    space = False
+    for char in text:
+        if char.isspace():
+            space = bool(out)
+            position.append(len(out))
+            continue
+        if space:
+            out.append(" ")
+            space = False
+        position.append(len(out))
+        out.append(char)
+    position.append(len(out))
+    return "".join(out), [(position[a], position[b]) for a, b in spans if b <= len(text)]
+
+
+def _best_start(flat: str, spans: list[tuple[int, int]], width: int) -> int:
+    """Where a `width`-character excerpt holding the most distinct marked words begins (the first
+    such place, a little before its first mark, at a word's start)."""
+    if not spans:
+        return 0
+    best, best_count = 0, -1
+    for a, _ in spans:
+        inside = {flat[x:y].casefold() for x, y in spans if a <= x and y <= a + width}
+        if len(inside) > best_count:
+            best, best_count = a, len(inside)
+    start = max(0, best - width // 5)
+    if start > 0:
+        space = flat.find(" ", start, best)
+        start = space + 1 if space != -1 else best
+    return start
+
+
+def render(text: str, spans: list[tuple[int, int]], mark: Callable[[str], str]) -> str:
+    """The text with each span passed through `mark` (bold on a terminal)."""
+    out, last = [], 0
+    for a, b in sorted(spans):
+        if a < last:
+            continue
+        out.append(text[last:a])
+        out.append(mark(text[a:b]))
+        last = b
+    out.append(text[last:])
+    return "".join(out)
