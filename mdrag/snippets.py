@@ -12,10 +12,13 @@ STOP_WORDS = frozenset(
     into is it its me my no not of on or our should so than that the their them then there these
     they this those to was we were what when where which who whom why will with would you your""".split()
 )
-# Endings dropped from a query word before matching, so "restoring" marks "restore" and "backups"
-# marks "backup" (what the keyword search's english stemmer also joins).
-_ENDINGS = ("ing", "ies", "es", "ed", "s", "e")
-_WORD = re.compile(r"\w+")
+# Endings dropped from a query word before matching (each with the shortest root it may leave),
+# so "restoring" marks "restore" and "configuration" marks "configure", as the keyword search's
+# english stemmer joins them; a longer root for "ation" keeps "relation" from marking "release".
+_ENDINGS = (("ation", 5), ("ing", 3), ("ies", 3), ("es", 3), ("ed", 3), ("s", 3), ("e", 3))
+# Letters and digits: "disqus_identifier" and "Get-Item" are two words each, so "disqus" marks
+# the first part rather than the whole name.
+_WORD = re.compile(r"[^\W_]+")
 _SPACE = re.compile(r"\s+")
 EXCERPT_CHARS = 240  # what the text output shows of a window
 
@@ -33,8 +36,8 @@ def query_terms(query: str) -> list[str]:
 
 
 def _root(word: str) -> str:
-    for ending in _ENDINGS:
-        if word.endswith(ending) and len(word) - len(ending) >= 3:
+    for ending, shortest in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= shortest:
             return word[: -len(ending)]
     return word
 
@@ -121,20 +124,18 @@ def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[
 
 
 def _best_start(flat: str, spans: list[tuple[int, int]], width: int) -> int:
-    """Where a `width`-character excerpt holding the most distinct marked words begins (the first
-    such place, a little before its first mark, at a word's start)."""
-    if not spans:
-        return 0
+    """Where a `width`-character excerpt holding the most distinct marked words begins: the
+    text's start if it holds as many as any, else a little before a mark, at a word's start."""
     best, best_count = 0, -1
-    for a, _ in spans:
-        inside = {flat[x:y].casefold() for x, y in spans if a <= x and y <= a + width}
+    for mark in [None, *(a for a, _ in spans)]:
+        start = 0 if mark is None else max(0, mark - width // 5)
+        if start > 0:
+            space = flat.find(" ", start, mark)
+            start = space + 1 if space != -1 else mark
+        inside = {flat[a:b].casefold() for a, b in spans if start <= a and b <= start + width}
         if len(inside) > best_count:
-            best, best_count = a, len(inside)
-    start = max(0, best - width // 5)
-    if start > 0:
-        space = flat.find(" ", start, best)
-        start = space + 1 if space != -1 else best
-    return start
+            best, best_count = start, len(inside)
+    return best
 
 
 def render(text: str, spans: list[tuple[int, int]], mark: Callable[[str], str]) -> str:

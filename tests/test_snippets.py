@@ -27,14 +27,15 @@ def test_query_terms_leave_out_common_words_and_keep_each_root_once():
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("restore backups", ["restore", "Restoring", "backup", "BACKUPS"]),
-        ("pg_restore", ["pg_restore"]),
+        ("restore backups", ["restore", "Restoring", "backup", "BACKUPS", "restore"]),
+        ("pg_restore", ["restore", "Restoring", "pg", "restore"]),  # a name's parts are words
+        ("configuration", ["configured"]),
         ("Get-Item", ["Get", "Item", "Items"]),
         ("go", ["go"]),  # a short word is marked only where it stands alone
     ],
 )
 def test_the_query_words_are_marked_in_their_forms_and_cases(query, expected):
-    text = "restore a backup. Restoring BACKUPS: pg_restore; Get-Item lists Items; go, good, ago"
+    text = "restore a backup. Restoring BACKUPS: pg_restore; Get-Item lists Items; go, good, ago; configured"
     assert sorted(marked(text, query)) == sorted(expected)
 
 
@@ -44,7 +45,7 @@ def test_the_snippet_is_the_window_that_matched_not_the_sections_start():
     shown = snippet(hit, "restore")
     assert shown["text"] == "Use pg_restore to restore a backup."
     assert shown["start_line"] == 14 and shown["end_line"] == 14
-    assert [shown["text"][a:b] for a, b in shown["highlights"]] == ["restore"]
+    assert [shown["text"][a:b] for a, b in shown["highlights"]] == ["restore", "restore"]
 
 
 @pytest.mark.parametrize(
@@ -64,6 +65,12 @@ def test_without_a_trustworthy_window_place_the_snippet_is_the_section_under_its
 
 def test_a_passage_query_marks_nothing():
     assert snippet(row(), "")["highlights"] == []
+
+
+def test_an_excerpt_starts_at_the_windows_start_when_that_holds_as_many_query_words():
+    text = "restore backup " + "x " * 50 + "restore backup " + "y " * 100
+    cut, _ = excerpt(text, highlights(text, query_terms("restore backup")), width=60)
+    assert cut.startswith("restore backup x")
 
 
 def test_a_short_text_is_shown_whole_on_one_line():
