@@ -21,6 +21,7 @@ _ENDINGS = (("ation", 5), ("ing", 3), ("ies", 3), ("es", 3), ("ed", 3), ("s", 3)
 _WORD = re.compile(r"[^\W_]+")
 _SPACE = re.compile(r"\s+")
 EXCERPT_CHARS = 240  # what the text output shows of a window
+LINE_REACH = 200  # characters a window may widen by to start and end on whole lines
 
 
 def query_terms(query: str) -> list[str]:
@@ -63,7 +64,13 @@ def window_text(row: dict[str, Any]) -> tuple[str, int]:
     if isinstance(window_start, int) and isinstance(window_end, int):
         a, b = window_start - start, window_end - start
         if 0 <= a < b <= len(text):
-            return text[a:b], window_start
+            # A window begins and ends where the model's word pieces ran out, often inside a
+            # line: widen it to whole lines (a little at most) so it reads from a line's start.
+            line_start = text.rfind("\n", max(0, a - LINE_REACH), a) + 1
+            a = line_start if line_start > 0 or a <= LINE_REACH else a
+            line_end = text.find("\n", b, b + LINE_REACH)
+            b = line_end if line_end != -1 else (b if b + LINE_REACH < len(text) else len(text))
+            return text[a:b], start + a
     if text.startswith("#"):  # the heading line: a hit shows its heading path already
         under = text.find("\n") + 1 or len(text)
         return text[under:], start + under

@@ -98,3 +98,18 @@ def test_the_excerpt_holds_the_most_distinct_query_words():
 def test_render_wraps_each_mark_and_leaves_the_rest():
     assert render("use restore now", [(4, 11)], lambda w: f"[{w}]") == "use [restore] now"
     assert render("plain", [], lambda w: f"[{w}]") == "plain"
+
+
+def test_a_window_cut_inside_a_line_widens_to_the_whole_line():
+    start = SECTION.index("pg_restore")
+    text, offset = window_text(row(window_start=100 + start, window_end=100 + start + 10))
+    assert text == "Use pg_restore to restore a backup."
+    assert offset == 100 + SECTION.index("Use pg_restore")
+
+
+def test_a_window_inside_a_very_long_line_widens_by_a_little_at_most():
+    long_line = "word " * 200
+    section = f"## Head\n\n{long_line}\n"
+    place = {"window_start": 100 + 400, "window_end": 100 + 500}
+    text, offset = window_text({"section_text": section, "start_position": 100, "start_line": 1, **place})
+    assert offset == 100 + 400 and len(text) <= 100 + 200
