@@ -27,3 +27,8 @@ class Slugger:
             slug = f"{base}-{self._seen[base]}"
         self._seen[slug] = 0
         return slug
+
+    def claim(self, anchor: str) -> str:
+        """An id the author gave (`{#id}`): used as it is, and never handed out again as a slug."""
+        self._seen.setdefault(anchor, 0)
+        return anchor

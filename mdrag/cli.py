@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import sys
-import textwrap
 import time
 from typing import Any
 
@@ -19,6 +18,7 @@ import click
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown
 from mdrag.errors import MdragError
 from mdrag.route import LocalBackend, command_config, configure_command_logging, open_backend
+from mdrag.snippets import excerpt, render
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -174,13 +174,26 @@ def _print_hits(response: dict[str, Any]) -> None:
                 f"       dense {e['dense_score']}, dense rank {e['dense_rank']}, "
                 f"keyword rank {e['keyword_rank']}, fused rank {e['fused_rank']}"
             )
-        text = hit["section_text"]
-        if text.startswith("#"):  # the heading is on the line above already
-            text = text.partition("\n")[2]
-        snippet = " ".join(text.split())
-        click.echo(textwrap.indent(textwrap.shorten(snippet, 240, placeholder=" …"), "       "))
+        click.echo("       " + _snippet_line(hit))
     click.echo(f"({len(results)} results, {level} confidence, in {response['execution_time_ms']:.0f} ms)")
     _print_dropped(response)
+
+
+def _snippet_line(hit: dict[str, Any]) -> str:
+    """The window that matched, on one line around the query's words, marked bold on a terminal."""
+    shown_part = hit.get("snippet")
+    if shown_part is None:  # a daemon from before snippets: the section, under its heading line
+        text = hit["section_text"]
+        shown_part = {"text": text.partition("\n")[2] if text.startswith("#") else text, "highlights": []}
+    text, spans = excerpt(shown_part["text"], [(a, b) for a, b in shown_part["highlights"]])
+    if not _colour():
+        return text
+    return render(text, spans, lambda word: click.style(word, bold=True, fg="yellow"))
+
+
+def _colour() -> bool:
+    """Colour and bold only for a person at a terminal, and not when NO_COLOR asks for none."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 def _print_dropped(response: dict[str, Any]) -> None:

@@ -50,7 +50,8 @@ def read_text_arg(value: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.pass_context
 def similar(ctx: click.Context, note: str | None, k: int, text_source: str | None, as_json: bool) -> None:
-    """The notes most similar to NOTE (or to a draft): score 0-100, near-duplicate at 90 and above."""
+    """The notes most similar to NOTE (or to a draft), scored 0-100: near-duplicate at 90 and above,
+    closely related at 70 and above, related from 40; a note under 40 is not listed."""
     if (note is None) == (text_source is None):
         raise click.UsageError("give either NOTE or --text FILE|-")
     if text_source is not None:
@@ -60,9 +61,9 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
     if emit(result, as_json):
         return
     if not result["results"]:
-        click.echo("No similar notes.")
+        click.echo(f"No similar notes (none scores {result.get('floor', 40)} or more).")
     for item in result["results"]:
-        click.echo(f"{item['score']:>3}  {item['tier']:<14} {shown(item['path'])}")
+        click.echo(f"{item['score']:>3}  {item['tier']:<15} {shown(item['path'])}")
 
 
 @click.command()

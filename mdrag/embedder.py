@@ -147,26 +147,32 @@ class Embedder:
         The model reads at most `max_seq_length` word pieces; a longer section becomes several
         overlapping windows, each led by the heading path, so nothing past the limit drops out.
         """
+        lead, spans = self.window_spans(prefix, body)
+        return [f"{lead}{body[start:end]}" for start, end in spans]
+
+    def window_spans(self, prefix: str, body: str) -> tuple[str, list[tuple[int, int]]]:
+        """What leads every window (the heading path, cut to half the room, and a newline) and
+        each window's (start, end) in `body`: a hit shows the window that matched from these."""
         room = self.max_seq_length - 2  # [CLS] and [SEP]
         prefix_tokens = self.count_tokens([prefix])[0] if prefix else 0
         if prefix_tokens > room // 2:
             prefix = self._head(prefix, room // 2)
             prefix_tokens = room // 2
-        joiner = "\n" if prefix else ""
+        lead = f"{prefix}\n" if prefix else ""
         encoding = self._tokenizer.encode(body, add_special_tokens=False)
         width = room - prefix_tokens
         if len(encoding.ids) <= width:
-            return [f"{prefix}{joiner}{body}"]
+            return lead, [(0, len(body))]
         offsets = encoding.offsets
-        texts = []
+        spans = []
         start = 0
         while start < len(offsets):
             end = min(start + width, len(offsets))
-            texts.append(f"{prefix}{joiner}{body[offsets[start][0] : offsets[end - 1][1]]}")
+            spans.append((offsets[start][0], offsets[end - 1][1]))
             if end == len(offsets):
                 break
             start = end - WINDOW_OVERLAP
-        return texts
+        return lead, spans
 
     def _head(self, text: str, tokens: int) -> str:
         encoding = self._tokenizer.encode(text, add_special_tokens=False)

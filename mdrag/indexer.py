@@ -298,7 +298,9 @@ class Indexer:
         prepared.document, prepared.sections, prepared.title = document, outline.sections, title
         prepared.links = outline.links
         for prefix, body in inputs:
-            prepared.windows.append(self.embedder.windows(prefix, body))
+            lead, spans = self.embedder.window_spans(prefix, body)
+            prepared.windows.append([f"{lead}{body[start:end]}" for start, end in spans])
+            prepared.spans.append(spans)
             key = "\0".join([self.embedder.model_id, str(SECTIONING_VERSION), prefix, body])
             prepared.section_ids.append(
                 hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]

@@ -96,7 +96,8 @@ def build_server(socket_path: str) -> MCPServer:
         k: HowMany = None,
     ) -> dict[str, Any]:
         """Notes most similar to a given note, or to a draft's text, each with a score 0-100 and a tier
-        (90+ near-duplicate, 80-89 high, below 80 related). Use it to ask "have I written this before?"."""
+        (90+ near-duplicate, 70-89 closely related, 40-69 related); notes under 40 are not listed, so an
+        empty list means no note is about the same thing. Use it to ask "have I written this before?"."""
         if (note is None) == (text is None):
             raise ToolError("give exactly one of `note` (a path) or `text` (a draft)")
         return ask("similar", note=os.path.expanduser(note) if note else None, text=text, k=k)

@@ -14,7 +14,7 @@ from loguru import logger
 from mdrag.document import Document
 from mdrag.errors import RowsRejectedError
 from mdrag.milvus import MAX_TAGS, Store, clip_bytes, doc_id
-from mdrag.sections import Section
+from mdrag.sections import Section, titled_path
 
 
 @dataclass
@@ -27,6 +27,7 @@ class PreparedNote:
     sections: list[Section] = field(default_factory=list)
     section_ids: list[str] = field(default_factory=list)
     windows: list[list[str]] = field(default_factory=list)
+    spans: list[list[tuple[int, int]]] = field(default_factory=list)  # each window's place in its body
     title: str = ""
     links: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
@@ -41,8 +42,14 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
         return []
     tags = [clip_bytes(t, 500) for t in p.document.fm_list("tags")[:MAX_TAGS]]
     rows = []
+    heading_title = _heading_title(p)
     for ordinal, (section, sid, windows) in enumerate(zip(p.sections, p.section_ids, p.windows, strict=True)):
+        positions = _window_positions(
+            section, p.spans[ordinal] if ordinal < len(p.spans) else [], len(windows)
+        )
+        heading_path = " > ".join(titled_path(heading_title, section.heading_path))
         for w, text in enumerate(windows):
+            window_start, window_end = positions[w]
             key = f"{p.path}\0{p.file_hash}\0{ordinal}\0{w}".encode("utf-8", "surrogateescape")
             display = {
                 "section_id": sid,
@@ -51,12 +58,14 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
                 "window_index": w,
                 "section_heading": clip_bytes(section.heading, 4000),
                 "heading_level": section.heading_level,
-                "heading_path": clip_bytes(" > ".join(section.heading_path), 8000),
+                "heading_path": clip_bytes(heading_path, 8000),
                 "section_type": section.section_type,
                 "chunk_index": section.chunk_index,
                 "token_count": section.token_count,
                 "start_position": section.start_position,
                 "end_position": section.end_position,
+                "window_start": window_start,  # file offsets of the text this window embedded
+                "window_end": window_end,
                 "start_line": section.start_line,
                 "end_line": section.end_line,
                 "anchor": clip_bytes(section.anchor, 1000),
@@ -79,6 +88,25 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
                 }
             )
     return rows
+
+
+def _heading_title(p: PreparedNote) -> str:
+    """The title that leads a hit's heading path: the frontmatter title or first H1, not the
+    file name that stands in for a missing one (the path beside the hit shows that already)."""
+    return "" if p.title == Path(p.path).stem else p.title
+
+
+def _window_positions(section: Section, spans: list[tuple[int, int]], windows: int) -> list[tuple[int, int]]:
+    """Each window's (start, end) in the file, from its span in the section's embedded body.
+
+    The body is the section's text under its heading, stripped; a section with none embedded its
+    heading, and a window without a known span stands for the whole section.
+    """
+    under = section.text[section.body_start :]
+    if not under.strip() or len(spans) != windows:
+        return [(section.start_position, section.end_position)] * windows
+    body_start = section.start_position + section.body_start + len(under) - len(under.lstrip())
+    return [(body_start + start, body_start + end) for start, end in spans]
 
 
 def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from mdrag.catalog import Catalog
 from mdrag.embedder import Embedder
 from mdrag.milvus import Store, quote
 from mdrag.params import SearchParams
+from mdrag.snippets import snippet
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant; rank 1 scores 1/61
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
@@ -55,6 +56,7 @@ class Hit:
     chunk_index: int
     confidence_score: float  # cosine similarity of the section's best-matching window
     section_text: str
+    snippet: dict[str, Any]  # the window that matched: text, lines, the query's words in it
     start_line: int
     end_line: int
     heading_path: str
@@ -136,7 +138,7 @@ class Searcher:
             ranked.append(self._sections(found, params))
         ordered = _fuse(ranked) if len(ranked) > 1 else (ranked[0] if ranked else [])
         chosen, best, dropped = _pass_threshold(ordered, params)
-        hits = [_hit(c) for c in chosen]
+        hits = [_hit(c, "" if params.passage else params.query) for c in chosen]
         top = max((hit.confidence_score for hit in hits), default=None)
         level = confidence_level(top, len(hits))
         message = ""
@@ -284,8 +286,9 @@ def _filter(params: SearchParams) -> str:
     return " and ".join(clauses)
 
 
-def _hit(row: dict[str, Any]) -> Hit:
-    """A candidate row (display fields and its `cosine`) as the hit a response shows."""
+def _hit(row: dict[str, Any], query: str = "") -> Hit:
+    """A candidate row (display fields and its `cosine`) as the hit a response shows; its snippet
+    marks the query's words (none for a passage: every word of it would be marked)."""
     return Hit(
         file_path=row["file_path"],
         section_heading=row["section_heading"],
@@ -293,6 +296,7 @@ def _hit(row: dict[str, Any]) -> Hit:
         chunk_index=row["chunk_index"],
         confidence_score=round(row["cosine"], 4),
         section_text=row["section_text"],
+        snippet=snippet(row, query),
         start_line=row["start_line"],
         end_line=row["end_line"],
         heading_path=row["heading_path"],

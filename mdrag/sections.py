@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,13 @@ _BLOCK_TYPES = {
     "hr": "paragraph",
 }
 _WORD = re.compile(r"\S+\s*")
+# A trailing attribute list, as Hugo (Goldmark), Pandoc, kramdown and PHP Markdown Extra write
+# it: `{#id}`, `{.class}`, `{key=val}`, `{: #id .class key="a b"}`. A brace group of other words
+# (`## Using {braces}`) is heading text and stays.
+_ATTRIBUTE = r"""(?:#[^\s{}#.]+|\.[\w-]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s"'{}]+)|-)"""
+_ATTRIBUTES = re.compile(r"\s*\{:?\s*(" + _ATTRIBUTE + r"(?:\s+" + _ATTRIBUTE + r")*)\s*\}\s*$")
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
 _GroupKey = tuple[str, int, tuple[str, ...], str]  # heading, level, heading path, anchor
 
 
@@ -77,6 +85,7 @@ class _Block:
     heading: str = ""
     level: int = 0
     plain: str = ""  # the heading as rendered, without markup: what its anchor is made from
+    anchor_id: str = ""  # the id its attribute list gives (`{#id}`), which the page uses as anchor
 
 
 @dataclass
@@ -233,9 +242,14 @@ def _blocks(tokens: list[Token]) -> list[_Block]:
             continue
         if token.level == 0 and token.type == "heading_open":
             inline = tokens[index + 1] if index + 1 < len(tokens) else None
-            title = " ".join((inline.content if inline else "").split())
+            title, anchor_id = split_attributes(" ".join((inline.content if inline else "").split()))
+            plain = split_attributes(_rendered(inline))[0]
             level = int(token.tag[1:])
-            blocks.append(_Block("heading", token.map[0], token.map[1], [], title, level, _rendered(inline)))
+            blocks.append(
+                _Block(
+                    "heading", token.map[0], token.map[1], [], decode_entities(title), level, plain, anchor_id
+                )
+            )
         elif token.level == 0 and token.type in _BLOCK_TYPES:
             blocks.append(_Block(_BLOCK_TYPES[token.type], token.map[0], token.map[1], []))
         elif blocks and token.level == 1 and token.type in ("list_item_open",):
@@ -243,6 +257,43 @@ def _blocks(tokens: list[Token]) -> list[_Block]:
         elif blocks and token.type == "tr_open":
             blocks[-1].parts.append((token.map[0], token.map[1]))
     return blocks
+
+
+def split_attributes(heading: str) -> tuple[str, str]:
+    """A heading's text without its trailing attribute list, and the `#id` that list names ("" if none).
+
+    A heading that is nothing but an attribute list keeps its text: an empty heading says less.
+    """
+    match = _ATTRIBUTES.search(heading)
+    if match is None or not heading[: match.start()].strip():
+        return heading, ""
+    ids = [a[1:] for a in re.findall(_ATTRIBUTE, match.group(1)) if a.startswith("#")]
+    return heading[: match.start()].rstrip(), ids[-1] if ids else ""
+
+
+def decode_entities(text: str) -> str:
+    """HTML entities (`&ndash;`, `&amp;`, `&#8212;`) as the characters they stand for, as a page
+    shows them; inside `code spans` they are literal text and stay."""
+    parts = []
+    last = 0
+    for code in _CODE_SPAN.finditer(text):
+        parts.append(_ENTITY.sub(lambda m: html.unescape(m.group()), text[last : code.start()]))
+        parts.append(code.group())
+        last = code.end()
+    parts.append(_ENTITY.sub(lambda m: html.unescape(m.group()), text[last:]))
+    return "".join(parts)
+
+
+def titled_path(title: str, heading_path: Sequence[str]) -> list[str]:
+    """The heading path led by the note's title, unless its first heading already is the title."""
+    path = list(heading_path)
+    if title and (not path or _same_words(path[0]) != _same_words(title)):
+        path.insert(0, title)
+    return path
+
+
+def _same_words(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 def _rendered(inline: Token | None) -> str:
@@ -265,7 +316,8 @@ def _group_by_heading(blocks: list[_Block]) -> list[tuple[_GroupKey, list[_Block
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.heading))
-            key = (block.heading, block.level, tuple(t for _, t in stack), slugger.slug(block.plain))
+            anchor = slugger.claim(block.anchor_id) if block.anchor_id else slugger.slug(block.plain)
+            key = (block.heading, block.level, tuple(t for _, t in stack), anchor)
             groups.append((key, [block]))
         elif groups:
             groups[-1][1].append(block)
@@ -312,11 +364,9 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     The title leads every heading path, so a section is embedded knowing which note it is in.
     """
     outline = sectioner.split(document.text, document.body_offset)
-    title = document.fm_text("title") or outline.first_h1 or Path(document.path).stem
+    title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
     inputs = []
     for section in outline.sections:
-        path = list(section.heading_path)
-        if not path or path[0] != title:
-            path.insert(0, title)
-        inputs.append((" > ".join(path), section.body_text or section.heading))
+        prefix = " > ".join(titled_path(title, section.heading_path))
+        inputs.append((prefix, section.body_text or section.heading))
     return outline, title, inputs

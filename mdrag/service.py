@@ -31,7 +31,7 @@ from mdrag.pathtext import to_fs, to_text
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
-from mdrag.similarity import Similarity
+from mdrag.similarity import SIMILAR_FLOOR, Similarity
 
 
 def on_disk(path: str) -> str:
@@ -172,7 +172,8 @@ class Service:
             target = self.similarity.of_text(text_param(params, "text", MAX_DRAFT_CHARS))
         else:
             target = self.similarity.of_note(self._note(params))
-        return {"note": target.path, "results": self.similarity.similar(target, k)}
+        # `floor`: the lowest score listed, so an empty answer can say what it left out.
+        return {"note": target.path, "floor": SIMILAR_FLOOR, "results": self.similarity.similar(target, k)}
 
     def duplicates(self, params: dict[str, Any]) -> dict[str, Any]:
         # Below 50 nearly every pair qualifies: a list nobody can act on, at quadratic cost.

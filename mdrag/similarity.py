@@ -22,7 +22,12 @@ from mdrag.milvus import Store
 from mdrag.pathtext import to_fs, to_text
 from mdrag.sections import Sectioner, embedding_inputs
 
-TIERS = ((90, "near-duplicate"), (80, "high"), (0, "related"))
+# What a score means to a reader, and the floor under which a note is not listed as a neighbour.
+# Measured with all-MiniLM-L6-v2 (the README gives the figures): notes that link to each other
+# almost all score 40 or more, notes on unrelated topics mostly less (their windows still share
+# common words), and pairs on unrelated topics stayed under 70, where "closely related" begins.
+TIERS = ((90, "near-duplicate"), (70, "closely related"), (0, "related"))
+SIMILAR_FLOOR = 40
 CANDIDATES_PER_RESULT = 4  # document-vector neighbours confirmed per note wanted
 PREFILTER_MARGIN = 0.10  # a pair whose document cosine is this far under the bar is not checked
 PAIR_BATCH = 400  # pairs whose notes' windows are loaded at once during the duplicate scan
@@ -85,8 +90,10 @@ class Similarity:
 
     # ---- operations --------------------------------------------------------------------------
 
-    def similar(self, target: NoteVectors, k: int = 10, min_score: int = 0) -> list[dict[str, Any]]:
-        """The k notes most like `target`, best first, each with its score, tier and best match."""
+    def similar(
+        self, target: NoteVectors, k: int = 10, min_score: int = SIMILAR_FLOOR
+    ) -> list[dict[str, Any]]:
+        """The k notes most like `target` scoring at least `min_score`, best first, with score and tier."""
         neighbours = self.store.search_doc_vectors(target.doc, k * CANDIDATES_PER_RESULT + 1)
         candidates = {
             n["file_path"]: n["distance"]

@@ -128,3 +128,57 @@ def test_sections_stay_within_max_tokens_measured_by_the_model(fake_embedder):
     sections = Sectioner(embedder.count_tokens, 1000).split(f"# Big\n\n{body}\n").sections
     assert len(sections) >= 3
     assert all(embedder.count_tokens([s.text])[0] <= 1000 for s in sections)
+
+
+@pytest.mark.parametrize(
+    ("heading", "text", "anchor"),
+    [
+        ("## Configuration {#configuration-disqus}", "Configuration", "configuration-disqus"),
+        ("## Settings {#id .class key=val}", "Settings", "id"),
+        ('## Settings {key="a b" #quoted}', "Settings", "quoted"),
+        ("## Section 1 {class=foo}", "Section 1", "section-1"),
+        ("## Styled {.note}", "Styled", "styled"),
+        ("## Kramdown {: #kd}", "Kramdown", "kd"),
+        ("## Unnumbered {-}", "Unnumbered", "unnumbered"),
+    ],
+)
+def test_a_trailing_attribute_list_leaves_the_heading_and_its_id_becomes_the_anchor(heading, text, anchor):
+    section = split(f"# Page\n\nintro\n\n{heading}\n\nbody\n").sections[1]
+    assert section.heading == text
+    assert section.heading_path == ("Page", text)
+    assert section.anchor == anchor
+
+
+@pytest.mark.parametrize(
+    "heading", ["Using {braces}", "Using {braces} in text", "Set {a, b}", "{#only-an-id}"]
+)
+def test_braces_that_are_not_an_attribute_list_stay_in_the_heading(heading):
+    section = split(f"# Page\n\nintro\n\n## {heading}\n\nbody\n").sections[1]
+    assert section.heading == heading
+
+
+def test_html_entities_in_headings_read_as_their_characters_but_not_inside_code():
+    outline = split(
+        "# Tom &amp; Jerry &ndash; &#8212; &#x41;\n\nbody\n\n## `a&amp;b` &lt;x&gt; &bogus; &amp\n\nmore\n"
+    )
+    assert outline.first_h1 == "Tom & Jerry – — A"
+    assert outline.sections[1].heading == "`a&amp;b` <x> &bogus; &amp"
+    assert outline.sections[0].anchor == "tom--jerry---a"  # GitHub's slug of the rendered text
+
+
+def test_an_author_given_id_is_never_handed_out_again_as_a_slug():
+    outline = split("# Page\n\n## Setup {#setup}\n\none\n\n## Setup\n\ntwo\n")
+    assert [s.anchor for s in outline.sections] == ["setup", "setup-1"]
+
+
+def test_the_heading_path_is_led_by_the_title_once():
+    from mdrag.sections import titled_path
+
+    assert titled_path("Host on GitHub Pages", ("Other resources",)) == [
+        "Host on GitHub Pages",
+        "Other resources",
+    ]
+    assert titled_path("Sourdough bread", ("Sourdough bread", "Baking")) == ["Sourdough bread", "Baking"]
+    assert titled_path("Sourdough  Bread", ("sourdough bread", "Baking")) == ["sourdough bread", "Baking"]
+    assert titled_path("Notes", ()) == ["Notes"]
+    assert titled_path("", ("A", "B")) == ["A", "B"]

@@ -12,7 +12,10 @@ from mdrag.errors import LayoutOutdatedError, SchemaMismatchError
 
 VECTORS = "document_vectors"
 METADATA = "document_metadata"
-SCHEMA_VERSION = 3  # 2: heading anchors on sections, links on notes; 3: a hit's fields in `display`
+# 2: heading anchors on sections, links on notes; 3: a hit's fields in `display`; 4: `display`
+# holds the matched window's place, heading paths led by the note's title, headings without
+# their `{#id}` attribute lists or HTML entities (an upgrade re-embeds only those headings).
+SCHEMA_VERSION = 4
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes: 35% faster at 60k rows.

@@ -1,0 +1,158 @@
+"""Snippets: the window of a hit's section that matched the query, and where the query's words are in it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+# Words too common to mark: highlighting every "the" would hide the words that matter.
+STOP_WORDS = frozenset(
+    """a an and are as at be but by can could did do does doing for from had has have how i if in
+    into is it its me my no not of on or our should so than that the their them then there these
+    they this those to was we were what when where which who whom why will with would you your""".split()
+)
+# Endings dropped from a query word before matching (each with the shortest root it may leave),
+# so "restoring" marks "restore" and "configuration" marks "configure", as the keyword search's
+# english stemmer joins them; a longer root for "ation" keeps "relation" from marking "release".
+_ENDINGS = (("ation", 5), ("ing", 3), ("ies", 3), ("es", 3), ("ed", 3), ("s", 3), ("e", 3))
+# Letters and digits: "disqus_identifier" and "Get-Item" are two words each, so "disqus" marks
+# the first part rather than the whole name.
+_WORD = re.compile(r"[^\W_]+")
+_SPACE = re.compile(r"\s+")
+EXCERPT_CHARS = 240  # what the text output shows of a window
+LINE_REACH = 200  # characters a window may widen by to start and end on whole lines
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's words worth marking, lower case and stripped of common endings, each once."""
+    terms: list[str] = []
+    for word in _WORD.findall(query.casefold()):
+        if word in STOP_WORDS or len(word) < 2:
+            continue
+        root = _root(word)
+        if root not in terms:
+            terms.append(root)
+    return terms
+
+
+def _root(word: str) -> str:
+    for ending, shortest in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= shortest:
+            return word[: -len(ending)]
+    return word
+
+
+def highlights(text: str, terms: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of every word in `text` that a query term begins (a root of three or more
+    letters) or equals (a shorter one)."""
+    if not terms:
+        return []
+    found = []
+    for match in _WORD.finditer(text):
+        word = match.group().casefold()
+        if any(word == t or (len(t) >= 3 and word.startswith(t)) for t in terms):
+            found.append(match.span())
+    return found
+
+
+def window_text(row: dict[str, Any]) -> tuple[str, int]:
+    """The text of the window that matched and its offset in the file: the part of the section the
+    hit's vector stands for. Rows without a window's place (an older layout) give the section."""
+    text, start = row["section_text"], row["start_position"]
+    window_start, window_end = row.get("window_start"), row.get("window_end")
+    if isinstance(window_start, int) and isinstance(window_end, int):
+        a, b = window_start - start, window_end - start
+        if 0 <= a < b <= len(text):
+            # A window begins and ends where the model's word pieces ran out, often inside a
+            # line: widen it to whole lines (a little at most) so it reads from a line's start.
+            line_start = text.rfind("\n", max(0, a - LINE_REACH), a) + 1
+            a = line_start if line_start > 0 or a <= LINE_REACH else a
+            line_end = text.find("\n", b, b + LINE_REACH)
+            b = line_end if line_end != -1 else (b if b + LINE_REACH < len(text) else len(text))
+            return text[a:b], start + a
+    if text.startswith("#"):  # the heading line: a hit shows its heading path already
+        under = text.find("\n") + 1 or len(text)
+        return text[under:], start + under
+    return text, start
+
+
+def snippet(row: dict[str, Any], query: str) -> dict[str, Any]:
+    """A hit's snippet: the matched window's text (plain), its lines in the file, and the
+    (start, end) offsets in that text of the query's words."""
+    text, offset = window_text(row)
+    section_text = row["section_text"]
+    first = row["start_line"] + section_text.count("\n", 0, offset - row["start_position"])
+    return {
+        "text": text,
+        "start_line": first,
+        "end_line": first + text.count("\n"),
+        "highlights": [list(span) for span in highlights(text, query_terms(query))],
+    }
+
+
+def excerpt(
+    text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS
+) -> tuple[str, list[tuple[int, int]]]:
+    """At most `width` characters of `text` on one line, around where the most of `spans` fall,
+    with the spans moved to match; "…" marks a cut at either end."""
+    flat, moved = _one_line(text, spans)
+    if len(flat) <= width:
+        return flat, moved
+    start = _best_start(flat, moved, width)
+    end = start + width
+    if end < len(flat):  # end at a word boundary
+        space = flat.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    lead = "… " if start > 0 else ""
+    tail = " …" if end < len(flat) else ""
+    shift = len(lead) - start
+    kept = [(a + shift, b + shift) for a, b in moved if a >= start and b <= end]
+    return f"{lead}{flat[start:end]}{tail}", kept
+
+
+def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """The text with each run of white space as one space (and none at the ends), spans kept."""
+    out: list[str] = []
+    position = []  # the new offset of each old one
+    space = False
+    for char in text:
+        if char.isspace():
+            space = bool(out)
+            position.append(len(out))
+            continue
+        if space:
+            out.append(" ")
+            space = False
+        position.append(len(out))
+        out.append(char)
+    position.append(len(out))
+    return "".join(out), [(position[a], position[b]) for a, b in spans if b <= len(text)]
+
+
+def _best_start(flat: str, spans: list[tuple[int, int]], width: int) -> int:
+    """Where a `width`-character excerpt holding the most distinct marked words begins: the
+    text's start if it holds as many as any, else a little before a mark, at a word's start."""
+    best, best_count = 0, -1
+    for mark in [None, *(a for a, _ in spans)]:
+        start = 0 if mark is None else max(0, mark - width // 5)
+        if mark is not None and start > 0:
+            space = flat.find(" ", start, mark)
+            start = space + 1 if space != -1 else mark
+        inside = {flat[a:b].casefold() for a, b in spans if start <= a and b <= start + width}
+        if len(inside) > best_count:
+            best, best_count = start, len(inside)
+    return best
+
+
+def render(text: str, spans: list[tuple[int, int]], mark: Callable[[str], str]) -> str:
+    """The text with each span passed through `mark` (bold on a terminal)."""
+    out, last = [], 0
+    for a, b in sorted(spans):
+        if a < last:
+            continue
+        out.append(text[last:a])
+        out.append(mark(text[a:b]))
+        last = b
+    out.append(text[last:])
+    return "".join(out)

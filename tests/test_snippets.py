@@ -1,0 +1,115 @@
+"""Snippets: the matched window of a hit, the query's words marked in it, cut to one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdrag.snippets import excerpt, highlights, query_terms, render, snippet, window_text
+
+SECTION = "## Restore\n\nFirst part about something else entirely.\n\nUse pg_restore to restore a backup.\n"
+
+
+def marked(text: str, query: str) -> list[str]:
+    return [text[a:b] for a, b in highlights(text, query_terms(query))]
+
+
+def row(**values):
+    text = SECTION
+    base = {"section_text": text, "start_position": 100, "start_line": 10}
+    return {**base, **values}
+
+
+def test_query_terms_leave_out_common_words_and_keep_each_root_once():
+    assert query_terms("How do I restore the backups? Restoring BACKUP") == ["restor", "backup"]
+    assert query_terms("what is it") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("restore backups", ["restore", "Restoring", "backup", "BACKUPS", "restore"]),
+        ("pg_restore", ["restore", "Restoring", "pg", "restore"]),  # a name's parts are words
+        ("configuration", ["configured"]),
+        ("Get-Item", ["Get", "Item", "Items"]),
+        ("go", ["go"]),  # a short word is marked only where it stands alone
+    ],
+)
+def test_the_query_words_are_marked_in_their_forms_and_cases(query, expected):
+    text = "restore a backup. Restoring BACKUPS: pg_restore; Get-Item lists Items; go, good, ago; configured"
+    assert sorted(marked(text, query)) == sorted(expected)
+
+
+def test_the_snippet_is_the_window_that_matched_not_the_sections_start():
+    start = SECTION.index("Use pg_restore")
+    hit = row(window_start=100 + start, window_end=100 + len(SECTION) - 1)
+    shown = snippet(hit, "restore")
+    assert shown["text"] == "Use pg_restore to restore a backup."
+    assert shown["start_line"] == 14 and shown["end_line"] == 14
+    assert [shown["text"][a:b] for a, b in shown["highlights"]] == ["restore", "restore"]
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        {},  # an index from before windows had places
+        {"window_start": None, "window_end": None},
+        {"window_start": 90, "window_end": 120},  # outside the section: not trusted
+        {"window_start": 150, "window_end": 120},
+    ],
+)
+def test_without_a_trustworthy_window_place_the_snippet_is_the_section_under_its_heading(place):
+    text, offset = window_text(row(**place))
+    assert text == SECTION.partition("\n")[2]
+    assert offset == 100 + SECTION.index("\n") + 1
+
+
+def test_a_passage_query_marks_nothing():
+    assert snippet(row(), "")["highlights"] == []
+
+
+def test_an_excerpt_starts_at_the_windows_start_when_that_holds_as_many_query_words():
+    text = "restore backup " + "x " * 50 + "restore backup " + "y " * 100
+    cut, _ = excerpt(text, highlights(text, query_terms("restore backup")), width=60)
+    assert cut.startswith("restore backup x")
+
+
+def test_a_short_text_is_shown_whole_on_one_line():
+    text, spans = excerpt("a  restore\n\n  b", [(3, 10)])
+    assert text == "a restore b"
+    assert text[spans[0][0] : spans[0][1]] == "restore"
+
+
+def test_a_long_window_is_cut_around_its_marked_words_and_the_marks_follow():
+    filler = " ".join(f"word{i}" for i in range(200))
+    text = f"{filler} the restore of a backup needs {filler}"
+    spans = highlights(text, query_terms("restore backup"))
+    cut, moved = excerpt(text, spans, width=80)
+    assert len(cut) <= 80 + 4 and cut.startswith("… ") and cut.endswith(" …")
+    assert [cut[a:b] for a, b in moved] == ["restore", "backup"]
+
+
+def test_the_excerpt_holds_the_most_distinct_query_words():
+    text = "restore " + "x " * 100 + "restore backup checksum " + "y " * 100
+    spans = highlights(text, query_terms("restore backup checksum"))
+    cut, moved = excerpt(text, spans, width=60)
+    assert {cut[a:b] for a, b in moved} == {"restore", "backup", "checksum"}
+
+
+def test_render_wraps_each_mark_and_leaves_the_rest():
+    assert render("use restore now", [(4, 11)], lambda w: f"[{w}]") == "use [restore] now"
+    assert render("plain", [], lambda w: f"[{w}]") == "plain"
+
+
+def test_a_window_cut_inside_a_line_widens_to_the_whole_line():
+    start = SECTION.index("pg_restore")
+    text, offset = window_text(row(window_start=100 + start, window_end=100 + start + 10))
+    assert text == "Use pg_restore to restore a backup."
+    assert offset == 100 + SECTION.index("Use pg_restore")
+
+
+def test_a_window_inside_a_very_long_line_widens_by_a_little_at_most():
+    long_line = "word " * 200
+    section = f"## Head\n\n{long_line}\n"
+    place = {"window_start": 100 + 400, "window_end": 100 + 500}
+    text, offset = window_text({"section_text": section, "start_position": 100, "start_line": 1, **place})
+    assert offset == 100 + 400 and len(text) <= 100 + 200
