@@ -67,10 +67,15 @@ class Lobby:
             pass  # already woken (the pipe is full) or closed
 
     def run(self) -> None:
-        self._listener.setblocking(False)
-        self._selector.register(self._listener, selectors.EVENT_READ, "listener")
-        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         try:
+            try:
+                self._listener.setblocking(False)
+                self._selector.register(self._listener, selectors.EVENT_READ, "listener")
+                self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+            except OSError:
+                if self._stopping.is_set():
+                    return  # stopped before the loop began: the listener is closed already
+                raise
             while not self._stopping.is_set():
                 now = time.monotonic()
                 soonest = min((w.deadline for w in self._waiting.values()), default=now + 1.0)
