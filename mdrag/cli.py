@@ -15,10 +15,17 @@ from typing import Any
 
 import click
 
-from mdrag.backend import LocalBackend, command_config, configure_command_logging, open_backend
+from mdrag.backend import (
+    LocalBackend,
+    command_config,
+    configure_command_logging,
+    open_backend,
+    progress_bar,
+)
 from mdrag.cli_explore import COMMANDS, read_text_arg, shown
 from mdrag.config import load_config
 from mdrag.errors import MdragError
+from mdrag.progress import progress_line, search_banner
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,8 +71,8 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.
         config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
-    with open_backend(config, quiet=as_json) as backend:
-        report = backend.reindex(absolute, force, rebuild)
+    with open_backend(config, quiet=as_json) as backend, progress_bar(quiet=as_json) as show:
+        report = backend.reindex(absolute, force, rebuild, show)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -142,6 +149,8 @@ def search(
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
         return
+    if response.get("indexing"):
+        click.echo(click.style(search_banner(response["indexing"]), fg="yellow"))
     _print_hits(response)
 
 
@@ -203,6 +212,8 @@ def _print_status(report: dict[str, Any]) -> None:
     if daemon:
         click.echo(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
         click.echo(f"queue:     {daemon['queue_depth']} pending")
+        if daemon.get("indexing"):
+            click.echo(f"progress:  {progress_line(daemon['indexing'])}")
     else:
         click.echo("daemon:    not running (read the index directly)")
     click.echo(f"roots:     {', '.join(report['roots']) or '(none configured)'}")

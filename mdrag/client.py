@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mdrag import protocol
@@ -27,7 +28,16 @@ class DaemonClient:
             return False
         return True
 
-    def call(self, op: str, timeout: float | None = None, **params: Any) -> Any:
+    def call(
+        self,
+        op: str,
+        timeout: float | None = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        **params: Any,
+    ) -> Any:
+        """One request; with `on_progress`, the daemon streams progress lines (told to it) first."""
+        if on_progress is not None:
+            params["stream"] = True
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(CONNECT_TIMEOUT_S)
         try:
@@ -41,7 +51,15 @@ class DaemonClient:
                 raise ServerNotRunningError(f"cannot reach the daemon on {self.socket_path}: {exc}") from None
             sock.settimeout(timeout if timeout is not None else self.timeout)
             sock.sendall(protocol.encode(protocol.request(op, **params)))
-            reply = _read_line(sock)
+            reply = b""
+            for line in _lines(sock):
+                if on_progress is not None and b'"progress"' in line:
+                    message = json.loads(line)
+                    if "progress" in message:
+                        on_progress(message["progress"])
+                        continue
+                reply = line
+                break
         except TimeoutError:
             raise RemoteError(f"the daemon did not answer '{op}' in time") from None
         finally:
@@ -62,18 +80,29 @@ class DaemonClient:
         result: dict[str, Any] = self.call("status")
         return result
 
-    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("reindex", timeout=None, paths=paths, force=force, rebuild=rebuild)
+    def reindex(
+        self,
+        paths: list[str],
+        force: bool,
+        rebuild: bool,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(
+            "reindex", timeout=None, on_progress=on_progress, paths=paths, force=force, rebuild=rebuild
+        )
         return result
 
 
-def _read_line(sock: socket.socket) -> bytes:
-    chunks = []
+def _lines(sock: socket.socket) -> Iterator[bytes]:
+    """The lines the daemon sends, each without its newline; a last one cut short is yielded too."""
+    buffer = b""
     while True:
+        while b"\n" in buffer:
+            line, _, buffer = buffer.partition(b"\n")
+            yield line
         chunk = sock.recv(65536)
         if not chunk:
-            break
-        chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    return b"".join(chunks)
+            if buffer:
+                yield buffer
+            return
+        buffer += chunk

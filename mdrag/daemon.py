@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError
 from mdrag.gate import Gate
 from mdrag.notify import SystemdNotifier
+from mdrag.progress import ProgressMeter, early_message, progress_line
 from mdrag.server import SocketServer
 from mdrag.service import Service
 from mdrag.watcher import Watcher
@@ -24,6 +26,8 @@ from mdrag.workqueue import Command, FileChanges, WorkQueue
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
+PROGRESS_LOG_S = 10.0  # a progress line in the log this often while indexing
+PROGRESS_STREAM_S = 0.5  # and to a client that asked for progress (reindex --stream)
 
 
 class _StopDuringStartup(BaseException):
@@ -47,7 +51,8 @@ class Daemon:
         self.queue = WorkQueue(config.watch_debounce_ms / 1000)
         self.server = SocketServer(config.server_socket_path, self.handle)
         self.state = "starting"
-        self.progress: tuple[int, int] | None = None
+        self.meter: ProgressMeter | None = None  # the indexing run under way, if any
+        self._progress_logged_at = 0.0
         self.started_at = time.time()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -71,7 +76,7 @@ class Daemon:
             # the index itself; its requests wait until the service is up (see handle).
             self.server.start()
             self.notifier.status("loading the model and opening the index")
-            self.service = Service(self.config)
+            self.service = Service(self.config, pending=self.pending)
             # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
             # now, and the vectors too, so its first search is fast and a model that cannot load
             # fails the start.
@@ -127,6 +132,7 @@ class Daemon:
                 self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
                 self.watcher.start()
                 self.request_sweep()
+            self._log_progress()
             self.notifier.status(self._status_line())
 
     def request_sweep(self) -> None:
@@ -235,15 +241,17 @@ class Daemon:
         indexer = self.service.indexer
         if isinstance(work, FileChanges):
             if work.directories:
-                report = indexer.reconcile([Path(d) for d in work.directories], cancel=self._stop)
+                report = indexer.reconcile(
+                    [Path(d) for d in work.directories], cancel=self._stop, progress=self._meter()
+                )
                 logger.info("folder change: {}", _summary(report.to_dict()))
             if work.files:
-                report = indexer.index_files(work.files, cancel=self._stop)
+                report = indexer.index_files(work.files, cancel=self._stop, progress=self._meter())
                 logger.info("{} changed file(s): {}", len(work.files), _summary(report.to_dict()))
             return
         if work.kind == "reconcile":
             self.state = "reconciling"
-            report = self.service.reindex(cancel=self._stop, progress=self._progress)
+            report = self.service.reindex(cancel=self._stop, progress=self._meter())
             logger.info("reconciled the roots: {}", _summary(report.to_dict()))
             self.state = "watching"
         else:
@@ -252,20 +260,43 @@ class Daemon:
                 force=work.force,
                 rebuild=work.rebuild,
                 cancel=self._stop,
-                progress=self._progress,
+                progress=self._meter(),
             )
             logger.info("reindex: {}", _summary(report.to_dict()))
         work.result = report.to_dict()
 
-    def _progress(self, done: int, total: int, sections: int) -> None:
-        self.progress = (done, total)
-        self.notifier.status(f"indexing {done}/{total}")
+    def _meter(self) -> ProgressMeter:
+        """A new run's progress: what status, searches and the log report until it ends."""
+        self.meter = ProgressMeter()
+        self._progress_logged_at = time.monotonic()  # its first log line comes after a while
+        return self.meter
+
+    def indexing(self) -> dict[str, Any] | None:
+        """The run under way (notes and texts done of those known, rate, ETA), else None."""
+        meter = self.meter
+        if meter is None:
+            return None
+        progress = meter.snapshot()
+        return progress.to_dict() if progress.pending else None
+
+    def pending(self) -> bool:
+        """Notes wait to be indexed: the first reconcile, a run under way, or changes queued."""
+        return self.state == "reconciling" or self.queue.depth() > 0
+
+    def _log_progress(self) -> None:
+        indexing = self.indexing()
+        if indexing is None or time.monotonic() - self._progress_logged_at < PROGRESS_LOG_S:
+            return
+        self._progress_logged_at = time.monotonic()
+        logger.info(progress_line(indexing))
 
     def _status_line(self) -> str:
         assert self.service is not None
-        if self.state == "reconciling" and self.progress:
-            done, total = self.progress
-            return f"indexing {done}/{total}"
+        indexing = self.indexing()
+        if indexing is not None:
+            return progress_line(indexing)
+        if self.state == "reconciling":  # not begun yet: the catalog may hold another folder's notes
+            return "reconciling: listing the notes"
         return f"watching {len(self.service.filter.roots)} roots, {len(self.service.catalog)} notes"
 
     # ---- requests from the socket -----------------------------------------------------------------
@@ -290,6 +321,9 @@ class Daemon:
                 self.queue.wait_idle(float(wait))  # before the gate: a reopen may be what it waits for
             response = self._read_store(op, params)
             response["freshness"] = self.freshness()
+            response["indexing"] = indexing = self.indexing()
+            if indexing is not None and not response.get("results", True):
+                response["message"] = early_message(indexing)
             return response
         if op == "status":
             return {"daemon": self.daemon_status(), **self.service.status()}
@@ -304,10 +338,21 @@ class Daemon:
                     "reindex", paths, force=bool(params.get("force")), rebuild=bool(params.get("rebuild"))
                 )
             )
+            if params.get("stream") is True:
+                return self._stream_progress(command)
             return command.wait()
         if op in ("gaps", "gap_status"):
             return self.service.handle(op, params)  # the gap log, not the store
         return self._read_store(op, params)
+
+    def _stream_progress(self, command: Command) -> Iterator[dict[str, Any]]:
+        """The progress of whatever run is under way until `command` is done, then its result
+        (the server sends each as a progress line before the answer)."""
+        while not command.done.wait(PROGRESS_STREAM_S):
+            indexing = self.indexing()
+            if indexing is not None:
+                yield indexing
+        return command.wait()
 
     def _read_store(self, op: str, params: dict[str, Any]) -> Any:
         """An operation that reads the store: it shares it, and counts as activity from its
@@ -340,6 +385,7 @@ class Daemon:
             "state": self.state,
             "socket": str(self.server.path),
             "index_reopens": list(self.reopens),
+            "indexing": self.indexing(),
             **self.freshness(),
         }
 

@@ -18,6 +18,7 @@ from mdrag.catalog import Catalog
 from mdrag.document import Document, hash_bytes, parse_document, read_bytes
 from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError
+from mdrag.progress import ProgressMeter
 from mdrag.readahead import read_ahead
 from mdrag.rows import PreparedNote, file_record, metadata_row, vector_rows
 from mdrag.scanner import NoteFilter
@@ -32,7 +33,6 @@ BATCH_FILES = 512  # and never more files than this per batch, so each write sta
 READ_AHEAD = 256  # files read and sectioned ahead of the model by the reader thread
 RUN_VECTORS = 100_000  # vectors one run keeps for reuse, ~150 MB (the PowerShell reference: 26k)
 
-Progress = Callable[[int, int, int], None]  # (files done, files total, sections embedded)
 Listener = Callable[[list[dict[str, Any]]], None]  # told of each batch's new vector rows once visible
 
 
@@ -104,7 +104,7 @@ class Indexer:
         self,
         paths: Iterable[Path] | None = None,
         force: bool = False,
-        progress: Progress | None = None,
+        progress: ProgressMeter | None = None,
         cancel: threading.Event | None = None,
     ) -> IndexReport:
         """Index every note under `paths` (default: all roots) and drop what vanished there."""
@@ -133,13 +133,14 @@ class Indexer:
         self,
         paths: list[str],
         force: bool = False,
-        progress: Progress | None = None,
+        progress: ProgressMeter | None = None,
         cancel: threading.Event | None = None,
     ) -> IndexReport:
         """Bring these files up to date; a path that no longer exists is removed.
 
         `cancel` stops the run between batches: what was written stays consistent, and what
-        was not is found changed by the next run.
+        was not is found changed by the next run. `progress` is told of every note read, text
+        embedded and batch written, and finished at the end.
         """
         started = time.monotonic()
         report = IndexReport()
@@ -148,33 +149,32 @@ class Indexer:
         gone = set(missing)
         present = [p for p in paths if p not in gone]
         present = list(dict.fromkeys(present))  # read-ahead must never see one path twice
+        meter = progress or ProgressMeter()
+        meter.begin(len(present))
         done = 0
         batch: list[PreparedNote] = []
         texts = 0
         run = RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
-        prepared_files = read_ahead(self._prepare(present, force, report), READ_AHEAD)
+        prepared_files = read_ahead(self._prepare(present, force, report, meter), READ_AHEAD)
         try:
             for prepared in prepared_files:
                 batch.append(prepared)
                 texts += sum(len(w) for w in prepared.windows)
                 if texts >= BATCH_TEXTS or len(batch) >= BATCH_FILES:
-                    self._write(batch, report, run, cancel)
+                    self._write(batch, report, run, cancel, meter)
                     done += len(batch)
                     batch, texts = [], 0
                     if cancel is not None and cancel.is_set():
                         raise EmbedCancelled
-                if progress:
-                    progress(done + len(batch) + report.unchanged, len(present), report.sections_embedded)
             if batch:
-                self._write(batch, report, run, cancel)
-            if progress:
-                progress(len(present), len(present), report.sections_embedded)
+                self._write(batch, report, run, cancel, meter)
         except EmbedCancelled:
             # Nothing of the unfinished batch was written: the next run finds those files changed.
             logger.info("indexing stopped after {} of {} files", done + report.unchanged, len(present))
         finally:
             prepared_files.close()
+            meter.finish()
         self.catalog.clear_marks(present)
         report.seconds = time.monotonic() - started
         return report
@@ -206,7 +206,9 @@ class Indexer:
 
     # ---- reading and sectioning ------------------------------------------------------------
 
-    def _prepare(self, paths: list[str], force: bool, report: IndexReport) -> Iterator[PreparedNote]:
+    def _prepare(
+        self, paths: list[str], force: bool, report: IndexReport, meter: ProgressMeter
+    ) -> Iterator[PreparedNote]:
         for path in paths:
             known = self.catalog.get(path)
             prepared = PreparedNote(path=path, is_new=known is None)
@@ -214,11 +216,13 @@ class Indexer:
                 data = read_bytes(path)
             except DocumentError as exc:
                 prepared.error = str(exc)
+                meter.read(0)
                 yield prepared
                 continue
             prepared.file_hash, prepared.size = hash_bytes(data), len(data)
             if known is not None and known.file_hash == prepared.file_hash and not force:
                 report.unchanged += 1
+                meter.unchanged()
                 continue
             self.catalog.mark([path], "processing")
             try:
@@ -228,6 +232,7 @@ class Indexer:
             except Exception as exc:  # a parser bug on one strange file must not stop the run
                 logger.exception("unexpected error while parsing {}", path)
                 prepared.error = f"internal error while parsing: {exc!r}"
+            meter.read(sum(len(w) for w in prepared.windows))
             yield prepared
 
     def _section(self, prepared: PreparedNote, document: Document) -> None:
@@ -249,9 +254,11 @@ class Indexer:
         report: IndexReport,
         run: RunVectors,
         cancel: threading.Event | None = None,
+        meter: ProgressMeter | None = None,
     ) -> None:
         """Write a batch so that search sees each file's old version, then its new one."""
-        vectors = self._vectors(batch, report, run, cancel)
+        meter = meter or ProgressMeter()
+        vectors = self._vectors(batch, report, run, cancel, meter)
         new_rows: list[dict[str, Any]] = []
         update_rows: list[dict[str, Any]] = []
         metadata: list[dict[str, Any]] = []
@@ -275,6 +282,7 @@ class Indexer:
                 report.added += 1
             else:
                 report.updated += 1
+        meter.written(len(batch))
         for listener in self.listeners:
             listener(new_rows + update_rows)
         # 3. the old version's rows, now unreachable
@@ -290,7 +298,8 @@ class Indexer:
         batch: list[PreparedNote],
         report: IndexReport,
         run: RunVectors,
-        cancel: threading.Event | None = None,
+        cancel: threading.Event | None,
+        meter: ProgressMeter,
     ) -> dict[tuple[str, int], np.ndarray]:
         wanted = {
             (sid, w): text
@@ -312,7 +321,9 @@ class Indexer:
             found = lookup(unknown).items()
             vectors.update({key: np.asarray(v, dtype=np.float32) for key, v in found if key in wanted})
         missing = [key for key in wanted if key not in vectors]
-        embedded = self.embedder.embed([wanted[key] for key in missing], cancel=cancel)
+        # Progress counts every note's texts, a text repeated in the batch as often as it is there.
+        meter.texts_done(sum(len(ws) for p in batch for ws in p.windows) - len(missing))
+        embedded = self.embedder.embed([wanted[key] for key in missing], cancel=cancel, done=meter.texts_done)
         vectors.update(zip(missing, embedded, strict=True))
         run.add(vectors)
         report.sections_embedded += len({sid for sid, _ in missing})

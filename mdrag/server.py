@@ -6,7 +6,7 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,8 @@ class SocketServer:
                 line, buffer = self._read_line(conn, buffer)
                 if line is None:
                     return
-                conn.sendall(protocol.encode(self._answer(line)))
+                for message in self._answer(line):
+                    conn.sendall(protocol.encode(message))
         except (OSError, TimeoutError):
             return  # the client went away or stalled: its connection only
         finally:
@@ -161,17 +162,28 @@ class SocketServer:
         line, _, rest = buffer.partition(b"\n")
         return line, rest
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
+    def _answer(self, line: bytes) -> Iterator[dict[str, Any]]:
+        """The response to one request: one line, or progress lines first when the handler
+        streams (returns a generator: what it yields is progress, what it returns the result)."""
         try:
             op, params = protocol.decode_request(line)
-            return protocol.ok(self.handler(op, params))
+            result = self.handler(op, params)
+            if isinstance(result, Generator):
+                while True:
+                    try:
+                        step = next(result)
+                    except StopIteration as stop:
+                        result = stop.value
+                        break
+                    yield protocol.progress(step)
+            yield protocol.ok(result)
         except QueryError as exc:
-            return protocol.error("InvalidRequest", str(exc))
+            yield protocol.error("InvalidRequest", str(exc))
         except MdragError as exc:
-            return protocol.error(type(exc).__name__, str(exc))
+            yield protocol.error(type(exc).__name__, str(exc))
         except Exception as exc:  # a bug answers this request with an error, never the daemon's life
             logger.exception("request failed")
-            return protocol.error("InternalError", f"internal error: {exc!r}")
+            yield protocol.error("InternalError", f"internal error: {exc!r}")
 
     @staticmethod
     def _reply_and_close(conn: socket.socket, message: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from mdrag.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, b
 from mdrag.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
-from mdrag.indexer import Indexer, IndexReport, Progress
+from mdrag.indexer import Indexer, IndexReport
+from mdrag.progress import ProgressMeter
 from mdrag.protocol import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
@@ -59,8 +61,16 @@ def gap_log_path(config: Config) -> Path:
 class Service:
     """Everything needed to index and search, opened once and closed once."""
 
-    def __init__(self, config: Config, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        embedder: Embedder | None = None,
+        pending: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.config = config
+        # True while notes wait to be indexed (the daemon's queue or a run under way): a search
+        # that finds nothing then may only be early, and is no gap.
+        self.pending = pending
         self.started_at = time.time()
         self.embedder = embedder or Embedder(
             config.embedding_model,
@@ -117,7 +127,8 @@ class Service:
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
         # search narrowed by tags or a folder, not one asking for more than the configured threshold.
         plain = not (params.passage or params.tags or params.path_prefix)
-        if not response["results"] and plain and params.threshold <= self.config.search_threshold:
+        usual = plain and params.threshold <= self.config.search_threshold
+        if not response["results"] and usual and not self.pending():
             self._record_gap(params.query, response["best_candidate_score"], found.query_vector)
         return response
 
@@ -183,7 +194,7 @@ class Service:
         paths: list[str] | None = None,
         force: bool = False,
         rebuild: bool = False,
-        progress: Progress | None = None,
+        progress: ProgressMeter | None = None,
         cancel: threading.Event | None = None,
     ) -> IndexReport:
         if rebuild:
