@@ -26,7 +26,6 @@ from mdrag.workqueue import Command, FileChanges, WorkQueue
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
-PROGRESS_LOG_S = 10.0  # a progress line in the log this often while indexing
 PROGRESS_STREAM_S = 0.5  # and to a client that asked for progress (reindex --stream)
 
 
@@ -285,7 +284,8 @@ class Daemon:
 
     def _log_progress(self) -> None:
         indexing = self.indexing()
-        if indexing is None or time.monotonic() - self._progress_logged_at < PROGRESS_LOG_S:
+        interval = self.config.log_progress_interval_s
+        if indexing is None or time.monotonic() - self._progress_logged_at < interval:
             return
         self._progress_logged_at = time.monotonic()
         logger.info(progress_line(indexing))
