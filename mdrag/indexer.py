@@ -29,6 +29,9 @@ from mdrag.store import Store
 # of each model batch is padding (measured on the PowerShell reference: 11% padded tokens at
 # 512 texts, 3% at 2048). A stop still comes within one model batch (embed checks `cancel`).
 BATCH_TEXTS = 2048
+# The first batches of a run are smaller (64, 128, ... texts): a first index becomes searchable
+# note by note within seconds, rather than after the first 2048 texts.
+FIRST_BATCH_TEXTS = 64
 BATCH_FILES = 512  # and never more files than this per batch, so each write stays bounded
 READ_AHEAD = 256  # files read and sectioned ahead of the model by the reader thread
 RUN_VECTORS = 100_000  # vectors one run keeps for reuse, ~150 MB (the PowerShell reference: 26k)
@@ -151,7 +154,7 @@ class Indexer:
         present = list(dict.fromkeys(present))  # read-ahead must never see one path twice
         meter = progress or ProgressMeter()
         meter.begin(len(present))
-        done = 0
+        done = writes = 0
         batch: list[PreparedNote] = []
         texts = 0
         run = RunVectors(store_had_notes=len(self.catalog) > 0)
@@ -161,8 +164,9 @@ class Indexer:
             for prepared in prepared_files:
                 batch.append(prepared)
                 texts += sum(len(w) for w in prepared.windows)
-                if texts >= BATCH_TEXTS or len(batch) >= BATCH_FILES:
+                if texts >= min(BATCH_TEXTS, FIRST_BATCH_TEXTS << writes) or len(batch) >= BATCH_FILES:
                     self._write(batch, report, run, cancel, meter)
+                    writes += 1
                     done += len(batch)
                     batch, texts = [], 0
                     if cancel is not None and cancel.is_set():
