@@ -184,6 +184,7 @@ class Embedder:
             vectors[chunk] = self._encode([texts[i] for i in chunk], query=False)
             if done is not None:
                 done(len(chunk))
+        _give_back_memory()
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -206,6 +207,25 @@ class Embedder:
                 self._busy = False
                 self._gate.notify_all()
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _give_back_memory() -> None:
+    """Return the heap's free pages to the system (glibc's malloc_trim; elsewhere nothing):
+    embedding a batch's attention tensors grows the heap by hundreds of MB that stay otherwise."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim: Any = None
 
 
 def _model_facts(source: str) -> tuple[int, int, Any] | None:
@@ -279,6 +299,10 @@ class _OnnxRunner:
         # Lite's scan needs on a small machine: without it a search is 2.8 ms faster at 56k
         # sections (25.9 -> 23.1 ms), takes half the daemon's CPU, and encoding is as fast.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Without its arena, ONNX Runtime hands each run's tensors back to malloc, and
+        # _give_back_memory returns them to the system: a daemon that indexed a folder keeps
+        # ~300 MB less than with the arena, at the same encoding speed (CPU time measured equal).
+        options.enable_cpu_mem_arena = False
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
