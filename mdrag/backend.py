@@ -81,12 +81,19 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
 
         yield print_progress
         return
+    import shutil
+
     from tqdm import tqdm
 
+    # A terminal that reports no size (a pty nobody sized) gets a bar of 100 columns: tqdm draws
+    # nothing on a terminal of 0 rows or columns.
+    sized = shutil.get_terminal_size((0, 0)).columns > 0
     bar = tqdm(
         total=0,
         unit="text",
-        dynamic_ncols=True,
+        dynamic_ncols=sized,
+        ncols=None if sized else 100,
+        nrows=None if sized else 20,
         file=sys.stderr,
         bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} texts [{elapsed}{postfix}]",
         desc="indexing",
@@ -101,7 +108,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
         bar.set_postfix_str(
             f"{progress['notes_done']}/{progress['notes_total']} notes"
             + (f", {rate:.0f} texts/s" if rate else "")
-            + f", {short_eta(progress['eta_s'])}",
+            + (", done" if progress["state"] == "done" else f", {short_eta(progress['eta_s'])}"),
             refresh=False,
         )
         bar.refresh()
