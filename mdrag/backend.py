@@ -100,8 +100,8 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
     )
 
     def update(progress: dict[str, Any]) -> None:
-        if progress["state"] == "scanning":
-            return
+        if progress["state"] == "scanning" or not progress["total"]:
+            return  # nothing counted yet, or a run with nothing to embed: the bar stays as it is
         bar.total = progress["total"]
         bar.n = progress["done"]
         rate = progress["rate"]

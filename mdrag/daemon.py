@@ -352,6 +352,9 @@ class Daemon:
             indexing = self.indexing()
             if indexing is not None:
                 yield indexing
+        meter = self.meter
+        if meter is not None:
+            yield meter.snapshot().to_dict()  # the end of its run: a bar that stops at 100%
         return command.wait()
 
     def _read_store(self, op: str, params: dict[str, Any]) -> Any:
