@@ -348,13 +348,18 @@ class Daemon:
     def _stream_progress(self, command: Command) -> Iterator[dict[str, Any]]:
         """The progress of whatever run is under way until `command` is done, then its result
         (the server sends each as a progress line before the answer)."""
-        while not command.done.wait(PROGRESS_STREAM_S):
-            indexing = self.indexing()
-            if indexing is not None:
-                yield indexing
-        meter = self.meter
-        if meter is not None:
-            yield meter.snapshot().to_dict()  # the end of its run: a bar that stops at 100%
+        last: ProgressMeter | None = None  # the run last reported, until its end is reported too
+        while True:
+            finished = command.done.wait(PROGRESS_STREAM_S)
+            meter = self.meter
+            if last is not None and (finished or meter is not last or not last.snapshot().pending):
+                yield last.snapshot().to_dict()  # its last count: a bar that stops at 100%
+                last = None
+            if finished:
+                break
+            if meter is not None and meter.snapshot().pending:
+                last = meter
+                yield meter.snapshot().to_dict()
         return command.wait()
 
     def _read_store(self, op: str, params: dict[str, Any]) -> Any:

@@ -154,6 +154,7 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
         assert reindex.wait(120) == 0, b"".join(terminal).decode(errors="replace")
         shown = b"".join(terminal).decode(errors="replace")
         assert re.search(r"indexing +\d+%\|.*\| \d+/\d+ texts \[.*\d+/320 notes", shown), shown
+        assert re.search(r"indexing 100%\|.*\| (\d+)/\1 texts \[.*320/320 notes, .*done\]", shown), shown
         assert "added 0, updated 0, unchanged 320" in shown
         assert not NOISE.search(shown), shown
 
