@@ -17,7 +17,14 @@ import click
 
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown
 from mdrag.errors import MdragError
-from mdrag.route import LocalBackend, command_config, configure_command_logging, open_backend
+from mdrag.progress import progress_line, search_banner
+from mdrag.route import (
+    LocalBackend,
+    command_config,
+    configure_command_logging,
+    open_backend,
+    progress_bar,
+)
 from mdrag.snippets import excerpt, render
 
 
@@ -68,8 +75,8 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.
         config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
-    with open_backend(config, quiet=as_json, create=True) as backend:
-        report = backend.reindex(absolute, force, rebuild)
+    with open_backend(config, quiet=as_json, create=True) as backend, progress_bar(quiet=as_json) as show:
+        report = backend.reindex(absolute, force, rebuild, show)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -145,11 +152,17 @@ def search(
         response = backend.search(params)
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
-    elif response["results"]:
-        _print_hits(response)
     else:
-        with contextlib.redirect_stdout(sys.stderr):  # nothing to give: stdout stays empty
+        if response.get("indexing"):
+            # Beside the hits on stdout; with nothing to give, on stderr with the reason.
+            click.echo(
+                click.style(search_banner(response["indexing"]), fg="yellow"), err=not response["results"]
+            )
+        if response["results"]:
             _print_hits(response)
+        else:
+            with contextlib.redirect_stdout(sys.stderr):  # nothing to give: stdout stays empty
+                _print_hits(response)
     if not response["results"]:
         nothing_to_give()
 
@@ -226,6 +239,8 @@ def _print_status(report: dict[str, Any]) -> None:
         click.echo(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
         click.echo(f"state:     {_state(daemon)}")
         click.echo(f"queue:     {daemon['queue_depth']} pending")
+        if daemon.get("indexing"):
+            click.echo(f"progress:  {progress_line(daemon['indexing'])}")
     else:
         click.echo("daemon:    not running (read the index directly)")
     click.echo(f"roots:     {', '.join(report['roots']) or '(none configured)'}")

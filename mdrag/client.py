@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mdrag import protocol
@@ -33,20 +34,35 @@ class DaemonClient:
             return False
         return True
 
-    def call(self, op: str, timeout: float | None = None, **params: Any) -> Any:
-        """One request; a daemon out of client slots is asked again for up to BUSY_RETRY_S."""
+    def call(
+        self,
+        op: str,
+        timeout: float | None = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        **params: Any,
+    ) -> Any:
+        """One request; a daemon out of client slots is asked again for up to BUSY_RETRY_S. With
+        `on_progress`, the daemon streams progress lines (told to it) before its answer."""
+        if on_progress is not None:
+            params["stream"] = True
         deadline = time.monotonic() + BUSY_RETRY_S
         pause = 0.02
         while True:
             try:
-                return self._call_once(op, timeout, **params)
+                return self._call_once(op, timeout, on_progress, **params)
             except DaemonBusyError:
                 if time.monotonic() + pause > deadline:
                     raise
                 time.sleep(pause)
                 pause = min(pause * 2, 0.5)
 
-    def _call_once(self, op: str, timeout: float | None = None, **params: Any) -> Any:
+    def _call_once(
+        self,
+        op: str,
+        timeout: float | None,
+        on_progress: Callable[[dict[str, Any]], None] | None,
+        **params: Any,
+    ) -> Any:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(CONNECT_TIMEOUT_S)
         try:
@@ -65,7 +81,15 @@ class DaemonClient:
                 raise ServerNotRunningError(f"cannot reach the daemon on {self.socket_path}: {exc}") from None
             sock.settimeout(timeout if timeout is not None else self.timeout)
             sock.sendall(protocol.encode(protocol.request(op, **params)))
-            reply = _read_line(sock)
+            reply = b""
+            for line in _lines(sock):
+                if on_progress is not None and b'"progress"' in line:
+                    message = json.loads(line)
+                    if "progress" in message:
+                        on_progress(message["progress"])
+                        continue
+                reply = line
+                break
         except TimeoutError:
             raise RemoteError(f"the daemon did not answer '{op}' in time") from None
         finally:
@@ -90,18 +114,29 @@ class DaemonClient:
         result: dict[str, Any] = self.call("status")
         return result
 
-    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("reindex", timeout=None, paths=paths, force=force, rebuild=rebuild)
+    def reindex(
+        self,
+        paths: list[str],
+        force: bool,
+        rebuild: bool,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(
+            "reindex", timeout=None, on_progress=on_progress, paths=paths, force=force, rebuild=rebuild
+        )
         return result
 
 
-def _read_line(sock: socket.socket) -> bytes:
-    chunks = []
+def _lines(sock: socket.socket) -> Iterator[bytes]:
+    """The lines the daemon sends, each without its newline; a last one cut short is yielded too."""
+    buffer = b""
     while True:
+        while b"\n" in buffer:
+            line, _, buffer = buffer.partition(b"\n")
+            yield line
         chunk = sock.recv(65536)
         if not chunk:
-            break
-        chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    return b"".join(chunks)
+            if buffer:
+                yield buffer
+            return
+        buffer += chunk

@@ -63,6 +63,7 @@ class Config:
     watch_debounce_ms: int = 500
     watch_sweep_interval_s: float = 600.0
     log_level: str = "INFO"
+    log_progress_interval_s: float = 10.0
     source: str = "defaults"  # where the values came from, for error messages
 
     @property
@@ -107,6 +108,7 @@ KEYS: dict[str, str] = {
     "watch.debounce_ms": "watch_debounce_ms",
     "watch.sweep_interval_s": "watch_sweep_interval_s",
     "log.level": "log_level",
+    "log.progress_interval_s": "log_progress_interval_s",
 }
 _ATTRS = {f.name for f in fields(Config)} - {"source"}
 _KEY_OF = {attr: key for key, attr in KEYS.items()}
@@ -290,6 +292,8 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
         raise _fail("watch_sweep_interval_s", where("watch_sweep_interval_s"), "must be >= 0 (0 = off)")
     if config.log_level.upper() not in LOG_LEVELS:
         raise _fail("log_level", where("log_level"), f"must be one of {', '.join(LOG_LEVELS)}")
+    if not 0.5 <= config.log_progress_interval_s <= 3600:
+        raise _fail("log_progress_interval_s", where("log_progress_interval_s"), "must be 0.5-3600 seconds")
     if len(config.server_socket_path.encode()) > 100:
         raise _fail(
             "server_socket_path",

@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from mdrag.liveness import Liveness, PulsingEvent
 from mdrag.milvus import index_held
 from mdrag.notify import SystemdNotifier
 from mdrag.pathtext import to_fs
+from mdrag.progress import ProgressMeter, early_message, progress_line
 from mdrag.rebuild import rebuild_beside
 from mdrag.server import SocketServer
 from mdrag.service import Service
@@ -34,6 +36,7 @@ BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unav
 # A Milvus Lite index down this long, restarts of its servers failing all along: stop feeding
 # systemd's watchdog, so that it restarts the whole daemon (a remote server: keep waiting for it).
 LITE_GIVE_UP_S = 120.0
+PROGRESS_STREAM_S = 0.5  # and to a client that asked for progress (reindex --stream)
 
 
 class _StopDuringStartup(BaseException):
@@ -57,7 +60,8 @@ class Daemon:
         self.queue = WorkQueue(config.watch_debounce_ms / 1000)
         self.server = SocketServer(config.server_socket_path, self.handle)
         self.state = "starting"
-        self.progress: tuple[int, int] | None = None
+        self.meter: ProgressMeter | None = None  # the indexing run under way, if any
+        self._progress_logged_at = 0.0
         self.started_at = time.time()
         # The watchdog is fed only while the writer shows progress (see _main_loop).
         self.writer_liveness = Liveness()
@@ -138,7 +142,7 @@ class Daemon:
                         self.config.milvus_uri,
                         indexlock.DAEMON,
                     )
-                    return Service(self.config)
+                    return Service(self.config, pending=self.pending)
                 except StoreLockedError:
                     if time.monotonic() >= deadline:
                         raise
@@ -178,6 +182,7 @@ class Daemon:
                 self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
                 self.watcher.start()
                 self.request_sweep()
+            self._log_progress()
             self.notifier.status(self._status_line())
 
     def feeds_watchdog(self) -> bool:
@@ -331,21 +336,21 @@ class Daemon:
         if isinstance(work, FileChanges):
             if work.directories:
                 folders = [Path(to_fs(d)) for d in work.directories]  # the watcher queues stored forms
-                report = indexer.reconcile(folders, cancel=self._stop)
+                report = indexer.reconcile(folders, cancel=self._stop, progress=self._meter())
                 logger.info("folder change: {}", _summary(report.to_dict()))
             if work.files:
                 self._index_changed(work.files)
             return
         if work.kind == "reconcile":
             self.state = "reconciling"
-            report = self.service.reindex(cancel=self._stop, progress=self._progress)
+            report = self.service.reindex(cancel=self._stop, progress=self._meter())
             logger.info("reconciled the roots: {}", _summary(report.to_dict()))
             self.state = "watching"
         elif work.rebuild and not work.paths and self.service.store.is_lite:
             # Searches go on answering from the old index until the new one is complete.
             self.state = "rebuilding"
             try:
-                report = rebuild_beside(self.service, self.gate.exclusive, self._progress, self._stop)
+                report = rebuild_beside(self.service, self.gate.exclusive, self._meter(), self._stop)
             finally:
                 self.state = "watching"
             logger.info("rebuild: {}", _summary(report.to_dict()))
@@ -359,7 +364,7 @@ class Daemon:
                     force=work.force,
                     rebuild=work.rebuild,
                     cancel=self._stop,
-                    progress=self._progress,
+                    progress=self._meter(),
                 )
             finally:
                 self.rebuilding_in_place = False
@@ -375,11 +380,11 @@ class Daemon:
         large = [p for p in files if sizes[p] > LARGE_NOTE_BYTES]
         small = [p for p in files if sizes[p] <= LARGE_NOTE_BYTES]
         if small:
-            report = indexer.index_files(small, cancel=self._stop)
+            report = indexer.index_files(small, cancel=self._stop, progress=self._meter())
             logger.info("{} changed file(s): {}", len(small), _summary(report.to_dict()))
         for i, path in enumerate(large):
             turn = _Turn(self.queue, self._stop)
-            report = indexer.index_files([path], cancel=turn)
+            report = indexer.index_files([path], cancel=turn, progress=self._meter())
             if turn.yielded:
                 logger.info("{} waits behind newer changes ({} large note(s) deferred)", path, len(large) - i)
                 for later in large[i:]:
@@ -387,15 +392,39 @@ class Daemon:
                 return
             logger.info("large note {}: {}", path, _summary(report.to_dict()))
 
-    def _progress(self, done: int, total: int, sections: int) -> None:
-        self.progress = (done, total)
-        self.notifier.status(f"indexing {done}/{total}")
+    def _meter(self) -> ProgressMeter:
+        """A new run's progress: what status, searches and the log report until it ends."""
+        self.meter = ProgressMeter()
+        self._progress_logged_at = time.monotonic()  # its first log line comes after a while
+        return self.meter
+
+    def indexing(self) -> dict[str, Any] | None:
+        """The run under way (notes and texts done of those known, rate, ETA), else None."""
+        meter = self.meter
+        if meter is None:
+            return None
+        progress = meter.snapshot()
+        return progress.to_dict() if progress.pending else None
+
+    def pending(self) -> bool:
+        """Notes wait to be indexed: the first reconcile, a run under way, or changes queued."""
+        return self.state == "reconciling" or self.queue.depth() > 0
+
+    def _log_progress(self) -> None:
+        indexing = self.indexing()
+        interval = self.config.log_progress_interval_s
+        if indexing is None or time.monotonic() - self._progress_logged_at < interval:
+            return
+        self._progress_logged_at = time.monotonic()
+        logger.info(progress_line(indexing))
 
     def _status_line(self) -> str:
         assert self.service is not None
-        if self.state == "reconciling" and self.progress:
-            done, total = self.progress
-            return f"indexing {done}/{total}"
+        indexing = self.indexing()
+        if indexing is not None:
+            return progress_line(indexing)
+        if self.state == "reconciling":  # not begun yet: the catalog may hold another folder's notes
+            return "reconciling: listing the notes"
         return f"watching {len(self.service.filter.roots)} roots, {len(self.service.catalog)} notes"
 
     # ---- requests from the socket -----------------------------------------------------------------
@@ -420,6 +449,9 @@ class Daemon:
                 self.queue.wait_idle(float(wait))  # before the gate: a reopen may be what it waits for
             response = self._read_store(op, params)
             response["freshness"] = self.freshness()
+            response["indexing"] = indexing = self.indexing()
+            if indexing is not None and not response.get("results", True):
+                response["message"] = early_message(indexing)
             return response
         if op == "status":
             return {"daemon": self.daemon_status(), **self.service.status()}
@@ -434,10 +466,29 @@ class Daemon:
                     "reindex", paths, force=bool(params.get("force")), rebuild=bool(params.get("rebuild"))
                 )
             )
+            if params.get("stream") is True:
+                return self._stream_progress(command)
             return command.wait()
         if op in ("gaps", "gap_status"):
             return self.service.handle(op, params)  # the gap log, not the store
         return self._read_store(op, params)
+
+    def _stream_progress(self, command: Command) -> Iterator[dict[str, Any]]:
+        """The progress of whatever run is under way until `command` is done, then its result
+        (the server sends each as a progress line before the answer)."""
+        last: ProgressMeter | None = None  # the run last reported, until its end is reported too
+        while True:
+            finished = command.done.wait(PROGRESS_STREAM_S)
+            meter = self.meter
+            if last is not None and (finished or meter is not last or not last.snapshot().pending):
+                yield last.snapshot().to_dict()  # its last count: a bar that stops at 100%
+                last = None
+            if finished:
+                break
+            if meter is not None and meter.snapshot().pending:
+                last = meter
+                yield meter.snapshot().to_dict()
+        return command.wait()
 
     def _read_store(self, op: str, params: dict[str, Any]) -> Any:
         """An operation that reads the store: it shares it, and counts as activity from its
@@ -475,6 +526,7 @@ class Daemon:
             "state": self.state,
             "socket": str(self.server.path),
             "index_reopens": list(self.reopens),
+            "indexing": self.indexing(),
             **self.freshness(),
         }
 

@@ -30,6 +30,7 @@ from mdrag.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
 from mdrag.milvus import Store
 from mdrag.pathtext import to_fs, to_text
+from mdrag.progress import ProgressMeter
 from mdrag.readahead import ReadCancelled, read_ahead
 from mdrag.rows import PreparedNote, store_each, store_notes
 from mdrag.scanner import NoteFilter
@@ -39,11 +40,13 @@ from mdrag.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 # of each model batch is padding (measured on the PowerShell reference: 11% padded tokens at
 # 512 texts, 3% at 2048). A stop still comes within one model batch (embed checks `cancel`).
 BATCH_TEXTS = 2048
+# The first batches of a run are smaller (64, 128, ... texts): a first index becomes searchable
+# note by note within seconds, rather than after the first 2048 texts.
+FIRST_BATCH_TEXTS = 64
 BATCH_FILES = 512  # and never more files than this per batch, so each write stays bounded
 READ_AHEAD = 256  # files read and sectioned ahead of the model by the reader thread
 RUN_VECTORS = 100_000  # vectors one run keeps for reuse, ~150 MB (the PowerShell reference: 26k)
 
-Progress = Callable[[int, int, int], None]  # (files done, files total, sections embedded)
 Listener = Callable[[list[dict[str, Any]]], None]  # told of each batch's new vector rows once visible
 
 
@@ -117,7 +120,7 @@ class Indexer:
         self,
         paths: Iterable[Path] | None = None,
         force: bool = False,
-        progress: Progress | None = None,
+        progress: ProgressMeter | None = None,
         cancel: threading.Event | None = None,
     ) -> IndexReport:
         """Index every note under `paths` (default: all roots) and drop what vanished there."""
@@ -150,7 +153,7 @@ class Indexer:
         self,
         paths: list[str],
         force: bool = False,
-        progress: Progress | None = None,
+        progress: ProgressMeter | None = None,
         cancel: threading.Event | None = None,
         report: IndexReport | None = None,
     ) -> IndexReport:
@@ -158,7 +161,8 @@ class Indexer:
         exists is removed.
 
         `cancel` stops the run between batches: what was written stays consistent, and what
-        was not is found changed by the next run.
+        was not is found changed by the next run. `progress` is told of every note read, text
+        embedded and batch written, and finished at the end.
         """
         started = time.monotonic()
         report = report or IndexReport()
@@ -167,29 +171,30 @@ class Indexer:
         gone = set(missing)
         present = [p for p in paths if p not in gone]
         present = list(dict.fromkeys(present))  # read-ahead must never see one path twice
-        done = 0
+        meter = progress or ProgressMeter()
+        meter.begin(len(present))
+        done = writes = 0
         batch: list[PreparedNote] = []
         texts = 0
         run = self._resumed(present) or RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
         vanished: list[str] = []
-        prepared_files = read_ahead(self._prepare(present, force, report, vanished), READ_AHEAD, cancel)
+        prepared_files = read_ahead(
+            self._prepare(present, force, report, vanished, meter), READ_AHEAD, cancel
+        )
         try:
             for prepared in prepared_files:
                 batch.append(prepared)
                 texts += sum(len(w) for w in prepared.windows)
-                if texts >= BATCH_TEXTS or len(batch) >= BATCH_FILES:
-                    self._write(batch, report, run, cancel)
+                if texts >= min(BATCH_TEXTS, FIRST_BATCH_TEXTS << writes) or len(batch) >= BATCH_FILES:
+                    self._write(batch, report, run, cancel, meter)
+                    writes += 1
                     done += len(batch)
                     batch, texts = [], 0
                     if cancel is not None and cancel.is_set():
                         raise EmbedCancelled
-                if progress:
-                    progress(done + len(batch) + report.unchanged, len(present), report.sections_embedded)
             if batch:
-                self._write(batch, report, run, cancel)
-            if progress:
-                progress(len(present), len(present), report.sections_embedded)
+                self._write(batch, report, run, cancel, meter)
         except (EmbedCancelled, ReadCancelled):
             # Nothing of the unfinished batch was written: the next run finds those files changed,
             # and the vectors embedded so far wait for it.
@@ -197,6 +202,7 @@ class Indexer:
             logger.info("indexing stopped after {} of {} files", done + report.unchanged, len(present))
         finally:
             prepared_files.close()
+            meter.finish()
             # Also when a write fails: no file may stay "processing" for ever.
             self.catalog.clear_marks(present)
         report.deleted += self.remove(vanished)
@@ -252,7 +258,7 @@ class Indexer:
     # ---- reading and sectioning ------------------------------------------------------------
 
     def _prepare(
-        self, paths: list[str], force: bool, report: IndexReport, vanished: list[str]
+        self, paths: list[str], force: bool, report: IndexReport, vanished: list[str], meter: ProgressMeter
     ) -> Iterator[PreparedNote]:
         for path in paths:
             known = self.catalog.get(path)
@@ -261,6 +267,7 @@ class Indexer:
                 data = read_bytes(path, self.max_file_bytes)
             except FileVanished:
                 vanished.append(path)  # deleted since the scan: the writer removes it
+                meter.unchanged()
                 continue
             except FileUnreadable as exc:
                 if known is not None and known.status == "indexed":
@@ -268,20 +275,25 @@ class Indexer:
                     error = f"{exc}; its indexed version is kept until it is readable or gone"
                     report.failed.append({"file_path": path, "error": error})
                     logger.warning("failed {}: {}", path, error)
+                    meter.unchanged()
                     continue
                 prepared.error = str(exc)
+                meter.read(0)
                 yield prepared
                 continue
             except DocumentError as exc:
                 if known is not None and known.status == "failed" and known.error_message == str(exc):
                     report.unchanged += 1  # failed for the same reason as last time: nothing to write
+                    meter.unchanged()
                     continue
                 prepared.error = str(exc)
+                meter.read(0)
                 yield prepared
                 continue
             prepared.file_hash, prepared.size = hash_bytes(data), len(data)
             if known is not None and known.file_hash == prepared.file_hash and not force:
                 report.unchanged += 1
+                meter.unchanged()
                 continue
             self.catalog.mark([path], "processing")
             try:
@@ -291,6 +303,7 @@ class Indexer:
             except Exception as exc:  # a parser bug on one strange file must not stop the run
                 logger.exception("unexpected error while parsing {}", path)
                 prepared.error = f"internal error while parsing: {exc!r}"
+            meter.read(sum(len(w) for w in prepared.windows))
             yield prepared
 
     def _section(self, prepared: PreparedNote, document: Document) -> None:
@@ -314,9 +327,11 @@ class Indexer:
         report: IndexReport,
         run: RunVectors,
         cancel: threading.Event | None = None,
+        meter: ProgressMeter | None = None,
     ) -> None:
         """Write a batch so that search sees each file's old version, then its new one."""
-        vectors = self._vectors(batch, report, run, cancel)
+        meter = meter or ProgressMeter()
+        vectors = self._vectors(batch, report, run, cancel, meter)
         retried = False
         try:
             written = store_notes(self.store, batch, vectors)
@@ -336,6 +351,7 @@ class Indexer:
                 report.added += 1
             else:
                 report.updated += 1
+        meter.written(len(batch))
         for listener in self.listeners:
             listener(written.rows)
         # 3. the old version's rows, now unreachable
@@ -352,7 +368,8 @@ class Indexer:
         batch: list[PreparedNote],
         report: IndexReport,
         run: RunVectors,
-        cancel: threading.Event | None = None,
+        cancel: threading.Event | None,
+        meter: ProgressMeter,
     ) -> dict[tuple[str, int], np.ndarray]:
         wanted = {
             (sid, w): text
@@ -374,12 +391,18 @@ class Indexer:
             found = lookup(unknown).items()
             vectors.update({key: np.asarray(v, dtype=np.float32) for key, v in found if key in wanted})
         missing = [key for key in wanted if key not in vectors]
+        # Progress counts every note's texts, a text repeated in the batch as often as it is there.
+        meter.texts_done(sum(len(ws) for p in batch for ws in p.windows) - len(missing))
         # In slices (a huge note has tens of thousands of windows), each kept in the run as it
         # is done: a stopped run loses at most one slice.
         for start in range(0, len(missing), BATCH_TEXTS):
             part = missing[start : start + BATCH_TEXTS]
             embedded = dict(
-                zip(part, self.embedder.embed([wanted[k] for k in part], cancel=cancel), strict=True)
+                zip(
+                    part,
+                    self.embedder.embed([wanted[k] for k in part], cancel=cancel, done=meter.texts_done),
+                    strict=True,
+                )
             )
             vectors.update(embedded)
             run.add(embedded)

@@ -35,6 +35,12 @@ def ok(result: Any) -> dict[str, Any]:
     return {"v": PROTOCOL_VERSION, "ok": True, "result": result}
 
 
+def progress(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """A line sent before the answer to a request that asked for progress (`"stream": true`);
+    a client that did not ask never gets one."""
+    return {"v": PROTOCOL_VERSION, "progress": snapshot}
+
+
 def error(kind: str, message: str) -> dict[str, Any]:
     return {"v": PROTOCOL_VERSION, "ok": False, "error": {"type": kind, "message": message}}
 

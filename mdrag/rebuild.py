@@ -18,8 +18,9 @@ from pathlib import Path
 from loguru import logger
 
 from mdrag.catalog import Catalog
-from mdrag.indexer import Indexer, IndexReport, Progress
+from mdrag.indexer import Indexer, IndexReport
 from mdrag.milvus import Store, database_files
+from mdrag.progress import ProgressMeter
 from mdrag.service import Service
 
 
@@ -32,7 +33,7 @@ def side_uri(uri: str) -> str:
 def rebuild_beside(
     service: Service,
     exclusive: Callable[[], AbstractContextManager[object]],
-    progress: Progress | None = None,
+    progress: ProgressMeter | None = None,
     cancel: threading.Event | None = None,
 ) -> IndexReport:
     """Index every note of the roots into a new Lite index beside the live one, then switch to it.

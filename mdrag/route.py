@@ -21,6 +21,7 @@ from mdrag.errors import (
     StoreLockedError,
 )
 from mdrag.milvus import index_exists, start_early
+from mdrag.progress import OnProgress, progress_line, short_eta
 
 
 class Backend(Protocol):
@@ -30,7 +31,9 @@ class Backend(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
-    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]: ...
+    def reindex(
+        self, paths: list[str], force: bool, rebuild: bool, on_progress: OnProgress | None = None
+    ) -> dict[str, Any]: ...
 
     def call(self, op: str, **params: Any) -> Any: ...
 
@@ -68,9 +71,13 @@ class LocalBackend:
         """Any read operation of the protocol, answered here as the daemon would."""
         return self.search(params) if op == "search" else self.service.handle(op, params)
 
-    def reindex(self, paths: list[str], force: bool, rebuild: bool) -> dict[str, Any]:
-        with _progress_bar() as progress:
-            report = self.service.reindex(paths or None, force=force, rebuild=rebuild, progress=progress)
+    def reindex(
+        self, paths: list[str], force: bool, rebuild: bool, on_progress: OnProgress | None = None
+    ) -> dict[str, Any]:
+        from mdrag.progress import ProgressMeter
+
+        meter = ProgressMeter(on_progress)
+        report = self.service.reindex(paths or None, force=force, rebuild=rebuild, progress=meter)
         return report.to_dict()
 
     def close(self) -> None:
@@ -81,30 +88,49 @@ class LocalBackend:
 
 
 @contextmanager
-def _progress_bar() -> Iterator[Any]:
-    """A tqdm bar on a terminal (files, sections/s, ETA); a log line now and then otherwise."""
+def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
+    """On a terminal, a tqdm bar of the texts embedded (notes done, rate, ETA); otherwise a
+    progress line on stderr every 10 s (none when `quiet`). Fed by a run here or the daemon's stream."""
     if not sys.stderr.isatty():
-        from loguru import logger
+        last = [time.monotonic()]
 
-        last = [0.0]
-
-        def log_progress(done: int, total: int, sections: int) -> None:
-            if time.monotonic() - last[0] > 5 or done == total:
+        def print_progress(progress: dict[str, Any]) -> None:
+            if not quiet and time.monotonic() - last[0] >= 10:
                 last[0] = time.monotonic()
-                logger.info("indexed {}/{} files, {} sections embedded", done, total, sections)
+                print(progress_line(progress), file=sys.stderr, flush=True)
 
-        yield log_progress
+        yield print_progress
         return
+    import shutil
+
     from tqdm import tqdm
 
-    bar = tqdm(total=0, unit="file", dynamic_ncols=True, file=sys.stderr)
-    started = time.monotonic()
+    # A terminal that reports no size (a pty nobody sized) gets a bar of 100 columns: tqdm draws
+    # nothing on a terminal of 0 rows or columns.
+    sized = shutil.get_terminal_size((0, 0)).columns > 0
+    bar = tqdm(
+        total=0,
+        unit="text",
+        dynamic_ncols=sized,
+        ncols=None if sized else 100,
+        nrows=None if sized else 20,
+        file=sys.stderr,
+        bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} texts [{elapsed}{postfix}]",
+        desc="indexing",
+    )
 
-    def update(done: int, total: int, sections: int) -> None:
-        bar.total = total
-        bar.n = done
-        rate = sections / max(time.monotonic() - started, 1e-6)
-        bar.set_postfix_str(f"{sections} sections, {rate:.0f} sections/s", refresh=False)
+    def update(progress: dict[str, Any]) -> None:
+        if progress["state"] == "scanning" or not progress["total"]:
+            return  # nothing counted yet, or a run with nothing to embed: the bar stays as it is
+        bar.total = progress["total"]
+        bar.n = progress["done"]
+        rate = progress["rate"]
+        bar.set_postfix_str(
+            f"{progress['notes_done']}/{progress['notes_total']} notes"
+            + (f", {rate:.0f} texts/s" if rate else "")
+            + (", done" if progress["state"] == "done" else f", {short_eta(progress['eta_s'])}"),
+            refresh=False,
+        )
         bar.refresh()
 
     try:

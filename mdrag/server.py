@@ -6,7 +6,7 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +150,8 @@ class SocketServer:
             conn.settimeout(self.read_timeout_s)  # a client that reads nothing stalls only itself
             while b"\n" in buffer and not self._stopping.is_set():
                 line, _, buffer = buffer.partition(b"\n")
-                conn.sendall(protocol.encode(self._answer(line)))
+                for message in self._answer(line):  # progress lines first, when it streams
+                    conn.sendall(protocol.encode(message))
             keep = not self._stopping.is_set()
         except (OSError, TimeoutError):
             return  # the client went away or stalled: its connection only
@@ -161,14 +162,25 @@ class SocketServer:
             else:
                 conn.close()
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
+    def _answer(self, line: bytes) -> Iterator[dict[str, Any]]:
+        """The response to one request: one line, or progress lines first when the handler
+        streams (returns a generator: what it yields is progress, what it returns the result)."""
         try:
             op, params = protocol.decode_request(line)
-            return protocol.ok(self.handler(op, params))
+            result = self.handler(op, params)
+            if isinstance(result, Generator):
+                while True:
+                    try:
+                        step = next(result)
+                    except StopIteration as stop:
+                        result = stop.value
+                        break
+                    yield protocol.progress(step)
+            yield protocol.ok(result)
         except QueryError as exc:
-            return protocol.error("InvalidRequest", str(exc))
+            yield protocol.error("InvalidRequest", str(exc))
         except MdragError as exc:
-            return protocol.error(type(exc).__name__, str(exc))
+            yield protocol.error(type(exc).__name__, str(exc))
         except Exception as exc:  # a bug answers this request with an error, never the daemon's life
             logger.exception("request failed")
-            return protocol.error("InternalError", f"internal error: {exc!r}")
+            yield protocol.error("InternalError", f"internal error: {exc!r}")

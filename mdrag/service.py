@@ -10,6 +10,7 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,11 @@ from mdrag.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, b
 from mdrag.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
-from mdrag.indexer import Indexer, IndexReport, Progress
+from mdrag.indexer import Indexer, IndexReport
 from mdrag.milvus import Store
 from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.pathtext import to_fs, to_text
+from mdrag.progress import ProgressMeter
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
@@ -68,19 +70,27 @@ def gap_log_path(config: Config) -> Path:
 class Service:
     """Everything needed to index and search, opened once and closed once."""
 
-    def __init__(self, config: Config, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        embedder: Embedder | None = None,
+        pending: Callable[[], bool] = lambda: False,
+    ) -> None:
         # mdrag's own lock before Milvus opens: a second writer is refused here, touching nothing.
         self._lock = indexlock.acquire(
             indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
         )
         try:
-            self._open(config, embedder)
+            self._open(config, embedder, pending)
         except BaseException:
             self._lock.release()
             raise
 
-    def _open(self, config: Config, embedder: Embedder | None) -> None:
+    def _open(self, config: Config, embedder: Embedder | None, pending: Callable[[], bool]) -> None:
         self.config = config
+        # True while notes wait to be indexed (the daemon's queue or a run under way): a search
+        # that finds nothing then may only be early, and is no gap.
+        self.pending = pending
         self.started_at = time.time()
         self.embedder = embedder or Embedder(
             config.embedding_model,
@@ -142,7 +152,8 @@ class Service:
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
         # search narrowed by tags or a folder, not one asking for more than the configured threshold.
         plain = not (params.passage or params.tags or params.path_prefix)
-        if not response["results"] and plain and params.threshold <= self.config.search_threshold:
+        usual = plain and params.threshold <= self.config.search_threshold
+        if not response["results"] and usual and not self.pending():
             self._record_gap(params.query, response["best_candidate_score"], found.query_vector)
         return response
 
@@ -215,7 +226,7 @@ class Service:
         paths: list[str] | None = None,
         force: bool = False,
         rebuild: bool = False,
-        progress: Progress | None = None,
+        progress: ProgressMeter | None = None,
         cancel: threading.Event | None = None,
     ) -> IndexReport:
         if rebuild:

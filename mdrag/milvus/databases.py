@@ -82,7 +82,8 @@ class Databases:
         try:
             # A per-call timeout bounds pymilvus' retries, so an unreachable server is an error
             # after timeout_s rather than a call that hangs.
-            return MilvusClient(uri=uri, token=self._token or "", timeout=self._timeout_s)
+            options = {"grpc_options": lite.GRPC_OPTIONS} if self.is_lite else {}
+            return MilvusClient(uri=uri, token=self._token or "", timeout=self._timeout_s, **options)
         except Exception as exc:  # pymilvus raises several unrelated types here
             if held:
                 raise StoreLockedError(

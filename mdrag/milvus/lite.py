@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
 import threading
+import warnings
 from pathlib import Path
+from typing import Any
 
 from mdrag.config import is_lite_uri
 from mdrag.milvus.shards import LITE_SHARDS, shard_paths
+
+# milvus-lite 2.5.1 imports pkg_resources only to read its own version: a deprecation warning on
+# every command's stderr that a user can do nothing about.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+
+# gRPC keepalive for a Lite server: none. pymilvus pings every 10 s even without calls, but the
+# Lite server keeps gRPC's default policy (a ping at most every 5 min without data), answers
+# with GOAWAY too_many_pings, and gRPC prints that on stderr. Over a local unix socket a dead
+# server shows as a failed call at once, which is what keepalive would have found out.
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": 0}
 
 _started: set[Path] = set()  # databases whose server this process started ahead of the store
 _starting: dict[Path, threading.Thread] = {}  # head starts still under way
@@ -111,7 +124,6 @@ def guard_lock_files() -> None:
 def _start(db: Path) -> None:
     try:
         db.parent.mkdir(parents=True, exist_ok=True)
-        from milvus_lite.server import Server
         from milvus_lite.server_manager import server_manager_instance as manager
 
         guard_lock_files()
@@ -119,7 +131,7 @@ def _start(db: Path) -> None:
         with manager._lock:  # milvus-lite 2.5.1's registry of running servers, by resolved path
             if key in manager._servers:
                 return
-        server = Server(key)
+        server = _server_class()(key)
         if not (server.init() and server.start()):
             return
         with manager._lock:
@@ -139,6 +151,59 @@ def servers_alive(dbs: list[Path]) -> bool:
     return all(
         server is not None and server._p is not None and server._p.poll() is None for server in servers
     )
+
+
+def server_log(db: Path) -> Path:
+    """Where a Lite server's own output goes: beside its database, never a command's stdout."""
+    return db.parent / f"{db.name}.log"
+
+
+_server_cls: Any = None
+
+
+def _server_class() -> Any:
+    """milvus-lite's Server, its process's output sent to `server_log` rather than inherited
+    (a `--json` answer on stdout stays clean); milvus-lite's own manager starts this one too."""
+    global _server_cls
+    if _server_cls is not None:
+        return _server_cls
+    from milvus_lite import server as lite_server
+    from milvus_lite import server_manager
+
+    class LoggedServer(lite_server.Server):  # type: ignore[misc]
+        def start(self) -> bool:
+            # milvus-lite 2.5.1's Server.start, with the child's stdout and stderr redirected.
+            self._lock_fd = open(self._lock_path, "a")  # noqa: SIM115 - held while the server runs
+            try:
+                fcntl.lockf(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lite_server.logger.error(
+                    "Open %s failed, the file has been opened by another program", self._db_file
+                )
+                return False
+            env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")}
+            library_path = str(self._bin_path) + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+            env = {"LD_LIBRARY_PATH": library_path, "DYLD_LIBRARY_PATH": library_path, **env}
+            with open(server_log(Path(self._db_file)), "ab") as log:
+                process = subprocess.Popen(
+                    args=self.args,
+                    env=env,
+                    cwd=str(self._work_dir),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                )
+            self._p = process
+            try:
+                process.wait(0.5)  # as milvus-lite does: a server still running then has started
+            except subprocess.TimeoutExpired:
+                return True
+            lite_server.logger.error("Start milvus-lite failed; see %s", server_log(Path(self._db_file)))
+            return False
+
+    server_manager.Server = LoggedServer
+    _server_cls = LoggedServer
+    return LoggedServer
 
 
 def release(dbs: list[Path]) -> None:

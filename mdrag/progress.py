@@ -1,0 +1,208 @@
+"""Progress: how far an indexing run is (notes and texts embedded of those known), its rate and ETA."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# The rate is measured over this many recent seconds of embedding, so a run whose texts grow
+# longer (the model sorts nothing across batches) or a machine that gets busy moves the ETA.
+RATE_WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One look at a run: what the daemon's status, a search's `indexing` and the bar show.
+
+    `done`/`total` count texts (section windows, what the model embeds: the work that takes the
+    time); `total` grows while files are still being read, estimated from the notes read so far.
+    """
+
+    state: str  # "scanning" (listing the files), "indexing", or "done"
+    notes_done: int  # notes whose current version is searchable (indexed, failed or unchanged)
+    notes_total: int
+    done: int  # texts embedded or found already embedded
+    total: int  # texts known, plus an estimate for the notes not read yet
+    unit: str  # "texts"
+    rate: float | None  # texts per second, over the last minute of embedding
+    eta_s: float | None  # seconds left at that rate; None until there is a rate
+    started_at: float  # wall-clock time the run began
+
+    @property
+    def pending(self) -> bool:
+        return self.state != "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rate"] = None if self.rate is None else round(self.rate, 1)
+        data["eta_s"] = None if self.eta_s is None else round(self.eta_s)
+        return data
+
+
+OnProgress = Callable[[dict[str, Any]], None]  # told of Progress.to_dict(), as a client is
+LISTENER_INTERVAL_S = 0.2  # a listener (a terminal's bar) is told at most this often
+
+
+class ProgressMeter:
+    """Counts one run's work as the reader, the model and the writer report it; thread-safe.
+
+    The reader thread reports each note read (its texts), the writer each model batch embedded
+    and each batch of notes written; anyone may take a `snapshot()` at any time.
+    """
+
+    def __init__(
+        self, listener: OnProgress | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._clock = clock
+        self._listener = listener
+        self._told_at = float("-inf")
+        self._lock = threading.Lock()
+        self.started_at = time.time()
+        self._state = "scanning"
+        self._notes_total = 0
+        self._notes_read = 0  # read and sectioned, or found unchanged
+        self._notes_unchanged = 0
+        self._notes_written = 0
+        self._texts_known = 0
+        self._texts_done = 0
+        self._samples: list[tuple[float, int]] = []  # (time, texts done) at each model batch
+
+    def begin(self, notes_total: int) -> None:
+        """The files are listed: `notes_total` notes to look at."""
+        with self._lock:
+            self._state = "indexing"
+            self._notes_total = notes_total
+            self._samples = [(self._clock(), self._texts_done)]
+        self._tell()
+
+    def read(self, texts: int) -> None:
+        """A note was read and sectioned into `texts` texts to embed."""
+        with self._lock:
+            self._notes_read += 1
+            self._texts_known += texts
+
+    def unchanged(self) -> None:
+        """A note was found as it is in the index: nothing to embed."""
+        with self._lock:
+            self._notes_read += 1
+            self._notes_unchanged += 1
+
+    def texts_done(self, count: int) -> None:
+        """`count` texts were embedded (or reused from earlier runs)."""
+        with self._lock:
+            self._texts_done += count
+            now = self._clock()
+            self._samples.append((now, self._texts_done))
+            while len(self._samples) > 2 and now - self._samples[1][0] > RATE_WINDOW_S:
+                self._samples.pop(0)
+        self._tell()
+
+    def written(self, notes: int) -> None:
+        """`notes` notes were written: search sees them now."""
+        with self._lock:
+            self._notes_written += notes
+        self._tell()
+
+    def finish(self) -> None:
+        with self._lock:
+            self._state = "done"
+        self._tell(force=True)
+
+    def _tell(self, force: bool = False) -> None:
+        if self._listener is None:
+            return
+        now = self._clock()
+        if force or now - self._told_at >= LISTENER_INTERVAL_S:
+            self._told_at = now
+            self._listener(self.snapshot().to_dict())
+
+    def snapshot(self) -> Progress:
+        with self._lock:
+            notes_done = min(self._notes_written + self._notes_unchanged, self._notes_total)
+            if self._state == "done":
+                notes_done = self._notes_total
+            total = max(self._texts_known, self._texts_done)
+            unread = self._notes_total - self._notes_read
+            changed_read = self._notes_read - self._notes_unchanged
+            if unread > 0 and changed_read > 0:
+                # The notes not read yet are assumed to be like those read so far.
+                total += math.ceil(unread * self._texts_known / changed_read)
+            rate = self._rate()
+            left = max(total - self._texts_done, 0)
+            eta = None if rate is None else left / rate
+            if self._state == "done":
+                eta = 0.0
+            return Progress(
+                state=self._state,
+                notes_done=notes_done,
+                notes_total=self._notes_total,
+                done=self._texts_done,
+                total=total,
+                unit="texts",
+                rate=rate,
+                eta_s=eta,
+                started_at=self.started_at,
+            )
+
+    def _rate(self) -> float | None:
+        if len(self._samples) < 2:
+            return None
+        (t0, n0), (t1, n1) = self._samples[0], self._samples[-1]
+        if t1 - t0 <= 0 or n1 <= n0:
+            return None
+        return (n1 - n0) / (t1 - t0)
+
+
+def eta_text(seconds: float | None) -> str:
+    """'about 3 min left', 'about 40 s left', or 'estimating the time left' without a rate yet."""
+    if seconds is None:
+        return "estimating the time left"
+    if seconds < 60:
+        return f"about {max(5, 5 * math.ceil(seconds / 5))} s left"
+    if seconds < 3600:
+        return f"about {math.ceil(seconds / 60)} min left"
+    hours, rest = divmod(math.ceil(seconds / 60), 60)
+    return f"about {hours} h {rest:02d} min left"
+
+
+def short_eta(seconds: float | None) -> str:
+    """'~3 min left' for status and log lines."""
+    text = eta_text(seconds)
+    return text.replace("about ", "~") if seconds is not None else "ETA unknown yet"
+
+
+def progress_line(progress: dict[str, Any] | Progress) -> str:
+    """One line for status, the daemon's log and systemd: 'indexing 412/994 notes, 5210/12400
+    texts, ~3 min left' (or 'listing the notes' before the files are counted)."""
+    p = progress if isinstance(progress, dict) else progress.to_dict()
+    if p["state"] == "scanning":
+        return "indexing: listing the notes"
+    return (
+        f"indexing {p['notes_done']}/{p['notes_total']} notes, "
+        f"{p['done']}/{p['total']} {p['unit']}, {short_eta(p['eta_s'])}"
+    )
+
+
+def search_banner(progress: dict[str, Any]) -> str:
+    """What a search says while the index is being built: 'indexing: 412 of 994 notes done,
+    about 3 min left; results so far:'."""
+    if progress["state"] == "scanning":
+        return "indexing: listing the notes; results so far:"
+    return (
+        f"indexing: {progress['notes_done']} of {progress['notes_total']} notes done, "
+        f"{eta_text(progress['eta_s'])}; results so far:"
+    )
+
+
+def early_message(progress: dict[str, Any]) -> str:
+    """Why a search during an index found nothing: the notes may not be indexed yet."""
+    if progress["state"] == "scanning":
+        return "nothing found yet: the notes are still being listed for indexing"
+    return (
+        f"nothing found in the {progress['notes_done']} of {progress['notes_total']} notes "
+        f"indexed so far; the rest are still being indexed ({eta_text(progress['eta_s'])})"
+    )

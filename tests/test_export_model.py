@@ -1,0 +1,42 @@
+"""The ONNX export: done once in a child process, so the embedding process never loads torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mdrag.embedder import onnx_model, resolve_model
+from mdrag.errors import ConfigError
+
+
+def test_an_unwritable_model_cache_is_an_error_that_names_the_directory(tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_folder))
+    source, _ = resolve_model("all-MiniLM-L6-v2")
+    with pytest.raises(ConfigError, match=rf"cannot write the ONNX model cache {not_a_folder}/mdrag/onnx/"):
+        onnx_model(source, quantized=False)
+
+
+@pytest.mark.slow
+def test_a_fresh_cache_exports_the_model_in_a_child_and_this_process_never_loads_torch(tmp_path):
+    probe = (
+        "import sys\n"
+        "from mdrag.embedder import Embedder\n"
+        "vectors = Embedder().embed(['a note about sourdough', 'kernel modules'])\n"
+        "print(vectors.shape, 'torch' in sys.modules)\n"
+    )
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["(2,", "384)", "False"]
+    assert list((tmp_path / "cache" / "mdrag" / "onnx").glob("*/model-fused.onnx"))

@@ -1,0 +1,176 @@
+"""Indexing progress: counts, estimated totals, rate and ETA, its wording, and its stream over the socket."""
+
+from __future__ import annotations
+
+import json
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from mdrag import protocol
+from mdrag.client import DaemonClient
+from mdrag.errors import RemoteError
+from mdrag.progress import ProgressMeter, early_message, eta_text, progress_line, search_banner
+from mdrag.server import SocketServer
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_counts_texts_of_notes_read_and_estimates_the_notes_not_read_yet():
+    meter = ProgressMeter(clock=Clock())
+    assert meter.snapshot().state == "scanning"
+    meter.begin(10)
+    for _ in range(4):
+        meter.read(5)  # four notes of five texts each read so far
+    p = meter.snapshot()
+    assert (p.state, p.notes_done, p.notes_total, p.done) == ("indexing", 0, 10, 0)
+    assert p.total == 50  # 20 known + 6 unread notes like the 4 read
+    assert p.rate is None and p.eta_s is None  # nothing embedded yet: no rate to promise from
+
+
+def test_unchanged_notes_count_as_done_and_add_no_texts_to_the_estimate():
+    meter = ProgressMeter(clock=Clock())
+    meter.begin(4)
+    meter.unchanged()
+    meter.unchanged()
+    meter.read(3)
+    p = meter.snapshot()
+    assert p.notes_done == 2
+    assert p.total == 6  # one changed note of 3 texts read; one unread note estimated alike
+
+
+def test_eta_comes_from_the_measured_rate_of_texts_embedded():
+    clock = Clock()
+    meter = ProgressMeter(clock=clock)
+    meter.begin(2)
+    meter.read(100)
+    meter.read(100)
+    clock.now += 10
+    meter.texts_done(50)  # 50 texts in 10 s
+    meter.written(0)
+    p = meter.snapshot()
+    assert p.rate == pytest.approx(5.0)
+    assert p.eta_s == pytest.approx(30.0)  # 150 texts left at 5 per second
+    clock.now += 10
+    meter.texts_done(150)
+    meter.written(2)
+    meter.finish()
+    p = meter.snapshot()
+    assert (p.state, p.notes_done, p.done, p.total, p.eta_s) == ("done", 2, 200, 200, 0.0)
+    assert not p.pending
+
+
+def test_the_rate_follows_the_last_minute_not_the_whole_run():
+    clock = Clock()
+    meter = ProgressMeter(clock=clock)
+    meter.begin(1)
+    meter.read(10_000)
+    for _ in range(20):  # 10 texts/s for 200 s
+        clock.now += 10
+        meter.texts_done(100)
+    for _ in range(10):  # then 2 texts/s (the machine got busy)
+        clock.now += 10
+        meter.texts_done(20)
+    assert meter.snapshot().rate == pytest.approx(2.0, rel=0.25)
+
+
+def test_a_listener_hears_of_progress_at_most_five_times_a_second_but_always_of_the_end():
+    clock = Clock()
+    heard = []
+    meter = ProgressMeter(heard.append, clock=clock)
+    meter.begin(3)
+    for _ in range(10):
+        meter.texts_done(1)  # all in the same instant
+    meter.finish()
+    assert [h["state"] for h in heard] == ["indexing", "done"]
+    assert heard[-1]["done"] == 10
+    assert json.loads(json.dumps(heard[0]))["unit"] == "texts"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "estimating the time left"),
+        (0.2, "about 5 s left"),
+        (41, "about 45 s left"),
+        (61, "about 2 min left"),
+        (180, "about 3 min left"),
+        (3 * 3600 + 5 * 60, "about 3 h 05 min left"),
+    ],
+)
+def test_time_left_reads_as_a_person_would_say_it(seconds, text):
+    assert eta_text(seconds) == text
+
+
+def test_status_and_search_lines_say_how_far_the_index_is():
+    meter = ProgressMeter(clock=Clock())
+    assert progress_line(meter.snapshot()) == "indexing: listing the notes"
+    p = {"state": "indexing", "notes_done": 412, "notes_total": 994, "done": 5210, "total": 12400}
+    p |= {"unit": "texts", "eta_s": 170.0}
+    assert progress_line(p) == "indexing 412/994 notes, 5210/12400 texts, ~3 min left"
+    assert search_banner(p) == "indexing: 412 of 994 notes done, about 3 min left; results so far:"
+    assert "412 of 994 notes indexed so far" in early_message(p)
+
+
+# ---- the stream of progress lines over the socket ------------------------------------------
+
+
+def streaming_handler(op, params):
+    if op == "reindex" and params.get("stream"):
+        return stream(params.get("fail"))
+    if op == "reindex":
+        return {"added": 3}
+    return {"pong": True}
+
+
+def stream(fail):
+    for done in (1, 2):
+        yield {"state": "indexing", "done": done, "total": 3}
+    if fail:
+        raise ValueError("the run broke")
+    return {"added": 3}
+
+
+@pytest.fixture()
+def socket_path():
+    directory = Path(tempfile.mkdtemp(prefix="mdp", dir="/tmp"))
+    server = SocketServer(str(directory / "s.sock"), streaming_handler)
+    server.start()
+    yield str(server.path)
+    server.stop()
+
+
+def test_a_client_that_asks_for_progress_hears_each_step_before_the_answer(socket_path):
+    heard = []
+    result = DaemonClient(socket_path).call("reindex", on_progress=heard.append)
+    assert [h["done"] for h in heard] == [1, 2]
+    assert result == {"added": 3}
+
+
+def test_a_client_that_does_not_ask_for_progress_gets_one_answer_line_as_before(socket_path):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(socket_path)
+    sock.sendall(protocol.encode(protocol.request("reindex")))
+    sock.shutdown(socket.SHUT_WR)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    sock.close()
+    lines = data.decode().splitlines()
+    assert len(lines) == 1
+    assert json.loads(lines[0]) == {"v": 1, "ok": True, "result": {"added": 3}}
+
+
+def test_a_run_that_fails_midway_ends_its_stream_with_the_error(socket_path):
+    heard = []
+    with pytest.raises(RemoteError, match="the run broke"):
+        DaemonClient(socket_path).call("reindex", on_progress=heard.append, fail=True)
+    assert len(heard) == 2
