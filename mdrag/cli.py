@@ -150,6 +150,7 @@ def _print_hits(response: dict[str, Any]) -> None:
     level = response.get("confidence", {}).get("level", "none")
     if not results:
         click.echo(f"No results ({level} confidence): {response.get('message') or 'nothing matched'}.")
+        _print_closest(response.get("closest") or [])
         _print_dropped(response)
         return
     for hit in results:
@@ -162,9 +163,10 @@ def _print_hits(response: dict[str, Any]) -> None:
         if hit.get("explain"):
             e = hit["explain"]
             click.echo(
-                f"       dense {e['dense_score']}, dense rank {e['dense_rank']}, "
-                f"keyword rank {e['keyword_rank']}, fused rank {e['fused_rank']}"
+                f"       similarity {e['similarity']}, dense rank {e['dense_rank']}, "
+                f"keyword rank {e['keyword_rank']}, score rank {e['score_rank']}"
             )
+            click.echo("       evidence " + ", ".join(f"{k} {v:g}" for k, v in e["evidence"].items()))
         text = hit["section_text"]
         if text.startswith("#"):  # the heading is on the line above already
             text = text.partition("\n")[2]
@@ -174,6 +176,20 @@ def _print_hits(response: dict[str, Any]) -> None:
     _print_dropped(response)
 
 
+def _print_closest(closest: list[dict[str, Any]]) -> None:
+    """Never a bare "nothing": the nearest notes, so a user sees what the index does hold."""
+    if not closest:
+        return
+    click.echo("no confident answer; closest notes:")
+    for note in closest:
+        heading = f"  {note['heading_path']}" if note["heading_path"] else ""
+        click.echo(
+            click.style(f"{note['score']:.3f}", fg="yellow")
+            + f"  {shown(note['path'])}"
+            + click.style(heading, fg="cyan")
+        )
+
+
 def _print_dropped(response: dict[str, Any]) -> None:
     explain = response.get("explain")
     if not explain:
@@ -181,7 +197,10 @@ def _print_dropped(response: dict[str, Any]) -> None:
     dropped = explain["dropped_by_threshold"]
     click.echo(f"below the threshold {explain['threshold']}: {len(dropped)} candidates")
     for c in dropped[:10]:
-        click.echo(f"  {c['dense_score']}  {shown(c['file_path'])}  (fused rank {c['fused_rank']})")
+        click.echo(
+            f"  {c['score']:.3f} (similarity {c['similarity']})  {shown(c['file_path'])}"
+            f"  (score rank {c['score_rank']})"
+        )
 
 
 @cli.command()

@@ -63,6 +63,9 @@ def build_context(response: dict[str, Any], max_tokens: int, count_tokens: Token
         "query": response["query"],
         "confidence": response["confidence"],
         "message": response.get("message", ""),
+        # Nothing passed: the nearest notes (path, heading path, score), so a script or an
+        # assistant can say what the notes hold rather than that they hold nothing.
+        "closest": response.get("closest", []) if not sources else [],
         "tokens": count_tokens([context])[0] if context else 0,
         "max_tokens": max_tokens,
         "sources": sources,
