@@ -118,8 +118,11 @@ def _unpack(corpus: Corpus, root: Path) -> None:
             shutil.copytree(archive, target, dirs_exist_ok=True)
             continue
         with tarfile.open(archive) as tar:
+            # Member paths match (and name notes) without a leading "./" (the EIPs archive has one).
             members = [
-                m for m in tar.getmembers() if globs is None or any(fnmatch.fnmatch(m.name, g) for g in globs)
+                m
+                for m in tar.getmembers()
+                if globs is None or any(fnmatch.fnmatch(m.name.removeprefix("./"), g) for g in globs)
             ]
             tar.extractall(target, members=members, filter="data")
 

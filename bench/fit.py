@@ -113,6 +113,31 @@ def fit_weights(
     return bias, coef / scale
 
 
+def anchor(rows: list[dict[str, Any]], bias: float, coef: np.ndarray, at: float = 0.7) -> float:
+    """The bias that puts `at` where answered and silent balance on these rows (max of the lower rate).
+
+    The slopes say how the evidence combines; this places the default threshold on the scale.
+    """
+    best_z, best = 0.0, -1.0
+    tops_ans, tops_un = [], []
+    for row in rows:
+        zs = sorted(
+            ((bias + float(np.dot(coef, v)), label) for _, label, v in row["cands"]), key=lambda t: -t[0]
+        )
+        if row["version"] == "answerable":
+            # The lowest bar that still keeps a relevant hit within the first DEPTH.
+            tops_ans.append(max((z for z, label in zs[:DEPTH] if label), default=-np.inf))
+        else:
+            tops_un.append(zs[0][0] if zs else -np.inf)
+    a, u = np.asarray(tops_ans), np.asarray(tops_un)
+    for z in np.unique(np.concatenate([a[np.isfinite(a)], u[np.isfinite(u)]])):
+        answered = float(np.mean(a >= z)) if len(a) else 1.0
+        silent = float(np.mean(u < z)) if len(u) else 1.0
+        if min(answered, silent) > best:
+            best_z, best = float(z), min(answered, silent)
+    return bias - best_z + math.log(at / (1 - at))
+
+
 def scores_of(row: dict[str, Any], bias: float, coef: np.ndarray) -> list[tuple[str, int, float]]:
     out = []
     for doc, label, values in row["cands"]:
@@ -164,7 +189,10 @@ def fit(args: argparse.Namespace) -> None:
         folds = [set(order[i :: args.folds]) for i in range(args.folds)]
         held: list[dict[str, Any]] = []
         for fold in folds:
-            bias, coef = fit_weights([r for r in mine if r["q"] not in fold])
+            train = [r for r in mine if r["q"] not in fold]
+            bias, coef = fit_weights(train)
+            if args.anchor:
+                bias = anchor(train, bias, coef)
             test = [r for r in mine if r["q"] in fold]
             held.extend({**r, "_b": bias, "_c": coef} for r in test)
         # Held-out figures: every query scored by constants that never saw it.
@@ -188,6 +216,8 @@ def fit(args: argparse.Namespace) -> None:
                     )
                 )
         bias, coef = fit_weights(mine)
+        if args.anchor:
+            bias = anchor(mine, bias, coef)
         result[mode] = {
             "held_out": {"ndcg@10": round(float(np.mean(ndcg)), 4), "at_0.7": curve[0.7], "curve": curve},
             "bias": round(bias, 4),
@@ -253,6 +283,9 @@ def main() -> None:
     f.add_argument("features", type=Path)
     f.add_argument("--set", choices=("scifact", "natural"), default="scifact")
     f.add_argument("--folds", type=int, default=5)
+    f.add_argument(
+        "--anchor", action="store_true", help="place 0.7 at the balanced answered/silent point, not P=0.7"
+    )
     f.add_argument("--out", type=Path, default=Path("bench/results/fit.json"))
     r = sub.add_parser("report")
     r.add_argument("features", type=Path)

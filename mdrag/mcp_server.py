@@ -143,13 +143,15 @@ def build_server(socket_path: str) -> MCPServer:
         that failed to index and the model. Use it when a search finds less than expected."""
         return ask("status")
 
-    def _no_context(pack: dict[str, Any]) -> str:
-        lines = [pack.get("message") or "no confident answer in the notes"]
-        if pack.get("closest"):
-            lines.append("closest notes (weaker matches):")
-            lines += [f"- {c['path']}: {c['heading_path']} (score {c['score']:.2f})" for c in pack["closest"]]
-        return "\n".join(lines)
-
     if not client.alive():
         logger.warning("no mdrag daemon answers on {} yet; tools fail until `mdrag serve` runs", socket_path)
     return server
+
+
+def _no_context(pack: dict[str, Any]) -> str:
+    """An empty pack as text a model reads: why it is empty and the nearest notes it could name."""
+    lines = [pack.get("message") or "no confident answer in the notes"]
+    if pack.get("closest"):
+        lines.append("closest notes (weaker matches, not answers):")
+        lines += [f"- {c['path']}: {c['heading_path']} (score {c['score']:.2f})" for c in pack["closest"]]
+    return "\n".join(lines)
