@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from bench.answerability import DEPTH, rates_at
 from bench.metrics import ndcg_at_k
+from mdrag.search import CANDIDATE_FACTOR
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 
@@ -37,45 +39,46 @@ def dump(args: argparse.Namespace) -> None:
 
     configure_logging("WARNING")
     judged = ev.judged_set(args.set)
+    pool = DEPTH * CANDIDATE_FACTOR + 10
     service, root, _ = ev.open_set(judged, Config())
     ids = ev.doc_ids(root)
+
+    def one(qid: str, text: str) -> list[str]:
+        relevant = {d for d, g in judged.qrels.get(qid, {}).items() if g > 0}
+        versions: list[tuple[str, set[str] | None]] = [("unanswerable", None)]
+        if relevant:
+            versions = [("answerable", None)]
+            if judged.twins:
+                versions.append(("unanswerable", relevant))
+        lines = []
+        for mode in args.modes:
+            for version, drop in versions:
+                leave = None if drop is None else (lambda p, drop=drop: ids.get(p) in drop)
+                params = SearchParams.parse(
+                    {"query": text, "top_k": args.depth, "threshold": 0.0, "mode": mode, "explain": True},
+                    service.search_defaults(),
+                )
+                # Every candidate a default search (top_k DEPTH) scores, not only its hits.
+                found = service.searcher.search(params, leave_out=leave, pool=pool)
+                cands = [
+                    [
+                        ids.get(h.file_path),
+                        int(ids.get(h.file_path) in relevant),
+                        list(h.explain["evidence"].values()),
+                    ]
+                    for h in found.results
+                    if h.explain
+                ]
+                lines.append(json.dumps({"q": qid, "mode": mode, "version": version, "cands": cands}))
+        return lines
+
     try:
-        with args.out.open("w", encoding="utf-8") as out:
-            for n, (qid, text) in enumerate(judged.queries.items()):
-                relevant = {d for d, g in judged.qrels.get(qid, {}).items() if g > 0}
-                versions = [("unanswerable", None)]
-                if relevant:
-                    versions = [("answerable", None)]
-                    if judged.twins:
-                        versions.append(("unanswerable", relevant))
-                for mode in args.modes:
-                    for version, drop in versions:
-                        leave = None if drop is None else (lambda p, drop=drop: ids.get(p) in drop)
-                        params = SearchParams.parse(
-                            {
-                                "query": text,
-                                "top_k": args.depth,
-                                "threshold": 0.0,
-                                "mode": mode,
-                                "explain": True,
-                            },
-                            service.search_defaults(),
-                        )
-                        found = service.searcher.search(params, leave_out=leave)
-                        cands = [
-                            [
-                                ids.get(h.file_path),
-                                int(ids.get(h.file_path) in relevant),
-                                list(h.explain["evidence"].values()),
-                            ]
-                            for h in found.results
-                            if h.explain
-                        ]
-                        out.write(
-                            json.dumps({"q": qid, "mode": mode, "version": version, "cands": cands}) + "\n"
-                        )
+        # A few queries at once: the engine and the model release the GIL.
+        with args.out.open("w", encoding="utf-8") as out, ThreadPoolExecutor(args.threads) as pool_:
+            for n, lines in enumerate(pool_.map(lambda item: one(*item), judged.queries.items())):
+                out.write("".join(line + "\n" for line in lines))
                 if n % 50 == 0:
-                    print(f"{n}/{len(judged.queries)}", file=sys.stderr)
+                    print(f"{n}/{len(judged.queries)}", file=sys.stderr, flush=True)
     finally:
         service.close()
 
@@ -277,8 +280,9 @@ def main() -> None:
     d = sub.add_parser("dump")
     d.add_argument("--set", choices=("scifact", "natural"), default="scifact")
     d.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"])
-    d.add_argument("--depth", type=int, default=DEPTH * 5)
+    d.add_argument("--depth", type=int, default=DEPTH * 8, help="hits kept per search (all candidates)")
     d.add_argument("--out", type=Path, default=Path("/tmp/mdrag-features-scifact.jsonl"))
+    d.add_argument("--threads", type=int, default=3)
     f = sub.add_parser("fit")
     f.add_argument("features", type=Path)
     f.add_argument("--set", choices=("scifact", "natural"), default="scifact")

@@ -29,6 +29,10 @@ def build_context(response: dict[str, Any], max_tokens: int, count_tokens: Token
     longer than what is left of the budget is cut to fit only when nothing else went in, and
     then under a short citation if the full one leaves no room. The word-piece tokenizer
     splits at whitespace, so blocks joined by blank lines cost the sum of their counts.
+
+    When no section reaches the threshold a script gets `context` "", `sources` [],
+    `confidence.level` "none", a `message` saying so, and `closest`: up to 3 nearest notes
+    (path, heading path, score, similarity, source), the same list `search --json` gives.
     """
     blocks: list[str] = []
     sources: list[dict[str, Any]] = []

@@ -109,15 +109,19 @@ class Searcher:
     def close(self) -> None:
         self._keyword_pool.shutdown(wait=False, cancel_futures=True)
 
-    def search(self, params: SearchParams, leave_out: Callable[[str], bool] | None = None) -> SearchResponse:
-        """Answer one query. `leave_out(file_path)` drops notes before scoring (the eval asks
-        each query again without its relevant notes, as if they were not in the index)."""
+    def search(
+        self, params: SearchParams, leave_out: Callable[[str], bool] | None = None, pool: int = 0
+    ) -> SearchResponse:
+        """Answer one query. For the eval: `leave_out(file_path)` drops notes before scoring (each
+        query asked again without its relevant notes, as if they were not in the index), and
+        `pool` sets the rows asked of each list (default: from top_k) to see every candidate
+        a default search scores."""
         started = time.perf_counter()
         if params.mode != "dense" and not self.store.full_text:
             # A server without full-text search (before Milvus 2.5) serves dense search only;
             # the store warned once when it opened.
             params = replace(params, mode="dense")
-        limit = min(16384, params.top_k * CANDIDATE_FACTOR + 10)
+        limit = pool or min(16384, params.top_k * CANDIDATE_FACTOR + 10)
         expr = _filter(params)
         keyword = None
         # BM25 over an empty collection is an engine error, not an empty answer.
