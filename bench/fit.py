@@ -245,6 +245,9 @@ def report(args: argparse.Namespace) -> None:
     result = {}
     for mode in sorted({r["mode"] for r in rows}):
         bias, weights = relevance.WEIGHTS[mode]
+        if args.weights:  # a fit's output instead of the shipped constants
+            fitted = json.loads(args.weights.read_text())[mode]
+            bias, weights = fitted["bias"], tuple(fitted["weights"].values())
         s = summarize([r for r in rows if r["mode"] == mode], bias, np.asarray(weights), qrels_count)
         result[mode] = s
         print(f"{mode}: nDCG@10 {s['ndcg@10']}, at 0.7 {s['at_0.7']}", file=sys.stderr)
@@ -294,6 +297,7 @@ def main() -> None:
     r = sub.add_parser("report")
     r.add_argument("features", type=Path)
     r.add_argument("--set", choices=("scifact", "natural"), default="natural")
+    r.add_argument("--weights", type=Path, help="a `fit` output to score with (default: mdrag's constants)")
     args = parser.parse_args()
     {"dump": dump, "fit": fit, "report": report}[args.command](args)
 

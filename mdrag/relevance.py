@@ -27,9 +27,9 @@ FEATURES = ("cosine", "margin", "dense_rank", "keyword_rank", "bm25", "agree", "
 
 # Fitted by bench/fit.py (python -m bench.fit): (bias, weights in FEATURES order) per mode.
 WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-12.0, (14.0, 10.0, 1.0, 0.0, 0.0, 0.0, 3.0, 2.0, 1.5)),
-    "keyword": (-12.0, (14.0, 10.0, 0.0, 1.0, 0.5, 0.0, 3.0, 2.0, 1.5)),
-    "hybrid": (-12.0, (14.0, 10.0, 1.0, 1.0, 0.5, 0.5, 3.0, 2.0, 1.5)),
+    "dense": (-2.1359, (0.4028, 15.27, 0.2396, 0.0, 0.0, 0.0, 3.747, 1.208, 0.3738)),
+    "keyword": (-2.5274, (1.269, 13.25, 0.0, 1.688, 0.0, 0.0, 1.904, 0.6495, 0.3101)),
+    "hybrid": (-2.2932, (0.0991, 13.02, 0.0, 1.547, 0.0, 0.8137, 1.756, 0.9677, 0.2711)),
 }
 MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
 AGREE_DEPTH = 10  # "dense and keyword agree": the note is in the top this many of both lists
