@@ -8,8 +8,9 @@ from typing import Any
 TokenCounter = Callable[[Sequence[str]], list[int]]
 DEFAULT_MAX_TOKENS = 2000
 SEARCH_DEPTH = 30  # hits fetched to fill the budget; the pack takes them best first
-# Lower than search's 0.7: an assistant reading the pack weighs weak evidence itself, and
-# the pack says its confidence level; below "low" (0.5) nothing goes in.
+# Lower than search's 0.7 (relevance score, see relevance.py): an assistant reading the pack
+# weighs weak evidence itself, and the pack says its confidence level; below "low" (0.5)
+# nothing goes in, and the pack names the closest notes instead.
 CONTEXT_THRESHOLD = 0.5
 
 

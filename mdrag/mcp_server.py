@@ -79,7 +79,7 @@ def build_server(socket_path: str) -> MCPServer:
         its file path, line range and heading path, a `confidence_score` (0-1: an estimate of how likely
         the section answers the query; hits are ordered by it and those below the threshold are left out)
         and `similarity` (the raw embedding cosine, for reference). `confidence.level` sums up the best
-        hit: high (0.9+), medium (0.7+), low (kept only under a lowered threshold) or none (no hit
+        hit: high (0.9+), medium (0.7+), low (0.5+, kept only under a lowered threshold) or none (no hit
         passed). "none" does NOT mean the notes lack the topic: it means no section is a confident
         answer. Then `closest` lists up to 3 nearest notes with their scores; tell the user what those
         notes are about, or search again with other words or a lower threshold, rather than saying

@@ -22,7 +22,7 @@ CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions 
 NO_ANSWER = "no confident answer in your notes"
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
 # Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
-CONFIDENCE_LEVELS = (("high", 0.9, 1), ("medium", 0.70, 1), ("low", 0.40, 1))
+CONFIDENCE_LEVELS = (("high", 0.9, 1), ("medium", 0.70, 1), ("low", 0.50, 1))
 
 
 def confidence_level(best_score: float | None, hits: int) -> str:
