@@ -50,7 +50,8 @@ lint: install
 clean:
 	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache
 
-# Retrieval quality on SciFact (or --notes/--queries/--qrels of your own): all modes, one run.
+# Retrieval quality and answerability on SciFact and bench/data/natural, all modes; each
+# corpus is indexed once into .eval-work/ (MDRAG_EVAL_WORK) and reused while it is unchanged.
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
 	$(PY) -m bench.report

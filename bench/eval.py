@@ -1,10 +1,13 @@
-"""Retrieval evaluation on BEIR-format judged notes (default: SciFact test) through mdrag's real path.
+"""Retrieval and answerability evaluation on judged notes through mdrag's real search path.
 
-    python -m bench.eval [--notes TAR_OR_DIR] [--queries JSONL] [--qrels TSV] [--out JSON]
+    python -m bench.eval [--sets scifact natural] [--modes ...] [--limit N] [--out JSON]
 
-Indexes the notes with mdrag's indexer into a fresh temporary Milvus Lite store, runs every
-query through Service.search (the code `mdrag search` and the daemon run) in each mode, and
-scores the ranked notes (a note ranks at its best section) by their frontmatter `doc_id`.
+Each set's notes are indexed once with mdrag's indexer into a cached Milvus Lite store
+(bench/corpora.py); every query then runs through the code `mdrag search` and the daemon run,
+in each mode. Per mode and set: nDCG@10 and Recall@100 of the ranked notes (a note ranks at its
+best section), and the answered / silent rates (bench/answerability.py) at the default
+threshold, with the curve over thresholds. SciFact's unanswerable queries are its own queries
+asked again with their relevant notes left out; the natural set has its own.
 """
 
 from __future__ import annotations
@@ -14,23 +17,55 @@ import csv
 import json
 import platform
 import sys
-import tarfile
-import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.metrics import best_f1_threshold, mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from bench import corpora
+from bench.answerability import DEPTH, rates_at
+from bench.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact"
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = SHARED / "scifact"
+NATURAL = Path(__file__).resolve().parent / "data" / "natural"
 MODES = ("dense", "keyword", "hybrid")
+SETS = ("scifact", "natural")
 DEFAULT_THRESHOLD = 0.7
+THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 PUBLISHED = {
     "all-MiniLM-L6-v2 (MTEB)": {"ndcg@10": 0.645, "recall@100": 0.925},
     "BM25 (BEIR, multifield)": {"ndcg@10": 0.665, "recall@100": 0.908},
     "BM25 (Anserini, title+text)": {"ndcg@10": 0.679, "recall@100": 0.925},
 }
+
+
+@dataclass
+class JudgedSet:
+    name: str
+    corpus: corpora.Corpus
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    twins: bool  # unanswerable = each answerable query again without its relevant notes
+
+
+def judged_set(name: str, limit: int = 0) -> JudgedSet:
+    if name == "scifact":
+        queries = load_queries(DATA / "queries.test.jsonl")
+        qrels = load_qrels(DATA / "qrels.test.tsv")
+        kept = [q for q in queries if q in qrels][: limit or None]
+        return JudgedSet(
+            name, corpora.scifact(DATA / "notes.tar.gz"), {q: queries[q] for q in kept}, qrels, True
+        )
+    queries = load_queries(NATURAL / "queries.jsonl")
+    qrels = load_qrels(NATURAL / "qrels.tsv")
+    kept = list(queries)[: limit or None]
+    return JudgedSet(name, corpora.natural(NATURAL, SHARED), {q: queries[q] for q in kept}, qrels, False)
+
+
+def open_set(judged: JudgedSet, config: Any) -> tuple[Any, Path, dict[str, Any]]:
+    return corpora.open_indexed(judged.corpus, config)
 
 
 def load_queries(path: Path) -> dict[str, str]:
@@ -46,23 +81,18 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def unpack(notes: Path, into: Path) -> Path:
-    if notes.is_dir():
-        return notes
-    with tarfile.open(notes) as archive:
-        archive.extractall(into, filter="data")
-    return into
-
-
 def doc_ids(root: Path) -> dict[str, str]:
-    """file path -> the note's frontmatter doc_id (BEIR corpus id)."""
+    """file path -> the note's corpus id: its frontmatter doc_id (BEIR), else its path under root."""
     from mdrag.document import split_frontmatter
 
     ids = {}
     for path in root.rglob("*.md"):
-        frontmatter = split_frontmatter(path.read_text(encoding="utf-8"))[0]
-        if "doc_id" in frontmatter:
-            ids[str(path.resolve())] = str(frontmatter["doc_id"])
+        try:
+            frontmatter = split_frontmatter(path.read_text(encoding="utf-8"))[0]
+        except Exception:  # a note mdrag cannot read keeps its path id; the indexer reports it
+            frontmatter = {}
+        doc = frontmatter.get("doc_id") if isinstance(frontmatter, dict) else None
+        ids[str(path.resolve())] = str(doc) if doc is not None else str(path.relative_to(root))
     return ids
 
 
@@ -78,75 +108,77 @@ def ranked_docs(response: dict[str, Any], ids: dict[str, str]) -> list[tuple[str
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from mdrag.config import Config
-    from mdrag.service import Service
 
-    queries = load_queries(args.queries)
-    qrels = load_qrels(args.qrels)
-    judged = [qid for qid in queries if qid in qrels][: args.limit or None]
-    with tempfile.TemporaryDirectory(prefix="mdrag-eval-") as tmp:
-        root = unpack(args.notes, Path(tmp) / "notes").resolve()
+    config = Config().with_overrides(embedding_backend=args.backend) if args.backend else Config()
+    sets: dict[str, Any] = {}
+    for name in args.sets:
+        judged = judged_set(name, args.limit)
+        started = time.perf_counter()
+        service, root, facts = open_set(judged, config)
+        facts["open_seconds"] = round(time.perf_counter() - started, 1)
         ids = doc_ids(root)
-        config = Config().with_overrides(
-            roots=(str(root),),
-            milvus_uri=str(Path(tmp) / "index" / "eval.db"),
-            embedding_backend=args.backend,
-        )
-        service = Service(config)
         try:
-            started = time.perf_counter()
-            report = service.reindex()
-            index_seconds = time.perf_counter() - started
-            print(
-                f"indexed {report.added} notes ({report.sections_embedded} sections) in {index_seconds:.1f}s",
-                file=sys.stderr,
-            )
             results: dict[str, Any] = {}
             for mode in args.modes:
-                results[mode] = run_mode(service, mode, queries, qrels, judged, ids)
-                print(f"{mode}: {json.dumps(results[mode]['metrics'])}", file=sys.stderr)
+                results[mode] = run_mode(service, mode, judged, ids)
+                summary = {**results[mode]["metrics"], **results[mode]["answerability"]}
+                print(f"{name} {mode}: {json.dumps(summary)}", file=sys.stderr)
+            backend = service.embedder.backend
         finally:
             service.close()
+        sets[name] = {
+            "queries": len(judged.queries),
+            "answerable": sum(1 for q in judged.queries if _relevant(judged, q)),
+            "notes": len(ids),
+            "index": facts,
+            "backend": backend,
+            "modes": results,
+        }
     return {
-        "dataset": str(args.notes),
-        "queries": len(judged),
-        "notes": len(ids),
-        "index_seconds": round(index_seconds, 1),
-        "sections_embedded": report.sections_embedded,
-        "backend": service.embedder.backend,
-        "modes": results,
+        "sets": sets,
+        "default_threshold": DEFAULT_THRESHOLD,
         "published": PUBLISHED,
         "machine": {"cores": _cores(), "python": platform.python_version()},
         "date": time.strftime("%Y-%m-%d"),
     }
 
 
-def run_mode(
-    service: Any,
-    mode: str,
-    queries: dict[str, str],
-    qrels: dict[str, dict[str, int]],
-    judged: list[str],
-    ids: dict[str, str],
-) -> dict[str, Any]:
+def _relevant(judged: JudgedSet, qid: str) -> set[str]:
+    return {doc for doc, gain in judged.qrels.get(qid, {}).items() if gain > 0}
+
+
+def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) -> dict[str, Any]:
+    from mdrag.params import SearchParams
+
     ndcg, recall, mrr, latencies = [], [], [], []
-    scored: list[tuple[float, bool]] = []
-    above_default = 0
-    for qid in judged:
-        started = time.perf_counter()
-        response = service.search({"query": queries[qid], "top_k": 100, "threshold": 0.0, "mode": mode})
-        latencies.append((time.perf_counter() - started) * 1000)
-        docs = ranked_docs(response, ids)
-        ranking = [doc for doc, _ in docs]
-        relevant = qrels[qid]
-        ndcg.append(ndcg_at_k(ranking, relevant, 10))
-        recall.append(recall_at_k(ranking, relevant, 100))
-        mrr.append(mrr_at_k(ranking, relevant, 10))
-        scored.extend((score, relevant.get(doc, 0) > 0) for doc, score in docs[:10])
-        best_relevant = max((score for doc, score in docs if relevant.get(doc, 0) > 0), default=0.0)
-        above_default += best_relevant >= DEFAULT_THRESHOLD
-    total_relevant = sum(1 for qid in judged for gain in qrels[qid].values() if gain > 0)
-    threshold, f1 = best_f1_threshold(scored, total_relevant)
-    count = len(judged)
+    answerable: list[list[tuple[str, int, float]]] = []
+    unanswerable: list[list[tuple[str, int, float]]] = []
+    for qid, text in judged.queries.items():
+        relevant = _relevant(judged, qid)
+        if relevant:
+            started = time.perf_counter()
+            response = service.search({"query": text, "top_k": 100, "threshold": 0.0, "mode": mode})
+            latencies.append((time.perf_counter() - started) * 1000)
+            ranking = [doc for doc, _ in ranked_docs(response, ids)]
+            gains = judged.qrels[qid]
+            ndcg.append(ndcg_at_k(ranking, gains, 10))
+            recall.append(recall_at_k(ranking, gains, 100))
+            mrr.append(mrr_at_k(ranking, gains, 10))
+            # What a default search keeps is the prefix of these hits scoring >= the threshold.
+            shown = service.search({"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode})
+            answerable.append(_scored(shown["results"], ids, relevant))
+        if relevant and judged.twins:
+            params = SearchParams.parse(
+                {"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode}, service.search_defaults()
+            )
+            found = service.searcher.search(
+                params, leave_out=lambda path, gone=relevant: ids.get(path) in gone
+            )
+            unanswerable.append(_scored([h.to_dict() for h in found.results], ids, relevant))
+        elif not relevant:
+            shown = service.search({"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode})
+            unanswerable.append(_scored(shown["results"], ids, relevant))
+    count = max(len(ndcg), 1)
     return {
         "metrics": {
             "ndcg@10": round(sum(ndcg) / count, 4),
@@ -155,12 +187,19 @@ def run_mode(
             "latency_ms_p50": round(percentile(latencies, 50), 2),
             "latency_ms_p95": round(percentile(latencies, 95), 2),
         },
-        "threshold": {
-            "share_of_queries_with_a_relevant_note_at_or_above_0.7": round(above_default / count, 4),
-            "best_f1_threshold": threshold,
-            "best_f1": round(f1, 4),
-        },
+        "answerability": rates_at(answerable, unanswerable, DEFAULT_THRESHOLD),
+        "curve": {str(t): rates_at(answerable, unanswerable, t) for t in THRESHOLDS},
     }
+
+
+def _scored(
+    hits: list[dict[str, Any]], ids: dict[str, str], relevant: set[str]
+) -> list[tuple[str, int, float]]:
+    out = []
+    for hit in hits:
+        doc = ids.get(hit["file_path"], hit["file_path"])
+        out.append((doc, int(doc in relevant), float(hit["confidence_score"])))
+    return out
 
 
 def _cores() -> int:
@@ -171,35 +210,46 @@ def _cores() -> int:
 
 def table(result: dict[str, Any]) -> str:
     lines = [
-        "| mode | nDCG@10 | Recall@100 | MRR@10 | p50 latency (ms) | p95 latency (ms) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| set | mode | nDCG@10 | Recall@100 | answered @0.7 | silent @0.7 | p50 latency (ms) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for mode, data in result["modes"].items():
-        m = data["metrics"]
-        lines.append(
-            f"| mdrag {mode} | {m['ndcg@10']:.3f} | {m['recall@100']:.3f} | {m['mrr@10']:.3f} | "
-            f"{m['latency_ms_p50']:.1f} | {m['latency_ms_p95']:.1f} |"
-        )
+    for name, data in result["sets"].items():
+        for mode, figures in data["modes"].items():
+            m, a = figures["metrics"], figures["answerability"]
+            lines.append(
+                f"| {name} | mdrag {mode} | {m['ndcg@10']:.3f} | {m['recall@100']:.3f} | "
+                f"{_rate(a['answered'])} | {_rate(a['silent'])} | {m['latency_ms_p50']:.1f} |"
+            )
     for name, figures in result["published"].items():
         lines.append(
-            f"| {name} (published) | {figures['ndcg@10']:.3f} | {figures['recall@100']:.3f} | – | – | – |"
+            f"| scifact | {name} (published) | {figures['ndcg@10']:.3f} | {figures['recall@100']:.3f} "
+            "| – | – | – |"
         )
     return "\n".join(lines)
+
+
+def curve_table(result: dict[str, Any], name: str, mode: str) -> str:
+    curve = result["sets"][name]["modes"][mode]["curve"]
+    lines = [f"{name} {mode}: threshold answered silent"]
+    lines += [f"  {t} {_rate(r['answered'])} {_rate(r['silent'])}" for t, r in curve.items()]
+    return "\n".join(lines)
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--notes", type=Path, default=DATA / "notes.tar.gz", help="tar.gz or folder of notes")
     parser.add_argument(
-        "--queries", type=Path, default=DATA / "queries.test.jsonl", help="BEIR queries JSONL"
+        "--sets", nargs="+", default=[s for s in SETS if s != "natural" or NATURAL.exists()], choices=SETS
     )
-    parser.add_argument("--qrels", type=Path, default=DATA / "qrels.test.tsv", help="BEIR qrels TSV")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N judged queries")
+    parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries of each set")
     parser.add_argument(
-        "--backend", choices=("torch", "onnx", "onnx-int8"), help="embedding.backend (default: torch)"
+        "--backend", choices=("torch", "onnx", "onnx-int8"), help="embedding.backend (default: the config's)"
     )
     parser.add_argument("--out", type=Path, default=Path("bench/results/eval.json"))
     args = parser.parse_args()
@@ -210,9 +260,16 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(table(result))
-    for mode, data in result["modes"].items():
-        print(f"{mode} threshold: {json.dumps(data['threshold'])}")
-    print(f"index: {result['notes']} notes in {result['index_seconds']}s; written to {args.out}")
+    for name, data in result["sets"].items():
+        for mode in data["modes"]:
+            print(curve_table(result, name, mode))
+        index = data["index"]
+        built = "reused" if index["cached"] else f"built in {index['index_seconds']}s"
+        print(
+            f"{name}: {data['notes']} notes, {data['queries']} queries "
+            f"({data['answerable']} answerable); index {built}"
+        )
+    print(f"written to {args.out}")
 
 
 if __name__ == "__main__":

@@ -172,21 +172,23 @@ def _print_hits(response: dict[str, Any]) -> None:
     level = response.get("confidence", {}).get("level", "none")
     if not results:
         click.echo(f"No results ({level} confidence): {response.get('message') or 'nothing matched'}.")
+        _print_closest(response.get("closest") or [])
         _print_dropped(response)
         return
     for hit in results:
         heading = hit["heading_path"] or hit["metadata"].get("title", "")
         click.echo(
-            click.style(f"{hit['confidence_score']:.3f}", fg="green")
+            _style(f"{hit['confidence_score']:.3f}", fg="green")
             + f"  {shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}"  # editors open path:line
-            + (click.style(f"  {heading}", fg="cyan") if heading else "")
+            + (_style(f"  {heading}", fg="cyan") if heading else "")
         )
         if hit.get("explain"):
             e = hit["explain"]
             click.echo(
-                f"       dense {e['dense_score']}, dense rank {e['dense_rank']}, "
-                f"keyword rank {e['keyword_rank']}, fused rank {e['fused_rank']}"
+                f"       similarity {e['similarity']}, dense rank {e['dense_rank']}, "
+                f"keyword rank {e['keyword_rank']}, score rank {e['score_rank']}"
             )
+            click.echo("       evidence " + ", ".join(f"{k} {v:g}" for k, v in e["evidence"].items()))
         click.echo("       " + _snippet_line(hit))
     click.echo(f"({len(results)} results, {level} confidence, in {response['execution_time_ms']:.0f} ms)")
     _print_dropped(response)
@@ -209,6 +211,24 @@ def _colour() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
+def _style(text: str, **style: Any) -> str:
+    return click.style(text, **style) if _colour() else text
+
+
+def _print_closest(closest: list[dict[str, Any]]) -> None:
+    """Never a bare "nothing": the nearest notes, so a user sees what the index does hold."""
+    if not closest:
+        return
+    click.echo("no confident answer; closest notes:")
+    for note in closest:
+        heading = f"  {note['heading_path']}" if note["heading_path"] else ""
+        click.echo(
+            _style(f"{note['score']:.3f}", fg="yellow")
+            + f"  {shown(note['path'])}"
+            + _style(heading, fg="cyan")
+        )
+
+
 def _print_dropped(response: dict[str, Any]) -> None:
     explain = response.get("explain")
     if not explain:
@@ -216,7 +236,10 @@ def _print_dropped(response: dict[str, Any]) -> None:
     dropped = explain["dropped_by_threshold"]
     click.echo(f"below the threshold {explain['threshold']}: {len(dropped)} candidates")
     for c in dropped[:10]:
-        click.echo(f"  {c['dense_score']}  {shown(c['file_path'])}  (fused rank {c['fused_rank']})")
+        click.echo(
+            f"  {c['score']:.3f} (similarity {c['similarity']})  {shown(c['file_path'])}"
+            f"  (score rank {c['score_rank']})"
+        )
 
 
 @cli.command()

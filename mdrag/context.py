@@ -8,8 +8,9 @@ from typing import Any
 TokenCounter = Callable[[Sequence[str]], list[int]]
 DEFAULT_MAX_TOKENS = 2000
 SEARCH_DEPTH = 30  # hits fetched to fill the budget; the pack takes them best first
-# Lower than search's 0.7: an assistant reading the pack weighs weak evidence itself, and
-# the pack says its confidence level; below "low" (0.5) nothing goes in.
+# Lower than search's 0.7 (relevance score, see relevance.py): an assistant reading the pack
+# weighs weak evidence itself, and the pack says its confidence level; below "low" (0.5)
+# nothing goes in, and the pack names the closest notes instead.
 CONTEXT_THRESHOLD = 0.5
 
 
@@ -29,6 +30,10 @@ def build_context(response: dict[str, Any], max_tokens: int, count_tokens: Token
     longer than what is left of the budget is cut to fit only when nothing else went in, and
     then under a short citation if the full one leaves no room. The word-piece tokenizer
     splits at whitespace, so blocks joined by blank lines cost the sum of their counts.
+
+    When no section reaches the threshold a script gets `context` "", `sources` [],
+    `confidence.level` "none", a `message` saying so, and `closest`: up to 3 nearest notes
+    (path, heading path, score, similarity, source), the same list `search --json` gives.
     """
     blocks: list[str] = []
     sources: list[dict[str, Any]] = []
@@ -63,6 +68,9 @@ def build_context(response: dict[str, Any], max_tokens: int, count_tokens: Token
         "query": response["query"],
         "confidence": response["confidence"],
         "message": response.get("message", ""),
+        # Nothing passed: the nearest notes (path, heading path, score), so a script or an
+        # assistant can say what the notes hold rather than that they hold nothing.
+        "closest": response.get("closest", []) if not sources else [],
         "tokens": count_tokens([context])[0] if context else 0,
         "max_tokens": max_tokens,
         "sources": sources,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from typing import Annotated, Any, Literal
 
@@ -26,7 +25,10 @@ INSTRUCTIONS = (
 
 NotePath = Annotated[str, Field(description="Path of a note, as search results give it (absolute, or ~/…).")]
 Threshold = Annotated[
-    float | None, Field(ge=0, le=1, description="Minimum similarity 0-1 (default 0.7; lower finds more).")
+    float | None,
+    Field(
+        ge=0, le=1, description="Minimum relevance score 0-1 (default 0.7; lower finds more, less surely)."
+    ),
 ]
 HowMany = Annotated[int | None, Field(ge=1, le=100, description="How many notes at most (default 10).")]
 
@@ -69,11 +71,19 @@ def build_server(socket_path: str) -> MCPServer:
         ] = None,
         tags: Annotated[list[str] | None, Field(description="Only notes with any of these tags.")] = None,
         path_prefix: Annotated[str | None, Field(description="Only notes under this folder.")] = None,
-        explain: Annotated[bool | None, Field(description="Add each hit's dense score and ranks.")] = None,
+        explain: Annotated[
+            bool | None, Field(description="Add each hit's similarity, evidence and ranks.")
+        ] = None,
     ) -> dict[str, Any]:
-        """Search the user's markdown notes by meaning. Each hit gives the section's text, its file path,
-        line range and heading path, and a confidence score; the response says how confident the whole
-        answer is. A confidence of "none" means the notes do not answer the query."""
+        """Search the user's markdown notes by meaning and keywords. Each hit gives the section's text,
+        its file path, line range and heading path, a `confidence_score` (0-1: an estimate of how likely
+        the section answers the query; hits are ordered by it and those below the threshold are left out)
+        and `similarity` (the raw embedding cosine, for reference). `confidence.level` sums up the best
+        hit: high (0.9+), medium (0.7+), low (0.5+, kept only under a lowered threshold) or none (no hit
+        passed). "none" does NOT mean the notes lack the topic: it means no section is a confident
+        answer. Then `closest` lists up to 3 nearest notes with their scores; tell the user what those
+        notes are about, or search again with other words or a lower threshold, rather than saying
+        they have no notes on it."""
         return ask(
             "search",
             query=query,
@@ -115,14 +125,17 @@ def build_server(socket_path: str) -> MCPServer:
             int | None, Field(ge=50, le=100_000, description="Token budget for the pack (default 2000).")
         ] = None,
         threshold: Annotated[
-            float | None, Field(ge=0, le=1, description="Minimum similarity 0-1 (default 0.5, the low bar).")
+            float | None, Field(ge=0, le=1, description="Minimum relevance score 0-1 (default: the low bar).")
         ] = None,
     ) -> CallToolResult:
         """A prompt-ready pack of the notes' best sections for a question, within a token budget, best
-        first, de-duplicated, each with its citation. Use it to answer from the user's notes with sources."""
+        first, de-duplicated, each with its citation and relevance score (0-1, as in `search`). Use it to
+        answer from the user's notes with sources. When no section reaches the bar, the pack is empty, its
+        `confidence.level` is "none" and `closest` names up to 3 nearest notes (path, heading path,
+        score): weaker matches, not proof that the notes are silent on the topic."""
         pack = ask("context", query=query, max_tokens=max_tokens, threshold=threshold)
         # The pack is text meant for a model to read, so it goes out as text, not as an escaped JSON string.
-        text = pack.get("context") or pack.get("message") or json.dumps(pack, ensure_ascii=False)
+        text = pack.get("context") or _no_context(pack)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=pack)
 
     @tool("Index status")
@@ -134,3 +147,12 @@ def build_server(socket_path: str) -> MCPServer:
     if not client.alive():
         logger.warning("no mdrag daemon answers on {} yet; tools fail until `mdrag serve` runs", socket_path)
     return server
+
+
+def _no_context(pack: dict[str, Any]) -> str:
+    """An empty pack as text a model reads: why it is empty and the nearest notes it could name."""
+    lines = [pack.get("message") or "no confident answer in the notes"]
+    if pack.get("closest"):
+        lines.append("closest notes (weaker matches, not answers):")
+        lines += [f"- {c['path']}: {c['heading_path']} (score {c['score']:.2f})" for c in pack["closest"]]
+    return "\n".join(lines)

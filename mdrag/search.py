@@ -1,8 +1,9 @@
-"""Search: embed the query, ask the store (dense, BM25 or both fused), keep what passes the threshold."""
+"""Search: embed the query, ask the store (dense, BM25 or both), score each candidate, keep what passes."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
@@ -10,23 +11,25 @@ from typing import Any
 
 import numpy as np
 
+from mdrag import relevance
 from mdrag.catalog import Catalog
 from mdrag.embedder import Embedder
 from mdrag.milvus import Store, quote
 from mdrag.params import SearchParams
 from mdrag.snippets import snippet
 
-RRF_K = 60  # the usual reciprocal-rank-fusion constant; rank 1 scores 1/61
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
-NO_ANSWER = "nothing in your notes answers this"
+NO_ANSWER = "no confident answer in your notes"
+CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
 # Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
-CONFIDENCE_LEVELS = (("high", 0.85, 2), ("medium", 0.70, 0), ("low", 0.50, 0))
+CONFIDENCE_LEVELS = (("high", 0.9, 1), ("medium", 0.70, 1), ("low", 0.50, 1))
 
 
 def confidence_level(best_score: float | None, hits: int) -> str:
-    """high, medium, low or none, from the best returned hit's cosine and how many were returned.
+    """high, medium, low or none, from the best returned hit's relevance score.
 
-    With the default threshold 0.7 a returned hit is at least medium; low needs a lower threshold.
+    With the default threshold 0.7 a returned hit is at least medium; low needs a lower
+    threshold; none means no hit was kept (the `closest` notes may still be worth a look).
     """
     for level, lowest, fewest_hits in CONFIDENCE_LEVELS:
         if best_score is not None and best_score >= lowest and hits >= fewest_hits:
@@ -54,7 +57,7 @@ class Hit:
     section_heading: str
     heading_level: int
     chunk_index: int
-    confidence_score: float  # cosine similarity of the section's best-matching window
+    confidence_score: float  # relevance score in [0, 1]: how likely it answers (see relevance.py)
     section_text: str
     snippet: dict[str, Any]  # the window that matched: text, lines, the query's words in it
     start_line: int
@@ -63,6 +66,7 @@ class Hit:
     source: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     explain: dict[str, Any] | None = None  # with --explain: dense score and the ranks behind it
+    similarity: float | None = None  # raw cosine of the section's best-matching window
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow on purpose: every dict in a hit is built for it alone, and asdict's deep copy
@@ -77,6 +81,7 @@ class SearchResponse:
     search_parameters: dict[str, Any]
     execution_time_ms: float
     best_candidate_score: float | None = None  # the best score seen, passing or not
+    closest: list[dict[str, Any]] = field(default_factory=list)  # when nothing passes: the nearest notes
     confidence: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     explain: dict[str, Any] | None = None  # with --explain: the candidates the threshold dropped
@@ -105,13 +110,19 @@ class Searcher:
     def close(self) -> None:
         self._keyword_pool.shutdown(wait=False, cancel_futures=True)
 
-    def search(self, params: SearchParams) -> SearchResponse:
+    def search(
+        self, params: SearchParams, leave_out: Callable[[str], bool] | None = None, pool: int = 0
+    ) -> SearchResponse:
+        """Answer one query. For the eval: `leave_out(file_path)` drops notes before scoring (each
+        query asked again without its relevant notes, as if they were not in the index), and
+        `pool` sets the rows asked of each list (default: from top_k) to see every candidate
+        a default search scores."""
         started = time.perf_counter()
         if params.mode != "dense" and not self.store.full_text:
             # A server without full-text search (before Milvus 2.5) serves dense search only;
             # the store warned once when it opened.
             params = replace(params, mode="dense")
-        limit = min(16384, params.top_k * CANDIDATE_FACTOR + 10)
+        limit = pool or min(16384, params.top_k * CANDIDATE_FACTOR + 10)
         expr = _filter(params)
         keyword = None
         # BM25 over an empty collection is an engine error, not an empty answer.
@@ -124,6 +135,7 @@ class Searcher:
                 dense = self.store.search_dense(vector, limit, expr)
                 for row in dense:
                     row["cosine"] = row["distance"]
+                dense = [row for row in dense if not (leave_out and leave_out(row["file_path"]))]
                 ranked.append(self._sections(dense, params))
         except BaseException:
             # The keyword search must not outlive its request (the daemon may reopen the store
@@ -135,19 +147,24 @@ class Searcher:
             found = keyword.result()
             for row in found:
                 row["cosine"] = float(np.dot(np.asarray(row.pop("embedding"), dtype=np.float32), vector))
+                row["bm25"] = row["distance"]
+            found = [row for row in found if not (leave_out and leave_out(row["file_path"]))]
             ranked.append(self._sections(found, params))
-        ordered = _fuse(ranked) if len(ranked) > 1 else (ranked[0] if ranked else [])
+        lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
+        ordered = _score(params, lists.get("dense", []), lists.get("keyword", []))
         chosen, best, dropped = _pass_threshold(ordered, params)
         hits = [_hit(c, "" if params.passage else params.query) for c in chosen]
         top = max((hit.confidence_score for hit in hits), default=None)
         level = confidence_level(top, len(hits))
         message = ""
+        closest: list[dict[str, Any]] = []
         if not hits:
             message = f"no section scored at or above the threshold {params.threshold:.2f}" + (
                 f"; the best candidate scored {best:.3f}"
                 if best is not None
                 else "; the index has no candidates"
             )
+            closest = _closest(ordered)
         if level == "none":
             message = NO_ANSWER + (f" ({message})" if message else "")
         explain = None
@@ -166,6 +183,7 @@ class Searcher:
             },
             execution_time_ms=round((time.perf_counter() - started) * 1000, 2),
             best_candidate_score=None if best is None else round(best, 4),
+            closest=closest,
             confidence={"level": level, "best_score": top, "hits": len(hits)},
             message=message,
             explain=explain,
@@ -194,41 +212,63 @@ class Searcher:
         return list(sections.values())
 
 
+def _score(
+    params: SearchParams, dense: list[dict[str, Any]], keyword: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Every distinct candidate with its relevance `score` and `features`, best first (ties keep
+    the dense-then-keyword order the engine gave)."""
+    scored = []
+    for row, values in relevance.score_candidates(params.query, dense, keyword, _key):
+        row["score"] = relevance.probability(values, params.mode)
+        row["features"] = values
+        scored.append(row)
+    scored.sort(key=lambda row: -row["score"])
+    return scored
+
+
 def _pass_threshold(
     ordered: list[dict[str, Any]], params: SearchParams
 ) -> tuple[list[dict[str, Any]], float | None, list[dict[str, Any]]]:
-    """The first top_k candidates whose cosine passes the threshold, the best cosine seen,
+    """The first top_k candidates whose score passes the threshold, the best score seen,
     and the candidates looked at that the threshold dropped."""
     chosen: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
     best: float | None = None
     for candidate in ordered:
-        if len(chosen) >= params.top_k:
+        if len(chosen) >= params.top_k or len(chosen) + len(dropped) >= max(params.top_k, 10):
             break
-        best = candidate["cosine"] if best is None else max(best, candidate["cosine"])
-        if candidate["cosine"] < params.threshold:
+        best = candidate["score"] if best is None else max(best, candidate["score"])
+        if candidate["score"] < params.threshold:
             dropped.append(candidate)
         else:
             chosen.append(candidate)
     return chosen, best, dropped
 
 
+def _closest(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best-scored section of each of the first few notes, for an answer that kept nothing."""
+    closest: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for row in ordered:
+        if row["file_path"] in seen:
+            continue
+        seen.add(row["file_path"])
+        closest.append(
+            {
+                "path": row["file_path"],
+                "heading_path": row["heading_path"],
+                "score": round(row["score"], 4),
+                "similarity": round(row["cosine"], 4),
+                "source": source_reference(row),
+            }
+        )
+        if len(closest) >= CLOSEST:
+            break
+    return closest
+
+
 def _key(row: dict[str, Any]) -> tuple[str, str, int]:
     return (row["file_path"], row["section_id"], row["start_position"])
-
-
-def _fuse(lists: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Reciprocal rank fusion: order by the sum of 1/(k + rank) over the lists a section is in.
-
-    The dense list comes first, so a section found by both keeps its dense window and cosine.
-    """
-    fused: dict[tuple[str, str, int], tuple[float, dict[str, Any]]] = {}
-    for ranked in lists:
-        for rank, row in enumerate(ranked, start=1):
-            key = _key(row)
-            score, kept = fused.get(key, (0.0, row))
-            fused[key] = (score + 1.0 / (RRF_K + rank), kept)
-    return [row for _, row in sorted(fused.values(), key=lambda item: -item[0])]
 
 
 def _explain(
@@ -239,7 +279,7 @@ def _explain(
     ranked: list[list[dict[str, Any]]],
     params: SearchParams,
 ) -> dict[str, Any]:
-    """Per hit: its dense score and its dense, keyword and fused ranks; and what the threshold cut."""
+    """Per hit: its similarity, score, the evidence behind it and its ranks; and what the threshold cut."""
     fused_rank = {_key(c): rank for rank, c in enumerate(ordered, start=1)}
     lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
     ranks = {name: {_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()}
@@ -248,10 +288,14 @@ def _explain(
     def ranks_of(candidate: dict[str, Any]) -> dict[str, Any]:
         key = _key(candidate)
         return {
-            "dense_score": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
+            "similarity": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
+            "score": round(candidate["score"], 4),
+            "evidence": dict(
+                zip(relevance.FEATURES, (round(v, 4) for v in candidate["features"]), strict=True)
+            ),
             "dense_rank": ranks.get("dense", {}).get(key),
             "keyword_rank": ranks.get("keyword", {}).get(key),
-            "fused_rank": fused_rank.get(key),
+            "score_rank": fused_rank.get(key),
         }
 
     for hit in hits:
@@ -294,7 +338,8 @@ def _hit(row: dict[str, Any], query: str = "") -> Hit:
         section_heading=row["section_heading"],
         heading_level=row["heading_level"],
         chunk_index=row["chunk_index"],
-        confidence_score=round(row["cosine"], 4),
+        confidence_score=round(row["score"], 4),
+        similarity=round(row["cosine"], 4),
         section_text=row["section_text"],
         snippet=snippet(row, query),
         start_line=row["start_line"],

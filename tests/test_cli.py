@@ -72,6 +72,15 @@ def test_human_search_output_shows_score_path_line_and_heading(env, notes):
     assert "git.md:3" in out and "Git > Branches" in out and "feature branch" in out
 
 
+@pytest.mark.slow
+def test_human_search_output_lists_the_closest_notes_when_nothing_passes(env, notes):
+    write(notes / "git.md", "# Git\n\n## Branches\n\nCreate a feature branch for every change.\n")
+    assert mdrag(env, "reindex", str(notes)).returncode == 0
+    out = mdrag(env, "search", "how do I rebase onto main", "--threshold", "0.999", cwd=notes).stdout
+    assert "no confident answer; closest notes:" in out
+    assert "git.md" in out and "Git > Branches" in out
+
+
 def test_invalid_query_is_an_error_with_exit_code_1(env):
     result = mdrag(env, "search", "   ")
     assert result.returncode == 1

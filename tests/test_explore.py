@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mdrag import relevance
 from mdrag.errors import QueryError
 from mdrag.search import confidence_level
 from mdrag.similarity import SIMILAR_FLOOR
@@ -184,13 +185,13 @@ def test_every_hit_cites_its_source_with_lines_heading_path_and_a_github_anchor(
 @pytest.mark.parametrize(
     ("best", "hits", "level"),
     [
-        (0.85, 2, "high"),
-        (0.85, 1, "medium"),
-        (0.8499, 5, "medium"),
+        (0.90, 1, "high"),
+        (0.8999, 5, "medium"),
         (0.70, 1, "medium"),
         (0.6999, 3, "low"),
         (0.50, 1, "low"),
         (0.4999, 2, "none"),
+        (0.95, 0, "none"),
         (None, 0, "none"),
     ],
 )
@@ -202,7 +203,7 @@ def test_a_query_nothing_answers_says_so(library):
     response = library.search({"query": "quantum chromodynamics lattice gauge theory"})
     assert response["results"] == []
     assert response["confidence"] == {"level": "none", "best_score": None, "hits": 0}
-    assert response["message"].startswith("nothing in your notes answers this")
+    assert response["message"].startswith("no confident answer in your notes")
 
 
 def test_a_search_returning_hits_between_half_and_the_usual_bar_is_low(library):
@@ -216,10 +217,12 @@ def test_explain_gives_ranks_per_hit_and_lists_what_the_threshold_dropped(librar
     response = library.search({"query": "sourdough starter feeding", "explain": True, "threshold": 0.6})
     assert response["results"]
     for hit in response["results"]:
-        assert hit["explain"]["dense_score"] == hit["confidence_score"]
-        assert hit["explain"]["fused_rank"] >= 1
+        assert hit["explain"]["similarity"] == hit["similarity"]
+        assert hit["explain"]["score"] == hit["confidence_score"]
+        assert hit["explain"]["score_rank"] >= 1
+        assert set(hit["explain"]["evidence"]) == set(relevance.FEATURES)
     dropped = response["explain"]["dropped_by_threshold"]
-    assert dropped and all(c["dense_score"] < 0.6 for c in dropped)
+    assert dropped and all(c["score"] < 0.6 for c in dropped)
 
 
 def test_a_selected_passage_finds_the_notes_it_relates_to(library, notes):

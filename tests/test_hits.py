@@ -31,7 +31,7 @@ Links to more reading about 2nd&ndash;4th deploys &amp; previews.
 def prepared(embedder, path, text):
     """A note as the indexer prepares it, with zero vectors (no model run)."""
     from mdrag.document import parse_document
-    from mdrag.indexer import embedding_inputs
+    from mdrag.sections import embedding_inputs
     from mdrag.rows import PreparedNote
     from mdrag.sections import Sectioner
 

@@ -214,7 +214,7 @@ def test_long_section_last_sentence_is_findable(make_service, notes):
     # Far past the model's 256-token window, the sentence still reaches a vector of its own.
     assert hits[0]["file_path"] == str(notes / "minutes.md")
     assert last in hits[0]["section_text"]
-    assert hits[0]["confidence_score"] > 0.35
+    assert hits[0]["similarity"] > 0.35
     assert len({(h["file_path"], h["start_line"]) for h in hits}) == len(hits)  # once per section
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from mdrag.errors import QueryError
 from mdrag.params import SearchParams
 from tests.conftest import write
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 
 NOTES = {
     "baking/bread.md": "---\ntags: [baking, food]\n---\n# Sourdough\n\nFeed the starter daily.\n\n## Proofing\n\nLet the dough rise for five hours.\n",
@@ -93,3 +98,80 @@ def test_every_mode_finds_the_obvious_note(service, notes, mode):
 
 def test_top_k_limits_the_number_of_hits(service):
     assert len(service.search({"query": "notes", "threshold": 0, "top_k": 2})["results"]) == 2
+
+
+@pytest.fixture()
+def examples(make_service, tmp_path):
+    root = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, root)
+    built = make_service([root])
+    built.reindex()
+    return built, root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_search_for_an_exact_term_finds_the_note_holding_it_at_the_default_threshold(examples, mode):
+    service, root = examples
+    response = service.search({"query": "pg_restore", "mode": mode})
+    assert response["results"], response["message"]
+    assert response["results"][0]["file_path"] == str(root / "postgresql-backup-and-restore.md")
+    assert response["confidence"]["level"] in ("medium", "high")
+
+
+@pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
+def test_hits_come_best_score_first_each_with_its_raw_similarity(service, mode):
+    response = service.search(
+        {"query": "restore a database dump", "threshold": 0, "mode": mode, "explain": True}
+    )
+    hits = response["results"]
+    assert hits
+    scores = [h["confidence_score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 <= score <= 1 for score in scores)
+    for hit in hits:
+        assert -1 <= hit["similarity"] <= 1
+        assert hit["explain"]["similarity"] == hit["similarity"]
+        assert hit["explain"]["score"] == hit["confidence_score"]
+    assert response["confidence"]["best_score"] == scores[0]
+
+
+def test_the_threshold_reads_the_score_in_every_mode(service):
+    for mode in ("dense", "keyword", "hybrid"):
+        everything = service.search({"query": "dough, branch or database", "threshold": 0, "mode": mode})[
+            "results"
+        ]
+        distinct = sorted({h["confidence_score"] for h in everything})
+        assert len(distinct) >= 2
+        # Between two shown scores: the shown ones are rounded, so a cut on one is ambiguous.
+        middle = len(distinct) // 2
+        cut = (distinct[middle - 1] + distinct[middle]) / 2
+        kept = service.search({"query": "dough, branch or database", "threshold": cut, "mode": mode})[
+            "results"
+        ]
+        assert [h["confidence_score"] for h in kept] == [
+            h["confidence_score"] for h in everything if h["confidence_score"] >= cut
+        ]
+
+
+def test_when_nothing_passes_the_closest_notes_come_with_their_scores(service, notes):
+    response = service.search({"query": "quantum chromodynamics lattice gauge theory"})
+    assert response["results"] == [] and response["confidence"]["level"] == "none"
+    closest = response["closest"]
+    assert 1 <= len(closest) <= 3
+    assert len({c["path"] for c in closest}) == len(closest)  # one entry per note
+    assert all(c["path"].startswith(str(notes)) and c["score"] < 0.7 for c in closest)
+    assert [c["score"] for c in closest] == sorted((c["score"] for c in closest), reverse=True)
+    assert {"heading_path", "similarity", "source"} <= set(closest[0])
+
+
+def test_a_search_with_hits_has_no_closest_list(service):
+    response = service.search({"query": "rise dough", "threshold": 0})
+    assert response["results"] and response["closest"] == []
+
+
+def test_the_context_pack_names_the_closest_notes_when_nothing_passes(service):
+    pack = service.context({"query": "quantum chromodynamics lattice gauge theory", "threshold": 0.99})
+    assert pack["context"] == "" and pack["sources"] == []
+    assert pack["confidence"]["level"] == "none"
+    assert pack["closest"] and all({"path", "heading_path", "score"} <= set(c) for c in pack["closest"])

@@ -1,0 +1,306 @@
+"""Fit the relevance score's constants: dump every candidate's evidence once, then fit offline.
+
+    python -m bench.fit dump [--set scifact|natural] [--out FEATURES.jsonl]
+    python -m bench.fit fit FEATURES.jsonl [--folds 5]
+    python -m bench.fit report FEATURES.jsonl
+
+`dump` runs each judged query through the real search path (Searcher.search with --explain, so
+each hit carries the evidence mdrag.relevance reads), twice: as it is, and with its relevant
+notes left out (the unanswerable twin). `fit` fits, per mode, a logistic regression with
+non-negative weights (numpy, projected gradient descent), cross-validated by query: each fold's
+answered/silent rates and nDCG@10 come from constants fitted on the other folds. `report`
+scores a dump with the constants in mdrag/relevance.py, fitting nothing (the natural set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.answerability import DEPTH, rates_at
+from bench.metrics import ndcg_at_k
+from mdrag.search import CANDIDATE_FACTOR
+
+THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
+
+
+def dump(args: argparse.Namespace) -> None:
+    from bench import eval as ev
+    from mdrag.config import Config
+    from mdrag.log import configure_logging
+    from mdrag.params import SearchParams
+
+    configure_logging("WARNING")
+    judged = ev.judged_set(args.set)
+    pool = DEPTH * CANDIDATE_FACTOR + 10
+    service, root, _ = ev.open_set(judged, Config())
+    ids = ev.doc_ids(root)
+
+    def one(qid: str, text: str) -> list[str]:
+        relevant = {d for d, g in judged.qrels.get(qid, {}).items() if g > 0}
+        versions: list[tuple[str, set[str] | None]] = [("unanswerable", None)]
+        if relevant:
+            versions = [("answerable", None)]
+            if judged.twins:
+                versions.append(("unanswerable", relevant))
+        lines = []
+        for mode in args.modes:
+            for version, drop in versions:
+                leave = None if drop is None else (lambda p, drop=drop: ids.get(p) in drop)
+                params = SearchParams.parse(
+                    {"query": text, "top_k": args.depth, "threshold": 0.0, "mode": mode, "explain": True},
+                    service.search_defaults(),
+                )
+                # Every candidate a default search (top_k DEPTH) scores, not only its hits.
+                found = service.searcher.search(params, leave_out=leave, pool=pool)
+                cands = [
+                    [
+                        ids.get(h.file_path),
+                        int(ids.get(h.file_path) in relevant),
+                        list(h.explain["evidence"].values()),
+                    ]
+                    for h in found.results
+                    if h.explain
+                ]
+                lines.append(json.dumps({"q": qid, "mode": mode, "version": version, "cands": cands}))
+        return lines
+
+    try:
+        # A few queries at once: the engine and the model release the GIL.
+        with args.out.open("w", encoding="utf-8") as out, ThreadPoolExecutor(args.threads) as pool_:
+            for n, lines in enumerate(pool_.map(lambda item: one(*item), judged.queries.items())):
+                out.write("".join(line + "\n" for line in lines))
+                if n % 50 == 0:
+                    print(f"{n}/{len(judged.queries)}", file=sys.stderr, flush=True)
+    finally:
+        service.close()
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def fit_weights(
+    rows: list[dict[str, Any]], l2: float = 1e-3, steps: int = 3000, lr: float = 0.5
+) -> tuple[float, np.ndarray]:
+    """Logistic regression, weights held >= 0 (projected gradient descent), every query version
+    weighted equally whatever its number of candidates."""
+    xs, ys, ws = [], [], []
+    for row in rows:
+        if not row["cands"]:
+            continue
+        weight = 1.0 / len(row["cands"])
+        for _, label, values in row["cands"]:
+            xs.append(values)
+            ys.append(label)
+            ws.append(weight)
+    x, y, w = np.asarray(xs), np.asarray(ys, dtype=float), np.asarray(ws)
+    w = w / w.sum()
+    scale = np.maximum(x.std(axis=0), 1e-6)  # steps in comparable units; undone at the end
+    xs_ = x / scale
+    coef = np.zeros(x.shape[1])
+    bias = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(xs_ @ coef + bias)))
+        g = p - y
+        coef = np.maximum(coef - lr * (xs_.T @ (w * g) + l2 * coef), 0.0)
+        bias -= lr * float(w @ g)
+    return bias, coef / scale
+
+
+def anchor(rows: list[dict[str, Any]], bias: float, coef: np.ndarray, at: float = 0.7) -> float:
+    """The bias that puts `at` where answered and silent balance on these rows (max of the lower rate).
+
+    The slopes say how the evidence combines; this places the default threshold on the scale.
+    """
+    best_z, best = 0.0, -1.0
+    tops_ans, tops_un = [], []
+    for row in rows:
+        zs = sorted(
+            ((bias + float(np.dot(coef, v)), label) for _, label, v in row["cands"]), key=lambda t: -t[0]
+        )
+        if row["version"] == "answerable":
+            # The lowest bar that still keeps a relevant hit within the first DEPTH.
+            tops_ans.append(max((z for z, label in zs[:DEPTH] if label), default=-np.inf))
+        else:
+            tops_un.append(zs[0][0] if zs else -np.inf)
+    a, u = np.asarray(tops_ans), np.asarray(tops_un)
+    for z in np.unique(np.concatenate([a[np.isfinite(a)], u[np.isfinite(u)]])):
+        answered = float(np.mean(a >= z)) if len(a) else 1.0
+        silent = float(np.mean(u < z)) if len(u) else 1.0
+        if min(answered, silent) > best:
+            best_z, best = float(z), min(answered, silent)
+    return bias - best_z + math.log(at / (1 - at))
+
+
+def scores_of(row: dict[str, Any], bias: float, coef: np.ndarray) -> list[tuple[str, int, float]]:
+    out = []
+    for doc, label, values in row["cands"]:
+        z = bias + float(np.dot(coef, values))
+        out.append((doc, label, 1.0 / (1.0 + math.exp(-max(min(z, 60), -60)))))
+    return out
+
+
+def summarize(
+    rows: list[dict[str, Any]], bias: float, coef: np.ndarray, qrels_count: dict[str, int]
+) -> dict[str, Any]:
+    """Answered/silent at every threshold and nDCG@10 of the score order, from a dump's rows."""
+    per_version: dict[str, list[list[tuple[str, int, float]]]] = {"answerable": [], "unanswerable": []}
+    ndcg = []
+    for row in rows:
+        scored = sorted(scores_of(row, bias, coef), key=lambda t: -t[2])
+        per_version[row["version"]].append(scored)
+        if row["version"] == "answerable":
+            ranking, seen = [], set()
+            for doc, _, _ in scored:
+                if doc not in seen:
+                    seen.add(doc)
+                    ranking.append(doc)
+            relevant = {doc: 1 for doc, label, _ in scored if label}
+            # Relevant notes the candidates missed still count in the ideal ranking.
+            missing = qrels_count.get(row["q"], len(relevant)) - len(relevant)
+            for i in range(max(missing, 0)):
+                relevant[f"missing-{i}"] = 1
+            ndcg.append(ndcg_at_k(ranking, relevant, 10))
+    curve = {t: rates_at(per_version["answerable"], per_version["unanswerable"], t) for t in THRESHOLDS}
+    return {
+        "ndcg@10": float(np.mean(ndcg)) if ndcg else None,
+        "at_0.7": rates_at(per_version["answerable"], per_version["unanswerable"], 0.7),
+        "curve": curve,
+    }
+
+
+def fit(args: argparse.Namespace) -> None:
+    from mdrag import relevance
+
+    rows = load(args.features)
+    qrels_count = _qrels_count(args)
+    result: dict[str, Any] = {}
+    for mode in sorted({r["mode"] for r in rows}):
+        mine = [r for r in rows if r["mode"] == mode]
+        queries = sorted({r["q"] for r in mine})
+        rng = np.random.default_rng(0)
+        order = list(rng.permutation(queries))
+        folds = [set(order[i :: args.folds]) for i in range(args.folds)]
+        held: list[dict[str, Any]] = []
+        for fold in folds:
+            train = [r for r in mine if r["q"] not in fold]
+            bias, coef = fit_weights(train)
+            if args.anchor:
+                bias = anchor(train, bias, coef)
+            test = [r for r in mine if r["q"] in fold]
+            held.extend({**r, "_b": bias, "_c": coef} for r in test)
+        # Held-out figures: every query scored by constants that never saw it.
+        answered_sets = [
+            [(d, lab, s) for d, lab, s in sorted(scores_of(r, r["_b"], r["_c"]), key=lambda t: -t[2])]
+            for r in held
+            if r["version"] == "answerable"
+        ]
+        silent_sets = [
+            sorted(scores_of(r, r["_b"], r["_c"]), key=lambda t: -t[2])
+            for r in held
+            if r["version"] == "unanswerable"
+        ]
+        curve = {t: rates_at(answered_sets, silent_sets, t) for t in THRESHOLDS}
+        ndcg = []
+        for r in held:
+            if r["version"] == "answerable":
+                ndcg.append(
+                    _ndcg(
+                        sorted(scores_of(r, r["_b"], r["_c"]), key=lambda t: -t[2]), qrels_count.get(r["q"])
+                    )
+                )
+        bias, coef = fit_weights(mine)
+        if args.anchor:
+            bias = anchor(mine, bias, coef)
+        result[mode] = {
+            "held_out": {"ndcg@10": round(float(np.mean(ndcg)), 4), "at_0.7": curve[0.7], "curve": curve},
+            "bias": round(bias, 4),
+            "weights": dict(zip(relevance.FEATURES, (round(float(c), 4) for c in coef), strict=True)),
+        }
+        print(
+            f"{mode}: held-out nDCG@10 {result[mode]['held_out']['ndcg@10']}, at 0.7 {curve[0.7]}",
+            file=sys.stderr,
+        )
+        print(f"  bias {bias:.3f} weights {result[mode]['weights']}", file=sys.stderr)
+        for t in THRESHOLDS:
+            print(f"  {t:.2f} {curve[t]}", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+
+
+def report(args: argparse.Namespace) -> None:
+    from mdrag import relevance
+
+    rows = load(args.features)
+    qrels_count = _qrels_count(args)
+    result = {}
+    for mode in sorted({r["mode"] for r in rows}):
+        bias, weights = relevance.WEIGHTS[mode]
+        if args.weights:  # a fit's output instead of the shipped constants
+            fitted = json.loads(args.weights.read_text())[mode]
+            bias, weights = fitted["bias"], tuple(fitted["weights"].values())
+        s = summarize([r for r in rows if r["mode"] == mode], bias, np.asarray(weights), qrels_count)
+        result[mode] = s
+        print(f"{mode}: nDCG@10 {s['ndcg@10']}, at 0.7 {s['at_0.7']}", file=sys.stderr)
+        for t in THRESHOLDS:
+            print(f"  {t:.2f} {s['curve'][t]}", file=sys.stderr)
+    print(json.dumps(result))
+
+
+def _ndcg(scored: list[tuple[str, int, float]], total: int | None) -> float:
+    ranking, seen = [], set()
+    for doc, _, _ in scored:
+        if doc not in seen:
+            seen.add(doc)
+            ranking.append(doc)
+    relevant = {doc: 1 for doc, label, _ in scored if label}
+    for i in range(max((total or len(relevant)) - len(relevant), 0)):
+        relevant[f"missing-{i}"] = 1
+    return ndcg_at_k(ranking, relevant, 10)
+
+
+def _qrels_count(args: argparse.Namespace) -> dict[str, int]:
+    from bench import eval as ev
+
+    judged = ev.judged_set(args.set)
+    return {q: sum(1 for g in rel.values() if g > 0) for q, rel in judged.qrels.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("--set", choices=("scifact", "natural"), default="scifact")
+    d.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"])
+    d.add_argument("--depth", type=int, default=DEPTH * 8, help="hits kept per search (all candidates)")
+    d.add_argument("--out", type=Path, default=Path("/tmp/mdrag-features-scifact.jsonl"))
+    d.add_argument("--threads", type=int, default=3)
+    f = sub.add_parser("fit")
+    f.add_argument("features", type=Path)
+    f.add_argument("--set", choices=("scifact", "natural"), default="scifact")
+    f.add_argument("--folds", type=int, default=5)
+    f.add_argument(
+        "--anchor", action="store_true", help="place 0.7 at the balanced answered/silent point, not P=0.7"
+    )
+    f.add_argument("--out", type=Path, default=Path("bench/results/fit.json"))
+    r = sub.add_parser("report")
+    r.add_argument("features", type=Path)
+    r.add_argument("--set", choices=("scifact", "natural"), default="natural")
+    r.add_argument("--weights", type=Path, help="a `fit` output to score with (default: mdrag's constants)")
+    args = parser.parse_args()
+    {"dump": dump, "fit": fit, "report": report}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Relevance: a search candidate's evidence (cosine, BM25, ranks, word matches) as one score in [0, 1].
+
+The score estimates how likely a note section answers the query. It is a logistic function of
+evidence the search already holds, never another engine call:
+
+    score = 1 / (1 + exp(-(bias + sum(weight_i * feature_i))))
+
+with every weight >= 0 and every feature rising with the evidence for the candidate, so more
+evidence never lowers the score. The weights come from a logistic regression on judged queries
+(SciFact test, each query asked twice: with its relevant notes in the index and with them left
+out), cross-validated by query (`python -m bench.fit`); one set per search mode, since a dense
+search holds no BM25 ranks and a keyword search no dense ones. The bias is then placed so that
+the default threshold 0.7 is the point where a search answers as many answerable queries as it
+stays silent on unanswerable ones (held out on SciFact: about 55% each). So the score orders
+and thresholds like a probability without being a calibrated one: fitted as a plain
+probability, the same evidence balances answered and silent near 0.2, not 0.7.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+FEATURES = ("cosine", "margin", "dense_rank", "keyword_rank", "bm25", "agree", "coverage", "title", "rare")
+
+# Fitted by bench/fit.py (python -m bench.fit): (bias, weights in FEATURES order) per mode.
+WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
+    "dense": (-2.1359, (0.4028, 15.27, 0.2396, 0.0, 0.0, 0.0, 3.747, 1.208, 0.3738)),
+    "keyword": (-2.5274, (1.269, 13.25, 0.0, 1.688, 0.0, 0.0, 1.904, 0.6495, 0.3101)),
+    "hybrid": (-2.2932, (0.0991, 13.02, 0.0, 1.547, 0.0, 0.8137, 1.756, 0.9677, 0.2711)),
+}
+MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
+AGREE_DEPTH = 10  # "dense and keyword agree": the note is in the top this many of both lists
+
+_WORD = re.compile(r"\w+")
+# A query term that looks like an identifier (pg_restore, Get-ChildItem, EIP-1559, v2.5,
+# camelCase): rare by its shape, so a note holding it verbatim is strong evidence.
+_TERM = re.compile(r"[^\W_][\w.\-]*[^\W_]|[^\W_]")
+_STOP = frozenset(
+    "a an and are as at be but by can do does for from how i if in into is it its my of on or "
+    "so than that the their then there these this to was what when where which who why will "
+    "with you your me we our not no yes get use using used have has had should would could "
+    "about after before between more most other some such only own same too very just over".split()
+)
+
+
+@dataclass(frozen=True)
+class Query:
+    """The query's words, prepared once for every candidate."""
+
+    words: frozenset[str]
+    rare: tuple[str, ...]
+
+    @classmethod
+    def of(cls, text: str) -> Query:
+        words = frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
+        rare = tuple(sorted({t.lower() for t in _TERM.findall(text) if _looks_rare(t)}))
+        return cls(words, rare)
+
+
+def features(
+    query: Query,
+    candidate: dict[str, Any],
+    dense_rank: int | None,
+    keyword_rank: int | None,
+    best_other_cosine: float | None,
+) -> tuple[float, ...]:
+    """The evidence for one candidate, each feature rising with it (see FEATURES)."""
+    cosine = float(candidate.get("cosine") or 0.0)
+    margin = 0.0 if best_other_cosine is None else cosine - best_other_cosine
+    margin = max(-MARGIN_CAP, min(MARGIN_CAP, margin))
+    bm25 = float(candidate.get("bm25") or 0.0)
+    agree = float(
+        dense_rank is not None
+        and keyword_rank is not None
+        and dense_rank <= AGREE_DEPTH
+        and keyword_rank <= AGREE_DEPTH
+    )
+    text = str(candidate.get("section_text") or "").lower()
+    label = f"{candidate.get('title') or ''} {candidate.get('heading_path') or ''}".lower()
+    return (
+        cosine,
+        margin,
+        1.0 / dense_rank if dense_rank else 0.0,
+        1.0 / keyword_rank if keyword_rank else 0.0,
+        math.log1p(max(bm25, 0.0)),
+        agree,
+        _share(query.words, text),
+        _share(query.words, label),
+        float(any(term in text or term in label for term in query.rare)),
+    )
+
+
+def probability(values: Sequence[float], mode: str) -> float:
+    bias, weights = WEIGHTS[mode]
+    z = bias + sum(w * x for w, x in zip(weights, values, strict=True))
+    return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+
+
+def score_candidates(
+    query: str,
+    dense: list[dict[str, Any]],
+    keyword: list[dict[str, Any]],
+    key: Any,
+) -> list[tuple[dict[str, Any], tuple[float, ...]]]:
+    """Every distinct candidate of the two ranked lists with its features, in first-seen order.
+
+    A section found by both keeps its dense row (its best window) with the better cosine and
+    the keyword list's BM25 score.
+    """
+    prepared = Query.of(query)
+    dense_ranks = {key(row): rank for rank, row in enumerate(dense, start=1)}
+    keyword_ranks = {key(row): rank for rank, row in enumerate(keyword, start=1)}
+    merged: dict[Any, dict[str, Any]] = {}
+    for row in [*dense, *keyword]:
+        k = key(row)
+        if k not in merged:
+            merged[k] = dict(row)
+        else:
+            merged[k]["cosine"] = max(merged[k]["cosine"], row["cosine"])
+        if k in keyword_ranks and "bm25" in row:
+            merged[k]["bm25"] = row["bm25"]
+    # The best cosine of each note: a candidate's lead is over the best *other* note.
+    by_note: dict[str, float] = {}
+    for row in merged.values():
+        by_note[row["file_path"]] = max(by_note.get(row["file_path"], -1.0), row["cosine"])
+    top_two = sorted(by_note.items(), key=lambda item: -item[1])[:2]
+    out = []
+    for k, row in merged.items():
+        others = [c for path, c in top_two if path != row["file_path"]]
+        out.append(
+            (
+                row,
+                features(
+                    prepared, row, dense_ranks.get(k), keyword_ranks.get(k), others[0] if others else None
+                ),
+            )
+        )
+    return out
+
+
+def _share(words: frozenset[str], lowered: str) -> float:
+    """The share of the query's words found in the text. A substring test, not a tokenizer: it
+    costs microseconds per section, and "restore" finding "restored" is the match wanted."""
+    if not words:
+        return 0.0
+    return sum(word in lowered for word in words) / len(words)
+
+
+def _stem(word: str) -> str:
+    # Plural and verb -s only: "scripts" meets "script" without a stemmer dependency.
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _looks_rare(term: str) -> bool:
+    inner = term[1:]
+    return len(term) > 2 and (
+        any(c in term for c in "_-.") or any(c.isdigit() for c in term) or any(c.isupper() for c in inner)
+    )

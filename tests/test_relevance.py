@@ -1,0 +1,114 @@
+"""The relevance score: monotone in its evidence, in [0, 1], and reading the evidence it claims to."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mdrag import relevance
+
+MODES = tuple(relevance.WEIGHTS)
+
+
+def _row(path: str, cosine: float, text: str = "", title: str = "", bm25: float | None = None) -> dict:
+    row = {
+        "file_path": path,
+        "section_id": "s",
+        "start_position": 0,
+        "cosine": cosine,
+        "section_text": text,
+        "title": title,
+        "heading_path": title,
+    }
+    if bm25 is not None:
+        row["bm25"] = bm25
+    return row
+
+
+def _key(row: dict) -> tuple:
+    return (row["file_path"], row["section_id"], row["start_position"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_weight_is_non_negative_so_more_evidence_never_lowers_the_score(mode):
+    _, weights = relevance.WEIGHTS[mode]
+    assert len(weights) == len(relevance.FEATURES)
+    assert all(w >= 0 for w in weights)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_raising_any_one_feature_never_lowers_the_score(mode):
+    rng = random.Random(7)
+    for _ in range(300):
+        values = [rng.random() for _ in relevance.FEATURES]
+        base = relevance.probability(values, mode)
+        assert 0.0 <= base <= 1.0
+        for i in range(len(values)):
+            raised = list(values)
+            raised[i] += rng.random()
+            assert relevance.probability(raised, mode) >= base
+
+
+def test_a_note_holding_the_rare_term_asked_for_counts_it_and_one_without_does_not():
+    scored = relevance.score_candidates(
+        "how do I use pg_restore",
+        [],
+        [
+            _row("a.md", 0.3, "Restore a dump with pg_restore into an empty database.", bm25=5.0),
+            _row("b.md", 0.4, "Restoring a backup is easy.", bm25=1.0),
+        ],
+        _key,
+    )
+    rare = relevance.FEATURES.index("rare")
+    by_path = {row["file_path"]: values for row, values in scored}
+    assert by_path["a.md"][rare] == 1.0
+    assert by_path["b.md"][rare] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("query", "rare"),
+    [
+        ("pg_restore options", ("pg_restore",)),
+        ("what does Get-ChildItem -Recurse do", ("get-childitem",)),
+        ("EIP-1559 base fee", ("eip-1559",)),
+        ("how do I bake bread", ()),
+        ("Why does my script fail?", ()),
+    ],
+)
+def test_identifier_shaped_query_terms_are_the_rare_ones(query, rare):
+    assert relevance.Query.of(query).rare == rare
+
+
+def test_a_section_found_by_both_lists_appears_once_with_both_ranks_and_its_best_cosine():
+    dense = [_row("a.md", 0.6), _row("b.md", 0.5)]
+    keyword = [_row("b.md", 0.55, bm25=7.0), _row("a.md", 0.58, bm25=2.0)]
+    scored = relevance.score_candidates("anything", dense, keyword, _key)
+    assert [row["file_path"] for row, _ in scored] == ["a.md", "b.md"]
+    names = relevance.FEATURES
+    a, b = (dict(zip(names, values, strict=True)) for _, values in scored)
+    assert a["dense_rank"] == 1.0 and a["keyword_rank"] == 0.5 and a["agree"] == 1.0
+    assert b["dense_rank"] == 0.5 and b["keyword_rank"] == 1.0
+    assert scored[1][0]["cosine"] == 0.55  # the keyword window matched better than the dense one
+    assert b["bm25"] > a["bm25"] > 0
+
+
+def test_the_lead_over_the_next_note_is_positive_for_the_best_note_only():
+    dense = [_row("a.md", 0.70), _row("a.md", 0.65) | {"section_id": "t"}, _row("b.md", 0.60)]
+    scored = relevance.score_candidates("anything", dense, [], _key)
+    margin = relevance.FEATURES.index("margin")
+    leads = [(row["file_path"], round(values[margin], 4)) for row, values in scored]
+    # Sections of the same note do not compete with each other: both of a.md's lead b.md.
+    assert leads == [("a.md", 0.1), ("a.md", 0.05), ("b.md", -0.1)]
+
+
+def test_query_words_in_the_title_and_text_count_as_shares():
+    scored = relevance.score_candidates(
+        "baking sourdough bread",
+        [_row("a.md", 0.5, "Bake the bread at 250 degrees.", title="Sourdough bread")],
+        [],
+        _key,
+    )
+    values = dict(zip(relevance.FEATURES, scored[0][1], strict=True))
+    assert values["title"] == pytest.approx(2 / 3)
+    assert values["coverage"] == pytest.approx(1 / 3)
