@@ -42,11 +42,37 @@ one minute to the next, hence three passes and the median.
 """
 
 EVAL_METHOD = """\
-`make eval` indexes SciFact (5,183 abstracts as notes, `../shared/data/scifact`) with mdrag's
-indexer, runs the 300 test queries through `Service.search` (the code behind `mdrag search` and
-the daemon) in every mode, and ranks notes by their best section (BEIR's nDCG@10 and
-Recall@100, binary relevance).
+`make eval` indexes two judged sets with mdrag's indexer (each index cached under
+`.eval-work/`, reused while the corpus and mdrag's index identity are the same), runs every query
+through `Service.search` (the code behind `mdrag search` and the daemon) in every mode, and ranks
+notes by their best section (BEIR's nDCG@10 and Recall@100, binary relevance):
+- **scifact**: 5,183 abstracts as notes and the 300 test queries (`../shared/data/scifact`);
+- **natural**: 81 questions written as people ask them (53 answerable, 28 not) over 412 notes of
+  the PowerShell 7.5 reference and the Final EIPs (`bench/data/natural/`).
 """
+
+
+ANSWERABILITY = """\
+*Answered*: an answerable query keeps a relevant note among its hits at the default threshold
+(0.7, top 10). *Silent*: an unanswerable query keeps nothing (SciFact: the query asked again
+with its relevant notes left out of the ranking; the natural set: its questions that the corpus
+does not answer). The relevance score's constants were fitted on SciFact test (5 folds by
+query; `python -m bench.fit` prints the held-out figures), so the SciFact rows below are
+in-sample; the natural-question set (`bench/data/natural/`) was never fitted on. Hybrid search
+over thresholds:"""
+
+
+def _evaluated_on(evaluation: dict[str, Any]) -> str:
+    m = evaluation.get("machine", {})
+    backends = sorted({str(data.get("backend")) for data in evaluation["sets"].values()})
+    date, cores = evaluation.get("date", "?"), m.get("cores", "?")
+    return f"Measured {date} on {cores} cores, back-end {', '.join(backends)}."
+
+
+def _curve(name: str, curve: dict[str, dict[str, float]]) -> str:
+    lines = [f"| {name}: threshold | answered | silent |", "| --- | --- | --- |"]
+    lines += [f"| {t} | {r['answered']:.3f} | {r['silent']:.3f} |" for t, r in curve.items()]
+    return "\n".join(lines)
 
 
 def _load(name: str) -> dict[str, Any] | None:
@@ -63,7 +89,10 @@ def render() -> str:
     else:
         from bench.eval import table
 
-        parts += [table(evaluation)]
+        parts += [_evaluated_on(evaluation), "", table(evaluation), "", ANSWERABILITY, ""]
+        for name, data in evaluation["sets"].items():
+            if "hybrid" in data["modes"]:
+                parts += [_curve(name, data["modes"]["hybrid"]["curve"]), ""]
     parts += ["", "## Speed and memory", "", METHOD]
     speed = _load("bench")
     if speed is None:
