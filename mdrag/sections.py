@@ -293,7 +293,8 @@ def titled_path(title: str, heading_path: Sequence[str]) -> list[str]:
 
 
 def _same_words(text: str) -> str:
-    return " ".join(text.casefold().split())
+    """The words alone: "Runbook - restore" and "Runbook: restore" name the same note."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def _rendered(inline: Token | None) -> str:
