@@ -278,15 +278,13 @@ class Indexer:
                     meter.unchanged()
                     continue
                 prepared.error = str(exc)
-                meter.read(0)
-                yield prepared
-                continue
             except DocumentError as exc:
                 if known is not None and known.status == "failed" and known.error_message == str(exc):
                     report.unchanged += 1  # failed for the same reason as last time: nothing to write
                     meter.unchanged()
                     continue
                 prepared.error = str(exc)
+            if prepared.error:  # recorded failed, with the reason
                 meter.read(0)
                 yield prepared
                 continue
