@@ -76,9 +76,11 @@ def test_human_search_output_shows_score_path_line_and_heading(env, notes):
 def test_human_search_output_lists_the_closest_notes_when_nothing_passes(env, notes):
     write(notes / "git.md", "# Git\n\n## Branches\n\nCreate a feature branch for every change.\n")
     assert mdrag(env, "reindex", str(notes)).returncode == 0
-    out = mdrag(env, "search", "how do I rebase onto main", "--threshold", "0.999", cwd=notes).stdout
-    assert "no confident answer; closest notes:" in out
-    assert "git.md" in out and "Git > Branches" in out
+    done = mdrag(env, "search", "how do I rebase onto main", "--threshold", "0.999", cwd=notes)
+    # Nothing to give: exit 1 and an empty stdout for scripts; the person reads stderr.
+    assert done.returncode == 1 and done.stdout == ""
+    assert "no confident answer; closest notes:" in done.stderr
+    assert "git.md" in done.stderr and "Git > Branches" in done.stderr
 
 
 def test_invalid_query_is_an_error_with_exit_code_1(env):

@@ -181,6 +181,7 @@ def _server_class() -> Any:
                     "Open %s failed, the file has been opened by another program", self._db_file
                 )
                 return False
+            self._mdrag_held = True  # see guard_lock_files: its stop may now end the server
             env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")}
             library_path = str(self._bin_path) + ":" + os.environ.get("LD_LIBRARY_PATH", "")
             env = {"LD_LIBRARY_PATH": library_path, "DYLD_LIBRARY_PATH": library_path, **env}
