@@ -141,6 +141,7 @@ class Daemon:
                         indexlock.lock_path(self.config.milvus_uri, self.config.data_dir),
                         self.config.milvus_uri,
                         indexlock.DAEMON,
+                        self.config.server_socket_path,
                     )
                     return Service(self.config, pending=self.pending)
                 except StoreLockedError:

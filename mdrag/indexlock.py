@@ -26,17 +26,22 @@ COMMAND = "command"
 class IndexBusyError(StoreLockedError):
     """Another process holds the index's lock (it names that process's pid)."""
 
-    def __init__(self, index: str, pid: int | None, role: str = "") -> None:
+    def __init__(self, index: str, pid: int | None, role: str = "", socket: str = "") -> None:
         holder = f"mdrag process {pid}" if pid else "another mdrag process"
         if role == DAEMON:
             holder = f"the mdrag daemon (process {pid})" if pid else "an mdrag daemon"
+        where = (
+            f"its socket {socket} (server.socket_path)"
+            if socket
+            else "its socket (the same server.socket_path)"
+        )
         super().__init__(
             f"the index {index} is in use by {holder}. Only one process may write an index: "
-            "if that is an mdrag daemon, talk to it through its socket (the same "
-            "server.socket_path), or stop it first"
+            f"if that is an mdrag daemon, talk to it through {where}, or stop it first"
         )
         self.pid = pid
         self.role = role  # DAEMON, or COMMAND for a short-lived command (the daemon waits for those)
+        self.socket = socket  # the socket a daemon serves (or will serve once started); "" if unknown
 
 
 def lock_path(milvus_uri: str, data_dir: Path) -> Path:
@@ -75,11 +80,12 @@ _guard = threading.Lock()
 _held: dict[Path, IndexLock] = {}  # locks this process holds: a second acquire shares the first
 
 
-def acquire(path: Path, index: str | None = None, role: str = COMMAND) -> IndexLock:
+def acquire(path: Path, index: str | None = None, role: str = COMMAND, socket: str = "") -> IndexLock:
     """Take the lock at `path` (creating the file), or raise IndexBusyError naming its holder.
 
-    The file says who holds it (pid and role), so a starting daemon can tell a command it should
-    wait for from another daemon it must not start beside.
+    The file says who holds it (pid and role, and a daemon's socket on a second line), so a
+    starting daemon can tell a command it should wait for from another daemon it must not start
+    beside, and a command can wait for a daemon that holds the index but has not bound its socket.
 
     Within one process the lock is shared: the daemon's reopens and a command's two layers
     (the backend and its service) each acquire and release it without ever dropping it between.
@@ -95,22 +101,24 @@ def acquire(path: Path, index: str | None = None, role: str = COMMAND) -> IndexL
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid, holder_role = _read_holder(fd)
+            pid, holder_role, holder_socket = _read_holder(fd)
             os.close(fd)
-            raise IndexBusyError(index or str(path), pid, holder_role) from None
+            raise IndexBusyError(index or str(path), pid, holder_role, holder_socket) from None
         except BaseException:
             os.close(fd)
             raise
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {role}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {role}\n{socket}\n".encode(), 0)
         lock = _held[path] = IndexLock(path, fd)
         return lock
 
 
-def _read_holder(fd: int) -> tuple[int | None, str]:
-    """(pid, role) as the holder wrote them; an older file holds the pid alone."""
+def _read_holder(fd: int) -> tuple[int | None, str, str]:
+    """(pid, role, socket) as the holder wrote them; an older file holds the pid alone."""
     try:
-        words = os.pread(fd, 64, 0).decode().split()
-        return (int(words[0]) or None) if words else None, words[1] if len(words) > 1 else ""
+        first, _, rest = os.pread(fd, 4096, 0).decode().partition("\n")
+        words = first.split()
+        pid = (int(words[0]) or None) if words else None
+        return pid, words[1] if len(words) > 1 else "", rest.rstrip("\n")
     except (OSError, ValueError):
-        return None, ""
+        return None, "", ""

@@ -165,11 +165,8 @@ def open_backend(
             "start `mdrag serve` or run `mdrag reindex DIR`"
         )
     configure_command_logging(config, quiet)
-    try:
-        backend = LocalBackend(config)
-    except StoreLockedError:
-        if not _answers(client):
-            raise
+    backend = _local_unless_daemon(config, client)
+    if backend is None:
         yield client
         return
     paths.use_roots(config.roots)
@@ -177,6 +174,40 @@ def open_backend(
         yield backend
     finally:
         backend.close()
+
+
+DAEMON_START_WAIT_S = 30.0  # how long a command waits for a starting daemon's socket to answer
+DAEMON_POLL_S = 0.1
+
+
+def _local_unless_daemon(config: Config, client: Any) -> LocalBackend | None:
+    """The index opened here, or None when a daemon holds it and answers: ask that one.
+
+    A daemon takes the index's lock before it binds its socket (a second `serve` is refused at
+    once), so a command may find the lock held by a daemon that does not answer yet: it waits for
+    it (bounded, polling the socket) rather than fail a `status` polled while the daemon starts.
+    A command holding the index, or a daemon that never answers, gets the lock's clear error."""
+    deadline = time.monotonic() + DAEMON_START_WAIT_S
+    while True:
+        try:
+            return LocalBackend(config)
+        except StoreLockedError as busy:
+            if _answers(client):
+                return None
+            # Only a daemon that will serve our socket is worth the wait (another never answers here).
+            starting = (
+                isinstance(busy, indexlock.IndexBusyError)
+                and busy.role == indexlock.DAEMON
+                and busy.socket in ("", config.server_socket_path)
+            )
+            if not starting:
+                raise
+            if time.monotonic() >= deadline:
+                raise StoreLockedError(
+                    f"{busy}; it has not answered on {config.server_socket_path} "
+                    f"for {DAEMON_START_WAIT_S:.0f} s (still starting? see its log)"
+                ) from busy
+        time.sleep(DAEMON_POLL_S)
 
 
 def _answers(client: Any) -> bool:
@@ -219,7 +250,10 @@ def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
     lock once its socket is bound, waiting for the command to let go (the daemon wins the race)."""
     try:
         return indexlock.acquire(
-            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri, indexlock.DAEMON
+            indexlock.lock_path(config.milvus_uri, config.data_dir),
+            config.milvus_uri,
+            indexlock.DAEMON,
+            config.server_socket_path,
         )
     except indexlock.IndexBusyError as busy:
         if busy.role == indexlock.COMMAND:

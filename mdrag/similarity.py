@@ -145,10 +145,11 @@ class Similarity:
                     continue
                 score = round(match_score(a, b))
                 if score >= min_score:
+                    first, second = sorted((paths[i], paths[j]))  # a pair reads the same on every run
                     pairs.append(
                         {
-                            "a": paths[i],
-                            "b": paths[j],
+                            "a": first,
+                            "b": second,
                             "score": score,
                             "tier": tier(score),
                             "doc_cosine": round(doc_cosine, 4),

@@ -3,6 +3,8 @@
 Compared before and after each test (and each test module, for module-scoped fixtures):
 non-daemon Python threads, and this process's descendant processes (daemons, CLI runs,
 Milvus Lite servers). Long-lived helpers of session fixtures are allowed by name or by PID.
+A new child of a process that was already there (a module's daemon restarting the Lite server a
+test killed) is that process's, not the test's: the guard of the fixture that owns it checks it.
 """
 
 from __future__ import annotations
@@ -83,12 +85,21 @@ def _command(pid: int) -> str:
         return "?"
 
 
+def _new_processes(pids_before: set[int]) -> set[int]:
+    """Descendants that are new since `pids_before`, less the children of processes from before
+    that still run: a long-lived fixture's process (a daemon) may start its helpers again."""
+    table = _children()
+    return {
+        pid for pid in descendant_processes() - pids_before if table.get(pid, (0, 0))[0] not in pids_before
+    }
+
+
 def left_behind(threads_before: set[threading.Thread], pids_before: set[int]) -> list[str]:
     """What is new since `before` after a grace time, named; the processes among it are killed."""
     deadline = time.monotonic() + GRACE_S
     while True:
         threads = live_threads() - threads_before
-        pids = descendant_processes() - pids_before
+        pids = _new_processes(pids_before)
         if (not threads and not pids) or time.monotonic() > deadline:
             break
         time.sleep(0.05)

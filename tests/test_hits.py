@@ -31,9 +31,8 @@ Links to more reading about 2nd&ndash;4th deploys &amp; previews.
 def prepared(embedder, path, text):
     """A note as the indexer prepares it, with zero vectors (no model run)."""
     from mdrag.document import parse_document
-    from mdrag.sections import embedding_inputs
     from mdrag.rows import PreparedNote
-    from mdrag.sections import Sectioner
+    from mdrag.sections import Sectioner, embedding_inputs
 
     document = parse_document(str(path), text.encode())
     outline, title, inputs = embedding_inputs(Sectioner(embedder.count_tokens, 1000), document)

@@ -45,7 +45,7 @@ def test_a_second_process_is_refused_with_the_holders_pid_and_the_file_stays(tmp
         assert held_by_anyone(path)
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate(timeout=10)  # reaps it and closes its pipe
     lock = indexlock.acquire(path)  # the kernel dropped the dead holder's lock
     assert lock.held
     lock.release()

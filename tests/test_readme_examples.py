@@ -55,6 +55,7 @@ WHILE_SERVING = [
     (
         "mdrag similar examples/notes/cooking/sourdough-bread-baking.md -k 3",
         0,
+        # the tier is a column as wide as its longest name ("closely related")
         [r"^\s*(9\d|100)\s+near-duplicate\s+notes/archive/sourdough-2023\.md$"],
     ),
     (
@@ -186,8 +187,8 @@ def test_the_readme_set_up_and_every_command_example_run_as_written(readme_env):
     env, home = readme_env
     notes = len(list(NoteFilter([EXAMPLES]).scan()))
     make_env, serve = make_run_command()
-    log = open(home / "daemon.log", "w")  # noqa: SIM115 - handed to the child process
-    daemon = subprocess.Popen(serve, cwd=REPO, env={**env, **make_env}, stdout=log, stderr=log, text=True)
+    with open(home / "daemon.log", "w") as log:  # the child keeps its own copy of the descriptor
+        daemon = subprocess.Popen(serve, cwd=REPO, env={**env, **make_env}, stdout=log, stderr=log, text=True)
     try:
         client = DaemonClient(str(home / "run" / "mdrag" / "mdrag.sock"), timeout=120)
         deadline = time.monotonic() + 180
@@ -217,7 +218,6 @@ def test_the_readme_set_up_and_every_command_example_run_as_written(readme_env):
     finally:
         daemon.send_signal(signal.SIGINT)  # Ctrl-C in make run's terminal
         daemon.wait(timeout=60)
-        log.close()
     for command, code, expected in AFTER_STOP:
         check(command, code, expected, env, notes)
     # the second terminal's commands read the daemon's index and made no other

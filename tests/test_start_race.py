@@ -61,22 +61,22 @@ def wait_ready(daemon: DaemonProcess, timeout: float = 90.0) -> None:
 
 
 def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
-    holder = subprocess.Popen(
+    with subprocess.Popen(  # closes its pipes and reaps it on the way out
         [sys.executable, "-c", HOLDER, indexed.socket_path],
         env=indexed.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        indexed.launch()
-        wait_ready(indexed)
-        assert holder.wait(timeout=30) == 0, holder.stderr.read() if holder.stderr else ""
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(10)
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            indexed.launch()
+            wait_ready(indexed)
+            _, err = holder.communicate(timeout=30)
+            assert holder.returncode == 0, err
+        finally:
+            if holder.poll() is None:
+                holder.kill()
     assert indexed.process is not None and indexed.process.poll() is None
     log = indexed.log()
     assert "the index is held by another process" in log and "waiting up to" in log
@@ -124,3 +124,54 @@ def test_a_status_polled_every_50_ms_while_the_daemon_starts_never_stops_it(inde
     for report in served:
         assert report["daemon"]["state"] == "reconciling" or report["documents"] == {"indexed": 3}, report
     assert "held by another process" not in indexed.log() or "let go" in indexed.log()
+
+
+DAEMON_HOLDER = (
+    "import sys, time; from pathlib import Path; from mdrag import indexlock;"
+    "indexlock.acquire(Path(sys.argv[1]), None, indexlock.DAEMON, sys.argv[2]);"
+    "print('held', flush=True); time.sleep(60)"
+)
+
+
+def refusal(tmp_path: Path, holder_socket: str) -> tuple[str, float, int]:
+    """(the error a command gets, the seconds it took, the holder's pid) while a process holds
+    the index as a daemon that will serve `holder_socket` and never answers there."""
+    from mdrag import route
+    from mdrag.client import DaemonClient
+    from mdrag.config import Config
+    from mdrag.errors import StoreLockedError
+    from mdrag.indexlock import lock_path
+
+    config = Config().with_overrides(
+        milvus_uri=str(tmp_path / "milvus.db"), server_socket_path=str(tmp_path / "mdrag.sock")
+    )
+    lock = lock_path(config.milvus_uri, config.data_dir)
+    socket = holder_socket or config.server_socket_path
+    with subprocess.Popen(
+        [sys.executable, "-c", DAEMON_HOLDER, str(lock), socket], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            started = time.monotonic()
+            with pytest.raises(StoreLockedError) as refused:
+                route._local_unless_daemon(config, DaemonClient(config.server_socket_path))
+            return str(refused.value), time.monotonic() - started, holder.pid
+        finally:
+            holder.kill()
+
+
+def test_a_command_waits_for_a_starting_daemon_then_says_it_never_answered(tmp_path, monkeypatch):
+    from mdrag import route
+
+    monkeypatch.setattr(route, "DAEMON_START_WAIT_S", 2.0)
+    error, seconds, pid = refusal(tmp_path, "")
+    assert 2.0 <= seconds < 10
+    assert f"in use by the mdrag daemon (process {pid})" in error
+    assert f"has not answered on {tmp_path / 'mdrag.sock'} for 2 s" in error
+
+
+def test_a_command_is_refused_at_once_by_a_daemon_that_serves_another_socket(tmp_path):
+    error, seconds, pid = refusal(tmp_path, str(tmp_path / "other.sock"))
+    assert seconds < 5  # no wait: that daemon never answers on this command's socket
+    assert f"in use by the mdrag daemon (process {pid})" in error
+    assert f"talk to it through its socket {tmp_path / 'other.sock'}" in error
