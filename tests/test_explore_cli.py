@@ -56,7 +56,7 @@ def test_every_command_answers_through_the_daemon_and_gaps_survive_its_restart(d
     pack = run_json(env, "context", "how do I bake sourdough bread", "--max-tokens", "200")
     assert pack["sources"] and pack["tokens"] <= 200 and "#" in pack["sources"][0]["anchor"]
     explained = run_json(env, "search", "sourdough starter", "--explain", "--threshold", "0.5")
-    assert explained["results"][0]["explain"]["fused_rank"] >= 1
+    assert explained["results"][0]["explain"]["score_rank"] >= 1
     assert explained["confidence"]["level"] in ("high", "medium", "low")
     selected = run_json(env, "search", "--selected", "-", "--threshold", "0.3", stdin=OTHERS["tax.md"])
     assert selected["results"][0]["file_path"] == str(notes / "tax.md")

@@ -105,7 +105,8 @@ def test_a_search_hit_shows_the_window_that_matched_under_the_title_led_heading_
 def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_that_changed(
     make_service, embedder, notes, monkeypatch
 ):
-    from mdrag import indexer, schema, sections
+    from mdrag import indexer, sections
+    from mdrag.milvus import schema
     from mdrag.service import Service
 
     write(notes / "hosting.md", HUGO_PAGE)

@@ -400,7 +400,7 @@ def test_an_unreadable_folder_or_file_fails_with_the_reason_and_keeps_its_notes(
     assert "Permission denied" in failed[str(notes / "shut.md")]
     assert report["deleted"] == 0
     found = {h["file_path"] for h in run("search", "vault holds", "--json", "--threshold", "0")["results"]}
-    assert found == {str(notes / "locked" / "a.md"), str(notes / "locked" / "b.md"), str(notes / "shut.md")}
+    assert {str(notes / "locked" / "a.md"), str(notes / "locked" / "b.md"), str(notes / "shut.md")} <= found
 
 
 # ---- end to end through the daemon ----------------------------------------------------------

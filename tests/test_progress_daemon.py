@@ -135,11 +135,12 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
 
         # a search answers from what is indexed so far and says so
         found = mdrag_cli(env, "search", "zebra migration across the antarctic ice")
-        assert found.returncode == 0, found.stderr
+        # nothing found yet: exit 1, and the person reads why on stderr (stdout stays empty)
+        assert found.returncode == 1 and found.stdout == "", found.stderr
         assert re.search(
-            r"^indexing: \d+ of 320 notes done, about \d+ (s|min) left; results so far:", found.stdout
+            r"^indexing: \d+ of 320 notes done, about \d+ (s|min) left; results so far:", found.stderr
         )
-        assert "indexed so far" in found.stdout  # no "nothing in your notes answers this"
+        assert "indexed so far" in found.stderr  # no "nothing in your notes answers this"
         assert not NOISE.search(found.stderr), found.stderr
         answer = json.loads(mdrag_cli(env, "search", "--json", "compost kernel budget").stdout)
         indexing = answer["indexing"]
