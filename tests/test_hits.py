@@ -105,7 +105,7 @@ def test_a_search_hit_shows_the_window_that_matched_under_the_title_led_heading_
 def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_that_changed(
     make_service, embedder, notes, monkeypatch
 ):
-    from mdrag import indexer, sections
+    from mdrag import sections
     from mdrag.milvus import schema
     from mdrag.service import Service
 
@@ -115,7 +115,6 @@ def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_th
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
     monkeypatch.setattr(sections, "split_attributes", lambda heading: (heading, ""))
     monkeypatch.setattr(sections, "decode_entities", lambda text: text)
-    monkeypatch.setattr(indexer, "decode_entities", lambda text: text)
     old = make_service([notes])
     old.reindex()
     old.close()
