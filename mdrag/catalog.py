@@ -15,7 +15,7 @@ class FileRecord:
 
     file_path: str
     file_hash: str
-    status: str  # pending, processing, indexed or failed
+    status: str  # indexed or failed as stored; processing while the writer has it in hand
     error_message: str = ""
     warning: str = ""
     section_count: int = 0

@@ -120,7 +120,7 @@ def env_name(key: str) -> str:
 
 
 # MDRAG_* variables that are not settings: the config file's path, and the test suite's switches.
-OTHER_ENV_VARS = ("MDRAG_CONFIG",)
+OTHER_ENV_VARS = ("MDRAG_CONFIG", "MDRAG_EVAL_WORK")  # the second is read by bench.eval
 TEST_ENV_PREFIX = "MDRAG_TEST_"
 
 

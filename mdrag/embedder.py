@@ -316,13 +316,13 @@ class _OnnxRunner:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         # ONNX Runtime's threads spin after each run by default, holding a core that Milvus
-        # Lite's scan needs on a small machine: without it a search is 2.8 ms faster at 56k
-        # sections (25.9 -> 23.1 ms), takes half the daemon's CPU, and encoding is as fast.
+        # Lite's scan needs on a small machine: without spinning a search is faster, the daemon
+        # uses about half the CPU per query, and encoding is as fast.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         # Each run hands its arena's memory back (and _give_back_memory returns it to the system):
-        # otherwise a daemon keeps the peak of its first index, ~300 MB more than a restarted one,
-        # for its whole life. The peak itself is lower too, and the CPU time per text the same.
+        # otherwise a daemon keeps the peak of its first index, far above a restarted one's, for
+        # its whole life. The peak itself is lower too, and the CPU time per text the same.
         self.run_options = onnxruntime.RunOptions()
         self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.inputs = {i.name for i in self.session.get_inputs()}
@@ -335,8 +335,8 @@ class _OnnxRunner:
         out = []
         start = 0
         while start < len(encodings):
-            # At most TOKENS_PER_RUN tokens per run: the attention tensors of 64 full windows
-            # take ~2 GB in ONNX Runtime; 4096 tokens keep it under ~0.7 GB at the same speed.
+            # At most TOKENS_PER_RUN tokens per run: the attention tensors of a batch of full
+            # windows take gigabytes in ONNX Runtime; this bound keeps them small at the same speed.
             group = encodings[start : start + batch_size]
             longest = max(len(e.ids) for e in group)
             group = group[: max(1, TOKENS_PER_RUN // longest)]

@@ -37,15 +37,15 @@ from mdrag.scanner import NoteFilter
 from mdrag.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 
 # Texts per write batch: the model sorts a batch by length, and the larger the batch the less
-# of each model batch is padding (measured on the PowerShell reference: 11% padded tokens at
-# 512 texts, 3% at 2048). A stop still comes within one model batch (embed checks `cancel`).
+# of each model batch is padding. A stop still comes within one model batch (embed checks
+# `cancel`).
 BATCH_TEXTS = 2048
 # The first batches of a run are smaller (64, 128, ... texts): a first index becomes searchable
 # note by note within seconds, rather than after the first 2048 texts.
 FIRST_BATCH_TEXTS = 64
 BATCH_FILES = 512  # and never more files than this per batch, so each write stays bounded
 READ_AHEAD = 256  # files read and sectioned ahead of the model by the reader thread
-RUN_VECTORS = 100_000  # vectors one run keeps for reuse, ~150 MB (the PowerShell reference: 26k)
+RUN_VECTORS = 100_000  # vectors one run keeps for reuse (384 float32 each: ~150 MB at most)
 
 Listener = Callable[[list[dict[str, Any]]], None]  # told of each batch's new vector rows once visible
 

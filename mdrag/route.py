@@ -140,9 +140,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
 
 
 @contextmanager
-def open_backend(
-    config: Config, quiet: bool, need_daemon: bool = False, create: bool = False
-) -> Iterator[Backend]:
+def open_backend(config: Config, quiet: bool, create: bool = False) -> Iterator[Backend]:
     """The daemon when one answers on the socket, else the index opened here (and only then
     is logging set up: loguru's import is a fifth of a short command's start-up).
 
@@ -155,10 +153,6 @@ def open_backend(
     if _answers(client):
         yield client
         return
-    if need_daemon:
-        raise ServerNotRunningError(
-            f"no mdrag daemon answers on {config.server_socket_path}; start it with `mdrag serve`"
-        )
     if not create and not index_exists(config.milvus_uri):
         raise NoIndexError(
             f"no index at {Path(config.milvus_uri).expanduser()}: "

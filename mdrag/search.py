@@ -70,7 +70,7 @@ class Hit:
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow on purpose: every dict in a hit is built for it alone, and asdict's deep copy
-        # of ten hits cost ~1 ms of each answer.
+        # cost a measurable share of each answer.
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

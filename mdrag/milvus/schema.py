@@ -18,7 +18,7 @@ METADATA = "document_metadata"
 SCHEMA_VERSION = 4
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
-# cosine; a FLAT scan with IP skips the per-row norms COSINE computes: 35% faster at 60k rows.
+# cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.
 DENSE_METRIC = "IP"
 
 
@@ -48,7 +48,7 @@ def ensure_collections(
         else:
             full_text = _create_vectors_as_supported(client, built_for, dimension)
     # Only the small metadata collection loads now: Milvus Lite reads a whole collection into
-    # memory on load (~25 s for 140k vector rows), and a no-op rescan never touches the vectors.
+    # memory on load (many seconds at scale), and a no-op rescan never touches the vectors.
     if METADATA in names:
         client.load_collection(METADATA)
     return full_text
@@ -77,7 +77,7 @@ def _use_dense_metric(client: MilvusClient, uri: str) -> None:
     """Indexes made before DENSE_METRIC searched with COSINE: swap the index in place.
 
     The vectors stay as they are (unit length either way), so nothing is embedded again; the
-    swap happens once and costs about what loading the collection does (40 s at 141k rows).
+    swap happens once and costs about what loading the collection does.
     """
     found = client.describe_index(VECTORS, "embedding").get("metric_type")
     if found == DENSE_METRIC:
@@ -137,8 +137,8 @@ def _create_vectors(client: MilvusClient, built_for: str, dimension: int, full_t
     s.add_field("window_index", DataType.INT32)
     _tags(s, "tags")
     # What a hit shows besides its text (heading, lines, anchor, title, ...), in one JSON field:
-    # Milvus Lite pays ~0.3 ms per output field per search, and a hit had 17 of them (8 ms of
-    # a hybrid search at 140k rows). The columns above stay for filters and deletes.
+    # Milvus Lite pays for each output field of every search, and a hit had 17 of them. The
+    # columns above stay for filters and deletes.
     s.add_field("display", DataType.JSON)
     s.add_field("section_text", DataType.VARCHAR, max_length=65535)
     # The english analyzer stems and drops stop words: "restoring backups" matches "restore a backup".

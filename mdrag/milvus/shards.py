@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 # Milvus Lite scans a collection on one core and runs one request at a time per database, so
-# at 126k vector rows a search took 15-20 ms however many cores the machine had. Each shard is
-# a database of its own with its own server: two shards of 63k rows searched at once answered
-# in 10.0-10.8 ms against 14.6-16.3 ms for one of 126k (2 cores, same session), for +67 MB of
-# server memory (264 + 264 MB against 461 MB).
+# one database leaves every other core idle during a search. Each shard is a database of its own
+# with its own server, and a search asks them all at once: on 2 cores two shards answer markedly
+# faster than one, for one more server's memory (docs/design.md, "Two shards on Milvus Lite").
 LITE_SHARDS = 2
 
 T = TypeVar("T")

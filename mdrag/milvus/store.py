@@ -32,9 +32,9 @@ WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
 MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
 # Milvus Lite keeps a collection in memory as it loaded it, plus every row written since, and
-# searches the written ones slower (100k sections, 35% of the rows written while open: p50
-# 35.5 ms, 30.4-32.6 once reopened; deletes too: 40-44 ms, 31 once reopened). Reopening is
-# due once the rows written since the open are this share of the index (and a floor).
+# searches the written (and deleted) ones slower until it loads the file again (figures in
+# docs/benchmarks.md). Reopening is due once the rows written since the open are this share of
+# the index (and a floor).
 REOPEN_SHARE = 0.2
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
@@ -52,8 +52,8 @@ _CONNECTION_ERRORS = (
 )
 
 # What a search hit shows. Every candidate carries it: on Milvus Lite a second call to fetch
-# the rows of the final hits (a `get` by id) costs more than the fields do (20 ms at 140k rows).
-# Two fields, not eighteen: each output field costs Milvus Lite ~0.3 ms per search.
+# the rows of the final hits (a `get` by id) costs more than the fields do. Two fields, not
+# eighteen: Milvus Lite pays for each output field of every search.
 HIT_FIELDS = ["display", "section_text"]
 
 
@@ -181,7 +181,7 @@ class Store:
 
     def _vectors(self) -> str:
         """The vectors collection's name, loaded on first use: loading reads every row into
-        memory (Milvus Lite: seconds per 10k rows), which a no-op rescan never needs."""
+        memory (Milvus Lite reads the whole collection), which a no-op rescan never needs."""
         if not self._vectors_loaded:
             with self._load_lock:
                 if not self._vectors_loaded:
@@ -457,7 +457,7 @@ class Store:
         """Stop Milvus Lite's server and open the index again, loaded; returns the seconds taken.
 
         The caller keeps every other call out meanwhile: the store has no engine until it returns
-        (Milvus Lite loads ~5k rows a second). Safe to call again after a failure.
+        (Milvus Lite reads every row again). Safe to call again after a failure.
         """
         started = time.monotonic()
         self.close()
