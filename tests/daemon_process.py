@@ -92,9 +92,15 @@ class DaemonProcess:
         assert not os.path.exists(self.socket_path)
 
     def close(self) -> None:
+        # A graceful stop, so the daemon stops its Lite servers itself: after a SIGKILL they
+        # linger until they notice their lock is gone, past the leak guard's grace.
         if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
         shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
