@@ -33,17 +33,22 @@ WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
     "hybrid": (-2.2932, (0.0991, 13.02, 0.0, 1.547, 0.0, 0.8137, 1.756, 0.9677, 0.2711)),
 }
 MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
+COPY_SHARE = 0.8  # sections sharing this share of their distinct words are copies of each other
+COPY_OPENING = 1000  # characters of each section compared
+COPY_COSINE = 0.08  # copies are this close to the query (a different title may lead each window)
 AGREE_DEPTH = 10  # "dense and keyword agree": the note is in the top this many of both lists
 
 _WORD = re.compile(r"\w+")
 # A query term that looks like an identifier (pg_restore, Get-ChildItem, EIP-1559, v2.5,
-# camelCase): rare by its shape, so a note holding it verbatim is strong evidence.
+# 0x1f): rare by its shape, so a note holding it verbatim is strong evidence.
 _TERM = re.compile(r"[^\W_][\w.\-]*[^\W_]|[^\W_]")
 _STOP = frozenset(
     "a an and are as at be but by can do does for from how i if in into is it its my of on or "
     "so than that the their then there these this to was what when where which who why will "
     "with you your me we our not no yes get use using used have has had should would could "
-    "about after before between more most other some such only own same too very just over".split()
+    "about after before between more most other some such only own same too very just over "
+    "way something anything thing want need let possible able here else somewhere like also "
+    "really even still keep go got put any all one don doesn didn isn won wasn aren".split()
 )
 
 
@@ -59,6 +64,23 @@ class Query:
         words = frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
         rare = tuple(sorted({t.lower() for t in _TERM.findall(text) if _looks_rare(t)}))
         return cls(words, rare)
+
+
+def keyword_query(text: str) -> str:
+    """What the BM25 search is asked: the query without its question words.
+
+    The index's analyzer drops only English grammar words, so "how do I put the output onto the
+    clipboard" would rank sections full of "how", "do" and "output" above the one about the
+    clipboard: BM25 sums every word's weight, and a natural question has more filler than
+    subject. A query of filler only is asked as it is.
+    """
+    kept = []
+    for term in _TERM.findall(text):
+        if _looks_rare(term):
+            kept.append(term)  # Get-ChildItem stays whole, its "Get" included
+        else:
+            kept += [w for w in _WORD.findall(term) if w.lower() not in _STOP and len(w) > 1]
+    return " ".join(kept) if kept else text
 
 
 def features(
@@ -123,23 +145,55 @@ def score_candidates(
             merged[k]["cosine"] = max(merged[k]["cosine"], row["cosine"])
         if k in keyword_ranks and "bm25" in row:
             merged[k]["bm25"] = row["bm25"]
-    # The best cosine of each note: a candidate's lead is over the best *other* note.
-    by_note: dict[str, float] = {}
+    # The best row of each note: a candidate's lead is over the best *other* note that is not
+    # a copy of it (a vault's duplicated or versioned notes would otherwise erase each other's lead).
+    by_note: dict[str, dict[str, Any]] = {}
     for row in merged.values():
-        by_note[row["file_path"]] = max(by_note.get(row["file_path"], -1.0), row["cosine"])
-    top_two = sorted(by_note.items(), key=lambda item: -item[1])[:2]
+        best = by_note.get(row["file_path"])
+        if best is None or row["cosine"] > best["cosine"]:
+            by_note[row["file_path"]] = row
+    leaders = sorted(by_note.values(), key=lambda row: -row["cosine"])
+    words: dict[int, frozenset[str]] = {}
     out = []
     for k, row in merged.items():
-        others = [c for path, c in top_two if path != row["file_path"]]
+        rival = next(
+            (
+                other["cosine"]
+                for other in leaders
+                if other["file_path"] != row["file_path"]
+                # Only a note about as close to the query can be a copy (the same words embed
+                # alike); the word comparison is paid for those alone.
+                and (abs(other["cosine"] - row["cosine"]) > COPY_COSINE or not _copies(row, other, words))
+            ),
+            None,
+        )
         out.append(
             (
                 row,
                 features(
-                    prepared, row, dense_ranks.get(k), keyword_ranks.get(k), others[0] if others else None
+                    prepared,
+                    row,
+                    dense_ranks.get(k),
+                    keyword_ranks.get(k),
+                    rival,
                 ),
             )
         )
     return out
+
+
+def _copies(a: dict[str, Any], b: dict[str, Any], cache: dict[int, frozenset[str]]) -> bool:
+    """Whether two sections say nearly the same: most words of their openings shared (the
+    opening bounds the cost; a copy or a lightly edited version shares it)."""
+
+    def words(row: dict[str, Any]) -> frozenset[str]:
+        if id(row) not in cache:
+            opening = str(row.get("section_text") or "")[:COPY_OPENING].lower()
+            cache[id(row)] = frozenset(opening.split())
+        return cache[id(row)]
+
+    x, y = words(a), words(b)
+    return bool(x and y) and len(x & y) >= COPY_SHARE * len(x | y)
 
 
 def _share(words: frozenset[str], lowered: str) -> float:
@@ -156,7 +210,6 @@ def _stem(word: str) -> str:
 
 
 def _looks_rare(term: str) -> bool:
-    inner = term[1:]
-    return len(term) > 2 and (
-        any(c in term for c in "_-.") or any(c.isdigit() for c in term) or any(c.isupper() for c in inner)
-    )
+    # Separators and digits, not capitals: "PowerShell" or "GitHub" name a whole corpus's
+    # subject, so a note holding them says nothing; "Get-ChildItem", "pg_restore", "EIP-1559" do.
+    return len(term) > 2 and (any(c in term for c in "_-.") or any(c.isdigit() for c in term))

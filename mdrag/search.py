@@ -127,7 +127,9 @@ class Searcher:
         keyword = None
         # BM25 over an empty collection is an engine error, not an empty answer.
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
-            keyword = self._keyword_pool.submit(self.store.search_keyword, params.query, limit, expr)
+            keyword = self._keyword_pool.submit(
+                self.store.search_keyword, relevance.keyword_query(params.query), limit, expr
+            )
         ranked: list[list[dict[str, Any]]] = []
         try:
             vector = self._query_vector(params)

@@ -80,6 +80,21 @@ def test_identifier_shaped_query_terms_are_the_rare_ones(query, rare):
     assert relevance.Query.of(query).rare == rare
 
 
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("how do I put the output of a command onto the clipboard?", "output command onto clipboard"),
+        ("what does Get-ChildItem -Recurse do", "Get-ChildItem Recurse"),
+        ("pg_restore", "pg_restore"),
+        ("EIP-1559 base fee: who gets it?", "EIP-1559 base fee gets"),
+        ("how do I", "how do I"),  # filler only: asked as it is
+        ("", ""),
+    ],
+)
+def test_the_keyword_search_is_asked_the_query_without_its_question_words(query, asked):
+    assert relevance.keyword_query(query) == asked
+
+
 def test_a_section_found_by_both_lists_appears_once_with_both_ranks_and_its_best_cosine():
     dense = [_row("a.md", 0.6), _row("b.md", 0.5)]
     keyword = [_row("b.md", 0.55, bm25=7.0), _row("a.md", 0.58, bm25=2.0)]
@@ -100,6 +115,19 @@ def test_the_lead_over_the_next_note_is_positive_for_the_best_note_only():
     leads = [(row["file_path"], round(values[margin], 4)) for row, values in scored]
     # Sections of the same note do not compete with each other: both of a.md's lead b.md.
     assert leads == [("a.md", 0.1), ("a.md", 0.05), ("b.md", -0.1)]
+
+
+@pytest.mark.parametrize("copies", [1, 2, 3])
+def test_a_note_keeps_its_lead_over_copies_of_itself(copies):
+    text = "Feed the sourdough starter twice a day with equal weights of flour and water."
+    dense = [_row(f"copy{i}.md", 0.70 - i * 0.001, text) for i in range(copies + 1)]
+    dense.append(_row("other.md", 0.55, "Proof the dough overnight in the fridge."))
+    scored = relevance.score_candidates("feeding the sourdough starter", dense, [], _key)
+    margin = relevance.FEATURES.index("margin")
+    leads = {row["file_path"]: values[margin] for row, values in scored}
+    # Every copy leads the first different note; none is penalised for the others.
+    assert all(leads[f"copy{i}.md"] > 0.14 for i in range(copies + 1))
+    assert leads["other.md"] < 0
 
 
 def test_query_words_in_the_title_and_text_count_as_shares():
