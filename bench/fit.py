@@ -97,7 +97,7 @@ def fit_weights(
     for row in rows:
         if not row["cands"]:
             continue
-        weight = 1.0 / len(row["cands"])
+        weight = row.get("weight", 1.0) / len(row["cands"])
         for _, label, values in row["cands"]:
             xs.append(values)
             ys.append(label)
@@ -183,9 +183,16 @@ def fit(args: argparse.Namespace) -> None:
 
     rows = load(args.features)
     qrels_count = _qrels_count(args)
+    # Other judged sets join every fold's training, weighted so each set counts as much as
+    # this one; folds, held-out figures and the anchor are this set's alone.
+    others = [load(path) for path in args.also]
     result: dict[str, Any] = {}
     for mode in sorted({r["mode"] for r in rows}):
         mine = [r for r in rows if r["mode"] == mode]
+        extra = []
+        for other in others:
+            theirs = [r for r in other if r["mode"] == mode]
+            extra += [{**r, "weight": len(mine) / len(theirs)} for r in theirs]
         queries = sorted({r["q"] for r in mine})
         rng = np.random.default_rng(0)
         order = list(rng.permutation(queries))
@@ -193,7 +200,7 @@ def fit(args: argparse.Namespace) -> None:
         held: list[dict[str, Any]] = []
         for fold in folds:
             train = [r for r in mine if r["q"] not in fold]
-            bias, coef = fit_weights(train)
+            bias, coef = fit_weights(train + extra)
             if args.anchor:
                 bias = anchor(train, bias, coef)
             test = [r for r in mine if r["q"] in fold]
@@ -218,7 +225,7 @@ def fit(args: argparse.Namespace) -> None:
                         sorted(scores_of(r, r["_b"], r["_c"]), key=lambda t: -t[2]), qrels_count.get(r["q"])
                     )
                 )
-        bias, coef = fit_weights(mine)
+        bias, coef = fit_weights(mine + extra)
         if args.anchor:
             bias = anchor(mine, bias, coef)
         result[mode] = {
@@ -289,6 +296,9 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("features", type=Path)
     f.add_argument("--set", choices=("scifact", "natural"), default="scifact")
+    f.add_argument(
+        "--also", type=Path, nargs="*", default=[], help="other sets' dumps, in every fold's training"
+    )
     f.add_argument("--folds", type=int, default=5)
     f.add_argument(
         "--anchor", action="store_true", help="place 0.7 at the balanced answered/silent point, not P=0.7"
