@@ -1,11 +1,13 @@
-"""Every benchmark figure in one run (`make bench`): cold index, no-op rescan, freshness, queries, memory.
+"""Every benchmark figure in one run (`make bench`): cold index, no-op rescan, freshness, queries,
+memory, searches while indexing.
 
     python -m bench [--files N] [--work DIR] [--ceiling-sample N] [--backend-texts N] [--queries 200]
-                    [--sections 100000]
+                    [--sections 100000] [--burst 400]
 
 One work dir (the corpus extracted, its own Milvus Lite index and socket) serves every figure in
 turn; each prints as it is measured. After the cold index, a sample of its texts is encoded by
-each model back-end (torch, onnx, onnx-int8) for their speed ratio. Writes
+each model back-end (torch, onnx, onnx-int8) for their speed ratio. Searches while indexing
+(bench.busy) use a work dir of their own: 300 notes and a burst of --burst new ones. Writes
 bench/results/bench.json, then docs/benchmarks.md from it.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bench import backends, cold, freshness, harness, memory, query, report, rescan
+from bench import backends, busy, cold, freshness, harness, memory, query, report, rescan
 from bench.session import Daemon
 
 
@@ -39,6 +41,9 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 print(query.summary(result["query"]), flush=True)
             finally:
                 query.shrink(daemon)
+        if args.burst:
+            result["busy"] = busy.run(None, busy.FILES, args.burst, socket=True, spinners=0)
+            print(busy.summary(result["busy"]), flush=True)
     finally:
         harness.cleanup(work, keep=args.work is not None)
     return result
@@ -55,6 +60,7 @@ def main() -> None:
     )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sections", type=int, default=100_000)
+    parser.add_argument("--burst", type=int, default=400, help="new notes for bench.busy (0: skip it)")
     args = parser.parse_args()
     result = run_all(args)
     path = harness.save("bench", result)

@@ -60,6 +60,13 @@ class Runner(Protocol):
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
 
 
+def query_lane(runner: Runner) -> Runner | None:
+    """A runner on the same model that may encode a query while `runner` encodes an indexing
+    batch in another thread, if the runner offers one (its `for_queries()`); None: they take turns."""
+    for_queries = getattr(runner, "for_queries", None)
+    return for_queries() if for_queries is not None else None
+
+
 class Embedder:
     """Normalized sentence embeddings plus the model's own token counting.
 
@@ -92,6 +99,7 @@ class Embedder:
         self.model_id = model_id + ("+onnx-int8" if backend == "onnx-int8" else "")
         self.batch_size = batch_size
         self._runner: Runner | None = runner
+        self._query_runner: Runner | None = query_lane(runner) if runner is not None else None
         self._load_lock = threading.Lock()
         if facts is None and runner is not None:
             raise ConfigError(
@@ -132,6 +140,7 @@ class Embedder:
                         self._runner = _OnnxRunner(self._source, self.backend, self.max_seq_length)
                 except (OSError, ValueError) as exc:
                     raise ConfigError(f"embedding.model: cannot load {self._name!r}: {exc}") from exc
+                self._query_runner = query_lane(self._runner)
             return self._runner
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -211,8 +220,13 @@ class Embedder:
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         runner = self._load()
-        # One encode at a time (the tokenizer is not safe to share across threads, and torch
-        # already uses every core); a query goes ahead of the next indexing batch.
+        lane = self._query_runner
+        if query and lane is not None:
+            # Beside any indexing batch in flight, never behind it: a batch of 64 long windows
+            # takes seconds on a small machine, and a search waited for all of it.
+            return np.asarray(lane.encode(texts, self.batch_size), dtype=np.float32)
+        # Otherwise one encode at a time (torch's tokenizer is not safe to share across threads,
+        # and torch already uses every core); a query goes ahead of the next indexing batch.
         with self._gate:
             self._queries_waiting += query
             while self._busy or (not query and self._queries_waiting):
@@ -320,15 +334,20 @@ class _OnnxRunner:
         # uses about half the CPU per query, and encoding is as fast.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        # Each run hands its arena's memory back (and _give_back_memory returns it to the system):
-        # otherwise a daemon keeps the peak of its first index, far above a restarted one's, for
-        # its whole life. The peak itself is lower too, and the CPU time per text the same.
-        self.run_options = onnxruntime.RunOptions()
-        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self.run_options = _run_options()
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_seq_length)
         self.tokenizer.no_padding()
+
+    def for_queries(self) -> _OnnxRunner:
+        """The same session with a tokenizer of its own, for queries: InferenceSession.run may be
+        called from several threads at once (ONNX Runtime's threads are shared between the runs),
+        and the tokenizer is not shared with the indexing thread."""
+        lane = copy.copy(self)
+        lane.tokenizer = copy.deepcopy(self.tokenizer)
+        lane.run_options = _run_options()
+        return lane
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)  # truncated to the window, not padded
@@ -355,6 +374,17 @@ class _OnnxRunner:
             out.append(mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None))
             start += len(group)
         return np.concatenate(out).astype(np.float32, copy=False)
+
+
+def _run_options() -> Any:
+    import onnxruntime
+
+    options = onnxruntime.RunOptions()
+    # Each run hands its arena's memory back (and _give_back_memory returns it to the system):
+    # otherwise a daemon keeps the peak of its first index, far above a restarted one's, for
+    # its whole life. The peak itself is lower too, and the CPU time per text the same.
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
 
 
 def onnx_cache_dir() -> Path:

@@ -38,9 +38,10 @@ class HashingRunner:
         return vectors
 
 
-def fake_embedder(batch_size: int = 64) -> Embedder:
-    """The bundled model's tokenizer (token counts and windows are true) with HashingRunner vectors."""
-    return Embedder(batch_size=batch_size, runner=HashingRunner())
+def fake_embedder(batch_size: int = 64, runner: Any = None) -> Embedder:
+    """The bundled model's tokenizer (token counts and windows are true) with HashingRunner vectors
+    (or `runner`'s)."""
+    return Embedder(batch_size=batch_size, runner=runner or HashingRunner())
 
 
 class MemoryStore:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from mdrag.embedder import Embedder, resolve_model
+from mdrag.embedder import Embedder, query_lane, resolve_model
+from tests.fakes import HashingRunner, fake_embedder
 
 TEXTS = [
     "How do I restore a backup of the notes database?",
@@ -55,3 +58,100 @@ def test_a_model_onnx_cannot_run_is_embedded_by_torch(tmp_path: Path):
     embedder = Embedder(model=str(model))
     assert embedder.backend == "torch"
     assert embedder.embed(["a note"]).shape == (1, 384)
+
+
+class BlockingRunner:
+    """A fake model whose indexing encodes wait for `release`; it records the order of encodes.
+
+    With `lane`, it offers a query runner of its own (as ONNX Runtime's does): queries never wait.
+    """
+
+    def __init__(self, lane: bool) -> None:
+        self.inner = HashingRunner()
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.calls: list[str] = []
+        if lane:
+            self.for_queries = lambda: QueryRunner(self)
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        self.calls.append("query" if texts[0].startswith("query:") else "index")
+        if self.calls[-1] == "index":
+            self.started.set()
+            assert self.release.wait(10), "never released"
+        return self.inner.encode(texts, batch_size)
+
+
+class QueryRunner:
+    def __init__(self, runner: BlockingRunner) -> None:
+        self.runner = runner
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        self.runner.calls.append("lane")
+        return self.runner.inner.encode(texts, batch_size)
+
+
+def _indexing(runner: BlockingRunner, batches: int) -> tuple[object, threading.Thread, list[np.ndarray]]:
+    embedder = fake_embedder(batch_size=2, runner=runner)
+    out: list[np.ndarray] = []
+    texts = [f"note {i} about lighthouses and wicks" for i in range(2 * batches)]
+    thread = threading.Thread(target=lambda: out.append(embedder.embed(texts)), daemon=True)
+    thread.start()
+    assert runner.started.wait(10)  # an indexing batch is in the model now
+    return embedder, thread, out
+
+
+@pytest.mark.parametrize("query", ["query: lighthouse keeper", "query: " + "a long question " * 300])
+def test_a_query_runs_beside_an_indexing_batch_in_flight(query):
+    runner = BlockingRunner(lane=True)
+    embedder, indexing, out = _indexing(runner, batches=3)
+    try:
+        vector = embedder.embed_query(query)  # would hang (the batch never ends) if it queued
+        assert indexing.is_alive() and not out  # the batch is still in flight
+        assert np.allclose(vector, HashingRunner().encode([query], 1)[0])
+    finally:
+        runner.release.set()
+        indexing.join(10)
+    assert out[0].shape == (6, 384)
+    assert runner.calls == ["index", "lane", "index", "index"]
+
+
+def test_without_a_lane_a_query_waits_for_the_batch_in_flight_and_goes_before_the_next():
+    # torch's runner offers no lane: encodes take turns, a query ahead of the next indexing batch.
+    runner = BlockingRunner(lane=False)
+    embedder, indexing, out = _indexing(runner, batches=3)
+    vectors: list[np.ndarray] = []
+    asking = threading.Thread(target=lambda: vectors.append(embedder.embed_query("query: wick")), daemon=True)
+    asking.start()
+    asking.join(0.3)
+    assert asking.is_alive() and runner.calls == ["index"]  # queued behind the batch in flight
+    runner.release.set()
+    asking.join(10)
+    indexing.join(10)
+    assert vectors and out[0].shape == (6, 384)
+    assert runner.calls == ["index", "query", "index", "index"]
+
+
+def test_onnx_queries_beside_indexing_give_the_vectors_they_give_alone(embedder):
+    # The real session run from two threads at once: each run's vectors are its own.
+    assert query_lane(embedder._load()) is not None
+    queries = [f"how do I restore backup number {i} of the notes" for i in range(20)]
+    texts = [t * 3 for t in TEXTS] * 8
+    alone = [embedder.embed_query(q) for q in queries]
+    indexed_alone = embedder.embed(texts)
+    stop = threading.Event()
+    indexed: list[np.ndarray] = []
+
+    def index() -> None:
+        while not stop.is_set():
+            indexed.append(embedder.embed(texts))
+
+    thread = threading.Thread(target=index, daemon=True)
+    thread.start()
+    try:
+        beside = [embedder.embed_query(q) for q in queries]
+    finally:
+        stop.set()
+        thread.join(60)
+    assert np.allclose(np.array(beside), np.array(alone), atol=1e-5)
+    assert indexed and all(np.allclose(v, indexed_alone, atol=1e-5) for v in indexed)

@@ -66,8 +66,15 @@ def _names_used(item: pytest.Item) -> set[str]:
     return names
 
 
+# Helpers whose code names a slow thing but starts it on a fake (fake_embedder builds an Embedder
+# on HashingRunner): the walk does not look inside them.
+FAST_HELPER_MODULES = frozenset({"tests.fakes"})
+
+
 def _is_test_code(function: types.FunctionType) -> bool:
     module = function.__module__ or ""
+    if module in FAST_HELPER_MODULES:
+        return False
     return (
         module == "conftest"
         or module.startswith(("tests.", "test_"))
