@@ -262,7 +262,8 @@ class Indexer:
     ) -> Iterator[PreparedNote]:
         for path in paths:
             known = self.catalog.get(path)
-            prepared = PreparedNote(path=path, is_new=known is None)
+            held = known.file_hash if known is not None else ""
+            prepared = PreparedNote(path=path, is_new=known is None, held_hash=held)
             try:
                 data = read_bytes(path, self.max_file_bytes)
             except FileVanished:
@@ -332,16 +333,16 @@ class Indexer:
         vectors = self._vectors(batch, report, run, cancel, meter)
         retried = False
         try:
-            written = store_notes(self.store, batch, vectors)
+            written = store_notes(self.store, batch, vectors, visible=self._switch)
         except RowsRejectedError as exc:
             retried = True
             # The engine refused something one of these notes holds: the others go on without it.
             logger.warning("the index refused {} notes at once; writing them one by one: {}", len(batch), exc)
-            written = store_each(self.store, batch, vectors)
+            written = store_each(self.store, batch, vectors, visible=self._switch)
         batch = [p for p in batch if p.path in written.keep]
         metadata, keep = written.metadata, written.keep
         for prepared, row in zip(batch, metadata, strict=True):
-            self.catalog.put(record_from_row(row))
+            self.catalog.put(record_from_row(row))  # again: a refused note's failure record last
             if prepared.error:
                 report.failed.append({"file_path": prepared.path, "error": prepared.error})
                 logger.warning("failed {}: {}", prepared.path, prepared.error)
@@ -360,6 +361,11 @@ class Indexer:
                 r for r in self.store.vector_keys_for_paths(updated) if r["id"] not in keep[r["file_path"]]
             ]
             self.store.delete_vectors(stale)
+
+    def _switch(self, metadata: list[dict[str, Any]]) -> None:
+        """The catalog names the new versions: searches show them from now on (their rows are in)."""
+        for row in metadata:
+            self.catalog.put(record_from_row(row))
 
     def _vectors(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,16 @@ class PreparedNote:
     error: str = ""
     file_hash: str = ""
     size: int = 0
+    held_hash: str = ""  # the version the index held when the note was read ("" for a new note)
+
+    @property
+    def rows_unseen(self) -> bool:
+        """No row of this version can be in the store, so its rows are inserted, not upserted
+        (an upsert on Milvus Lite also deletes, and costs more): a version the index did not
+        hold has no rows, because every write deletes the rows of the version it replaced and a
+        crash's leftovers are removed at the next open. Only a forced re-read of the same
+        version finds its own rows."""
+        return self.file_hash != self.held_hash
 
 
 def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> list[dict[str, Any]]:
@@ -157,42 +168,62 @@ class Written:
     keep: dict[str, set[str]] = field(default_factory=dict)
 
 
-def store_notes(store: Store, batch: list[PreparedNote], vectors: VectorMap, retry: bool = False) -> Written:
-    """Steps 1 and 2 of a write: the rows, then the metadata that will make them visible."""
+def store_notes(
+    store: Store,
+    batch: list[PreparedNote],
+    vectors: VectorMap,
+    retry: bool = False,
+    visible: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> Written:
+    """Steps 1 and 2 of a write: the rows, then the metadata that records them durably.
+
+    `visible` is told of the metadata rows as soon as the vector rows are in: the caller's
+    in-memory switch (the catalog) makes the new versions searchable then, without waiting for
+    the metadata write. Should that write fail, the store still names the old versions, and the
+    rows no stored version owns are removed when the store comes back (see Indexer.repair).
+    """
     new_rows: list[dict[str, Any]] = []
     update_rows: list[dict[str, Any]] = []
     written = Written()
     for prepared in batch:
         rows = vector_rows(prepared, vectors)
         # A retry upserts: part of the refused batch may have landed.
-        (new_rows if prepared.is_new and not retry else update_rows).extend(rows)
+        (new_rows if prepared.rows_unseen and not retry else update_rows).extend(rows)
         written.keep[prepared.path] = {row["id"] for row in rows}
         written.metadata.append(metadata_row(prepared, rows, store.dimension))
     # 1. the new version's rows (invisible to search until the catalog names their hash)
     store.insert_vectors(new_rows)
     store.upsert_vectors(update_rows)
-    # 2. the durable record, then (the caller) the in-memory switch that makes them visible
+    if visible is not None:
+        visible(written.metadata)
+    # 2. the durable record of the switch
     store.upsert_metadata(written.metadata)
     written.rows = new_rows + update_rows
     return written
 
 
-def store_each(store: Store, batch: list[PreparedNote], vectors: VectorMap) -> Written:
+def store_each(
+    store: Store,
+    batch: list[PreparedNote],
+    vectors: VectorMap,
+    visible: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> Written:
     """Each note on its own; one the engine refuses is recorded failed, with the reason."""
     written = Written()
     for prepared in batch:
         try:
-            one = store_notes(store, [prepared], vectors, retry=True)
+            one = store_notes(store, [prepared], vectors, retry=True, visible=visible)
         except RowsRejectedError as exc:
             failed = PreparedNote(
                 path=prepared.path,
                 is_new=prepared.is_new,
                 file_hash=prepared.file_hash,
+                held_hash=prepared.held_hash,
                 size=prepared.size,
                 error=f"the index refused this note: {exc}",
             )
             try:
-                one = store_notes(store, [failed], vectors, retry=True)
+                one = store_notes(store, [failed], vectors, retry=True, visible=visible)
             except RowsRejectedError as again:
                 # Known failed in memory only: reported, and not retried until the file changes.
                 logger.error("the index refused even the failure record of {}: {}", prepared.path, again)

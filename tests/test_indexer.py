@@ -380,3 +380,28 @@ def test_written_rows_are_counted_and_a_lite_index_reopens_with_nothing_lost(mak
     write(git, GIT.replace("rebase", "cherry-pick"))  # and it takes writes again
     assert service.reindex().updated == 1
     assert any("cherry-pick" in t for t in texts(service, "git branch merging"))
+
+
+@pytest.mark.parametrize("answer_rows", [2, 16384])
+def test_lookups_return_every_matching_row_however_many_one_query_answers(
+    make_service, notes, monkeypatch, answer_rows
+):
+    # A lookup asks one query and goes on with the iterator only when that answer is full.
+    from mdrag.milvus import store as store_module
+
+    paths = [str(write(notes / f"copy-{i}" / "bread.md", SOURDOUGH)) for i in range(4)]
+    paths.append(str(write(notes / "git.md", GIT)))
+    service = make_service([notes])
+    service.reindex()
+    hits = service.search({"query": "starter dough rise branch", "threshold": 0.0, "top_k": 50})["results"]
+    section_ids = {hit["metadata"]["section_id"] for hit in hits}
+    monkeypatch.setattr(store_module, "QUERY_LIMIT", answer_rows)
+    store = service.store
+    keys = store.vector_keys_for_paths(paths)
+    assert len(keys) == store.count_vectors() == 4 * 2 + 1
+    assert {(k["id"], k["file_path"]) for k in keys} == {
+        (k["id"], k["file_path"]) for k in store.iter_vector_keys()
+    }
+    # bread's two sections (each in four notes) and git's one
+    assert set(store.vectors_for_sections(sorted(section_ids))) == {(sid, 0) for sid in section_ids}
+    assert len(section_ids) == 3

@@ -7,6 +7,7 @@ real model and Milvus Lite cover the same paths end to end in test_indexer.py.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,88 @@ def test_every_token_of_a_long_section_reaches_a_window_within_the_models_limit(
     for row in windows:
         covered.update(row["embedded_text"].split())
     assert set(words.split()) <= covered
+
+
+class WatchedStore(MemoryStore):
+    """Which call wrote each note's rows, and what the catalog showed of a note when its rows and
+    its metadata row were written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.catalog: Catalog | None = None
+        self.calls: list[tuple[str, str]] = []  # (method, file_path) per row written
+        self.seen_at_rows: list[str | None] = []  # the visible hash of a note when its rows went in
+        self.seen_at_metadata: list[bool] = []  # whether the catalog named the version then
+
+    def _rows(self, how: str, rows: list[dict[str, Any]]) -> None:
+        assert self.catalog is not None
+        self.calls += [(how, row["file_path"]) for row in rows]
+        self.seen_at_rows += [self.catalog.visible_hash(row["file_path"]) for row in rows]
+
+    def insert_vectors(self, rows: list[dict[str, Any]]) -> None:
+        self._rows("insert", rows)
+        super().insert_vectors(rows)
+
+    def upsert_vectors(self, rows: list[dict[str, Any]]) -> None:
+        self._rows("upsert", rows)
+        super().upsert_vectors(rows)
+
+    def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
+        assert self.catalog is not None
+        self.seen_at_metadata += [self.catalog.visible_hash(r["file_path"]) == r["file_hash"] for r in rows]
+        super().upsert_metadata(rows)
+
+
+@pytest.fixture()
+def watched(fake_embedder, notes):
+    store = WatchedStore()
+    indexer = Indexer(fake_embedder, store, Catalog(), NoteFilter([notes]))
+    store.catalog = indexer.catalog
+    return indexer
+
+
+@pytest.mark.parametrize(
+    "versions",
+    [
+        [SOURDOUGH],
+        [SOURDOUGH, SOURDOUGH + "\n## Baking\n\nBake at 250 degrees.\n"],
+        [SOURDOUGH, SOURDOUGH.replace("five", "six"), SOURDOUGH],  # back to an earlier version
+        [GIT, SOURDOUGH, GIT + "\nMore.\n", GIT],
+    ],
+)
+def test_a_new_version_of_a_note_is_inserted_not_upserted(watched, notes, versions):
+    # An upsert also deletes on Milvus Lite: a version the index never held has no rows to replace
+    # (MemoryStore refuses a duplicate insert, so a wrong guess fails here).
+    note = notes / "bread.md"
+    for text in versions:
+        write(note, text)
+        watched.reconcile()
+    assert {how for how, _ in watched.store.calls} == {"insert"}
+    hashes = {row["file_hash"] for row in watched.store.vectors.values()}
+    assert hashes == {watched.catalog.visible_hash(str(note))}
+
+
+def test_a_forced_reread_of_the_same_version_upserts_its_rows(watched, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    write(notes / "git.md", GIT)
+    watched.reconcile()
+    rows = len(watched.store.vectors)
+    watched.store.calls.clear()
+    report = watched.reconcile(force=True)
+    assert report.updated == 2
+    assert [how for how, _ in watched.store.calls] == ["upsert"] * rows
+    assert len(watched.store.vectors) == rows
+
+
+def test_a_new_version_is_visible_once_its_rows_are_in_and_before_its_metadata_is_written(watched, notes):
+    note = write(notes / "bread.md", SOURDOUGH)
+    write(notes / "git.md", GIT)
+    watched.reconcile()
+    old = watched.catalog.visible_hash(str(note))
+    write(note, SOURDOUGH.replace("five hours", "a night"))
+    watched.store.seen_at_rows.clear()
+    watched.reconcile()
+    # Never a version without its rows: each row went in while the catalog showed the old one.
+    assert watched.store.seen_at_rows and set(watched.store.seen_at_rows) == {old}
+    # And every note's new version was searchable by the time its metadata row was written.
+    assert watched.store.seen_at_metadata and all(watched.store.seen_at_metadata)

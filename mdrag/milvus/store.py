@@ -30,6 +30,7 @@ from mdrag.milvus.shards import best_hits
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
+QUERY_LIMIT = 16384  # the most rows Milvus returns for one query
 MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
 # Milvus Lite keeps a collection in memory as it loaded it, plus every row written since, and
 # searches the written (and deleted) ones slower until it loads the file again (figures in
@@ -242,8 +243,8 @@ class Store:
         for _, client, ids in self._db.by_note([doc_id(p) for p in paths], str):
             for batch in _batches(ids, IN_BATCH):
                 rows.extend(
-                    self._iterate(
-                        self._vectors(), ["id", "file_path", "file_hash"], in_filter("doc_id", batch), client
+                    self._query(
+                        self._vectors(), in_filter("doc_id", batch), ["id", "file_path", "file_hash"], client
                     )
                 )
         return rows
@@ -379,6 +380,14 @@ class Store:
     def _query(
         self, collection: str, filter: str, fields: list[str], client: MilvusClient | None = None
     ) -> list[dict[str, Any]]:
+        """Every row matching `filter`: one query when they fit in one answer, as a lookup's
+        rows nearly always do, else the iterator (which costs two more round trips: it describes
+        the collection first, and ends on an empty batch)."""
+        rows = self._call(
+            (client or self._client).query, collection, filter=filter, output_fields=fields, limit=QUERY_LIMIT
+        )
+        if len(rows) < QUERY_LIMIT:
+            return list(rows)
         return list(self._iterate(collection, fields, filter, client))
 
     def _iterate(
