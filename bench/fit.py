@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -241,7 +242,15 @@ def fit(args: argparse.Namespace) -> None:
         for t in THRESHOLDS:
             print(f"  {t:.2f} {curve[t]}", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    record = {
+        "set": args.set,
+        "also": [path.name for path in args.also],
+        "folds": args.folds,
+        "anchored": args.anchor,
+        "date": time.strftime("%Y-%m-%d"),
+        "modes": result,
+    }
+    args.out.write_text(json.dumps(record, indent=2))
 
 
 def report(args: argparse.Namespace) -> None:
@@ -253,7 +262,7 @@ def report(args: argparse.Namespace) -> None:
     for mode in sorted({r["mode"] for r in rows}):
         bias, weights = relevance.WEIGHTS[mode]
         if args.weights:  # a fit's output instead of the shipped constants
-            fitted = json.loads(args.weights.read_text())[mode]
+            fitted = json.loads(args.weights.read_text())["modes"][mode]
             bias, weights = fitted["bias"], tuple(fitted["weights"].values())
         s = summarize([r for r in rows if r["mode"] == mode], bias, np.asarray(weights), qrels_count)
         result[mode] = s

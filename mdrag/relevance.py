@@ -28,9 +28,9 @@ FEATURES = ("cosine", "margin", "dense_rank", "keyword_rank", "bm25", "agree", "
 
 # Fitted by bench/fit.py (python -m bench.fit): (bias, weights in FEATURES order) per mode.
 WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-2.1359, (0.4028, 15.27, 0.2396, 0.0, 0.0, 0.0, 3.747, 1.208, 0.3738)),
-    "keyword": (-2.5274, (1.269, 13.25, 0.0, 1.688, 0.0, 0.0, 1.904, 0.6495, 0.3101)),
-    "hybrid": (-2.2932, (0.0991, 13.02, 0.0, 1.547, 0.0, 0.8137, 1.756, 0.9677, 0.2711)),
+    "dense": (-2.0696, (0.3373, 15.07, 0.2783, 0.0, 0.0, 0.0, 3.667, 1.287, 0.8645)),
+    "keyword": (-2.485, (1.388, 13.39, 0.0, 1.486, 0.0, 0.0, 1.856, 0.7382, 0.738)),
+    "hybrid": (-2.3126, (0.0034, 12.87, 0.0, 1.216, 0.0, 1.119, 1.701, 1.112, 0.6849)),
 }
 MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
 COPY_SHARE = 0.8  # sections sharing this share of their distinct words are copies of each other
