@@ -4,7 +4,8 @@
 
 A real `mdrag serve` over an indexed work dir: RSS once its start-up reconcile is done, then
 after it has embedded an edited note and answered searches (the model surely loaded), each
-after a few quiet seconds; and the peak (VmHWM). The cold index's peak RSS is bench.cold's.
+after a few quiet seconds; and the peak (VmHWM). The headline counts the whole daemon: the
+process and every Milvus Lite server it started (one per shard). The cold index's peak RSS is bench.cold's.
 """
 
 from __future__ import annotations
@@ -45,12 +46,13 @@ def measure(daemon: Daemon) -> dict[str, Any]:
 
 
 def summary(result: dict[str, Any]) -> str:
+    # The headline is the whole daemon: itself and every Milvus Lite server it started (one per shard).
     return (
-        f"daemon RSS at {result['sections']} sections: idle after start {result['idle_after_start_mb']} MB, "
+        f"whole daemon (with its Milvus Lite servers) idle at {result['sections']} sections: "
+        f"{result['idle_with_milvus_lite_server_mb']} MB; "
+        f"the daemon alone: idle after start {result['idle_after_start_mb']} MB, "
         f"idle after indexing and searching {result['idle_after_indexing_and_search_mb']} MB, "
-        f"peak {result['peak_mb']} MB; "
-        f"with its Milvus Lite server {result['idle_with_milvus_lite_server_mb']} MB "
-        f"(ready in {result['start_to_ready_s']}s)"
+        f"peak {result['peak_mb']} MB (ready in {result['start_to_ready_s']}s)"
     )
 
 

@@ -93,7 +93,6 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
                     "window_index": w,
                     "tags": tags,
                     "display": display,
-                    "section_text": clip_bytes(section.text),
                     "embedded_text": clip_bytes(text),
                     "embedding": vectors[(sid, w)].tolist(),
                 }

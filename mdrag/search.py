@@ -14,6 +14,7 @@ import numpy as np
 from mdrag import relevance
 from mdrag.catalog import Catalog
 from mdrag.embedder import Embedder
+from mdrag.hittext import attach_texts
 from mdrag.milvus import Store, quote
 from mdrag.params import SearchParams
 from mdrag.snippets import snippet
@@ -152,6 +153,8 @@ class Searcher:
                 row["bm25"] = row["distance"]
             found = [row for row in found if not (leave_out and leave_out(row["file_path"]))]
             ranked.append(self._sections(found, params))
+        # After the catalog dropped other versions' rows: only the candidates scored are read.
+        attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
         ordered = _score(params, lists.get("dense", []), lists.get("keyword", []))
         chosen, best, dropped = _pass_threshold(ordered, params)

@@ -268,7 +268,6 @@ def stray_row(path: str, vector: list[float]) -> dict:
         "window_index": 0,
         "tags": [],
         "display": display,
-        "section_text": "stray dough",
         "embedded_text": "stray dough",
         "embedding": vector,
     }

@@ -40,7 +40,7 @@ def test_a_changed_note_keeps_only_its_new_rows(indexer, notes):
     write(note, SOURDOUGH.replace("five hours", "twelve hours in the fridge"))
     report = indexer.reconcile()
     assert (report.updated, report.sections_embedded, report.sections_reused) == (1, 1, 1)
-    texts = [row["section_text"] for row in indexer.store.vectors.values()]
+    texts = [row["embedded_text"] for row in indexer.store.vectors.values()]
     assert len(texts) == 2 and any("twelve hours" in t for t in texts)
     assert not any("five hours" in t for t in texts)
 

@@ -14,8 +14,9 @@ VECTORS = "document_vectors"
 METADATA = "document_metadata"
 # 2: heading anchors on sections, links on notes; 3: a hit's fields in `display`; 4: `display`
 # holds the matched window's place, heading paths led by the note's title, headings without
-# their `{#id}` attribute lists or HTML entities (an upgrade re-embeds only those headings).
-SCHEMA_VERSION = 4
+# their `{#id}` attribute lists or HTML entities (an upgrade re-embeds only those headings);
+# 5: no `section_text` (a hit's text is read from its note, see hittext.py).
+SCHEMA_VERSION = 5
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.
@@ -140,7 +141,6 @@ def _create_vectors(client: MilvusClient, built_for: str, dimension: int, full_t
     # Milvus Lite pays for each output field of every search, and a hit had 17 of them. The
     # columns above stay for filters and deletes.
     s.add_field("display", DataType.JSON)
-    s.add_field("section_text", DataType.VARCHAR, max_length=65535)
     # The english analyzer stems and drops stop words: "restoring backups" matches "restore a backup".
     analyzer = {"enable_analyzer": True, "analyzer_params": {"type": "english"}} if full_text else {}
     s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, **analyzer)

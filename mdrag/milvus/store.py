@@ -53,9 +53,10 @@ _CONNECTION_ERRORS = (
 )
 
 # What a search hit shows. Every candidate carries it: on Milvus Lite a second call to fetch
-# the rows of the final hits (a `get` by id) costs more than the fields do. Two fields, not
-# eighteen: Milvus Lite pays for each output field of every search.
-HIT_FIELDS = ["display", "section_text"]
+# the rows of the final hits (a `get` by id) costs more than the fields do. One field, not
+# eighteen: Milvus Lite pays for each output field of every search. The section's text is not
+# stored: search reads it from the note (hittext.py).
+HIT_FIELDS = ["display"]
 
 
 def doc_id(path: str) -> str:
@@ -264,6 +265,17 @@ class Store:
             for rows in self._db.each(lookup):
                 for row in rows:
                     found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
+        return found
+
+    def window_texts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+        """The text each of these rows embedded, without the heading path that led it, by row id
+        (what a hit shows when its note has changed since: see hittext.py)."""
+        found: dict[str, str] = {}
+        for _, client, shard_rows in self._db.by_note(rows, lambda row: doc_id(row["file_path"])):
+            for batch in _batches([row["id"] for row in shard_rows], IN_BATCH):
+                expr = in_filter("id", batch)
+                for row in self._iterate(self._vectors(), ["id", "embedded_text"], expr, client):
+                    found[row["id"]] = row["embedded_text"].partition("\n")[2] or row["embedded_text"]
         return found
 
     def section_vectors(self, paths: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
