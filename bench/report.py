@@ -125,6 +125,18 @@ def render() -> str:
     speed = _load("bench")
     if speed is None:
         parts.append("No `bench/results/bench.json` yet: run `make bench`.")
+        busy = _load("busy")
+        if busy is not None:  # a `python -m bench.busy` run of its own
+            from bench.busy import summary
+
+            machine = busy.get("machine", {})
+            parts += [
+                "",
+                f"Searches while indexing (`python -m bench.busy`, {machine.get('date', '?')}, "
+                f"{machine.get('cores', '?')} cores):",
+                "",
+            ]
+            parts += [f"    {line}" for line in summary(busy).splitlines()]
     else:
         parts.append(speed_table(speed))
     return "\n".join(parts) + "\n"
