@@ -69,6 +69,27 @@ query over the set named, other sets named joining every fold's training; the de
 0.7 is placed on the training folds where answered and silent balance):"""
 
 
+DECISION = """\
+**A query-level answer decision** (`python -m bench.decision`, not used by mdrag yet): one yes/no
+per query on its best hit's evidence, score and lead over the second hit, fitted on the other
+queries (leave-one-out). A query answers when the decision says yes and a relevant note is in its
+first 10 hits; it is silent when the decision says no."""
+
+
+def _decision(decision: dict[str, Any]) -> str:
+    lines = [f"Measured on `{decision['features']}`, {decision['date']}.", ""]
+    lines += ["| decision at | " + " | ".join(f"{m} answered / silent" for m in decision["modes"]) + " |"]
+    lines += ["| --- |" + " --- |" * len(decision["modes"])]
+    first = next(iter(decision["modes"].values()))
+    for t in first["curve"]:
+        cells = [
+            f"{m['curve'][t]['answered']:.3f} / {m['curve'][t]['silent']:.3f}"
+            for m in decision["modes"].values()
+        ]
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _held_out(fit: dict[str, Any]) -> str:
     lines = [
         f"Cross-validated on **{fit['set']}** ({fit['folds']} folds; also trained on: "
@@ -121,6 +142,9 @@ def render() -> str:
         fit = _load("fit")
         if fit is not None:
             parts += [HELD_OUT, "", _held_out(fit), ""]
+        decision = _load("decision")
+        if decision is not None:
+            parts += [DECISION, "", _decision(decision), ""]
     parts += ["", "## Speed and memory", "", METHOD]
     speed = _load("bench")
     if speed is None:
