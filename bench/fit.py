@@ -1,6 +1,6 @@
 """Fit the relevance score's constants: dump every candidate's evidence once, then fit offline.
 
-    python -m bench.fit dump [--set scifact|natural] [--out FEATURES.jsonl]
+    python -m bench.fit dump [--set scifact|natural] [--backend B] [--out FEATURES.jsonl]
     python -m bench.fit fit FEATURES.jsonl [--folds 5]
     python -m bench.fit report FEATURES.jsonl
 
@@ -41,7 +41,8 @@ def dump(args: argparse.Namespace) -> None:
     configure_logging("WARNING")
     judged = ev.judged_set(args.set)
     pool = DEPTH * CANDIDATE_FACTOR + 10
-    service, root, _ = ev.open_set(judged, Config())
+    config = Config().with_overrides(embedding_backend=args.backend) if args.backend else Config()
+    service, root, _ = ev.open_set(judged, config)
     ids = ev.doc_ids(root)
 
     def one(qid: str, text: str) -> list[str]:
@@ -302,6 +303,9 @@ def main() -> None:
     d.add_argument("--depth", type=int, default=DEPTH * 8, help="hits kept per search (all candidates)")
     d.add_argument("--out", type=Path, default=Path("/tmp/mdrag-features-scifact.jsonl"))
     d.add_argument("--threads", type=int, default=3)
+    d.add_argument(
+        "--backend", choices=("torch", "onnx", "onnx-int8"), help="embedding.backend (default: the config's)"
+    )
     f = sub.add_parser("fit")
     f.add_argument("features", type=Path)
     f.add_argument("--set", choices=("scifact", "natural"), default="scifact")
