@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from bench.answerability import DEPTH
-from bench.fit import fit_weights, load, scores_of
+from bench.fit import fit_weights, load, logistic, scores_of
 from mdrag import relevance
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(6, 19)]
@@ -71,7 +71,7 @@ def held_out(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
             if j != i and v is not None
         ]
         b, c = fit_weights(train)
-        probabilities.append(1.0 / (1.0 + math.exp(-max(min(b + float(np.dot(c, values)), 60), -60))))
+        probabilities.append(logistic(b, c, values))
     curve = {}
     answerable_n = sum(1 for _, a, _ in queries if a)
     unanswerable_n = len(queries) - answerable_n

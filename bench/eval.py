@@ -106,10 +106,21 @@ def ranked_docs(response: dict[str, Any], ids: dict[str, str]) -> list[tuple[str
     return list(seen.items())
 
 
-def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+def add_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend", choices=("torch", "onnx", "onnx-int8"), help="embedding.backend (default: the config's)"
+    )
+
+
+def config_for(backend: str | None) -> Any:
+    """The default configuration, on `backend` when one is named."""
     from mdrag.config import Config
 
-    config = Config().with_overrides(embedding_backend=args.backend) if args.backend else Config()
+    return Config().with_overrides(embedding_backend=backend) if backend else Config()
+
+
+def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    config = config_for(args.backend)
     sets: dict[str, Any] = {}
     for name in args.sets:
         judged = judged_set(name, args.limit)
@@ -248,9 +259,7 @@ def main() -> None:
     )
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries of each set")
-    parser.add_argument(
-        "--backend", choices=("torch", "onnx", "onnx-int8"), help="embedding.backend (default: the config's)"
-    )
+    add_backend(parser)
     parser.add_argument("--out", type=Path, default=Path("bench/results/eval.json"))
     args = parser.parse_args()
     from mdrag.log import configure_logging

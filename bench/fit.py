@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.answerability import DEPTH, rates_at
+from bench.eval import add_backend
 from bench.metrics import ndcg_at_k
 from mdrag.search import CANDIDATE_FACTOR
 
@@ -34,15 +35,13 @@ THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 
 def dump(args: argparse.Namespace) -> None:
     from bench import eval as ev
-    from mdrag.config import Config
     from mdrag.log import configure_logging
     from mdrag.params import SearchParams
 
     configure_logging("WARNING")
     judged = ev.judged_set(args.set)
     pool = DEPTH * CANDIDATE_FACTOR + 10
-    config = Config().with_overrides(embedding_backend=args.backend) if args.backend else Config()
-    service, root, _ = ev.open_set(judged, config)
+    service, root, _ = ev.open_set(judged, ev.config_for(args.backend))
     ids = ev.doc_ids(root)
 
     def one(qid: str, text: str) -> list[str]:
@@ -143,12 +142,13 @@ def anchor(rows: list[dict[str, Any]], bias: float, coef: np.ndarray, at: float 
     return bias - best_z + math.log(at / (1 - at))
 
 
+def logistic(bias: float, coef: np.ndarray, values: Any) -> float:
+    z = bias + float(np.dot(coef, values))
+    return 1.0 / (1.0 + math.exp(-max(min(z, 60), -60)))
+
+
 def scores_of(row: dict[str, Any], bias: float, coef: np.ndarray) -> list[tuple[str, int, float]]:
-    out = []
-    for doc, label, values in row["cands"]:
-        z = bias + float(np.dot(coef, values))
-        out.append((doc, label, 1.0 / (1.0 + math.exp(-max(min(z, 60), -60)))))
-    return out
+    return [(doc, label, logistic(bias, coef, values)) for doc, label, values in row["cands"]]
 
 
 def summarize(
@@ -303,9 +303,7 @@ def main() -> None:
     d.add_argument("--depth", type=int, default=DEPTH * 8, help="hits kept per search (all candidates)")
     d.add_argument("--out", type=Path, default=Path("/tmp/mdrag-features-scifact.jsonl"))
     d.add_argument("--threads", type=int, default=3)
-    d.add_argument(
-        "--backend", choices=("torch", "onnx", "onnx-int8"), help="embedding.backend (default: the config's)"
-    )
+    add_backend(d)
     f = sub.add_parser("fit")
     f.add_argument("features", type=Path)
     f.add_argument("--set", choices=("scifact", "natural"), default="scifact")
