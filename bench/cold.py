@@ -40,17 +40,23 @@ def embedded_texts(db: Path) -> list[str]:
 
 
 def read_texts(db: str) -> list[str]:
+    """Every shard's texts: a note's rows live in one of the index's shard databases."""
     from pymilvus import MilvusClient
 
-    client = MilvusClient(uri=db)
+    from mdrag.milvus.shards import LITE_SHARDS, shard_paths
+
     texts: dict[tuple[str, int], str] = {}
     fields = ["section_id", "window_index", "embedded_text"]
-    iterator = client.query_iterator("document_vectors", batch_size=4000, filter="", output_fields=fields)
-    while batch := iterator.next():
-        for row in batch:
-            texts.setdefault((row["section_id"], int(row["window_index"])), row["embedded_text"])
-    iterator.close()
-    client.close()
+    for shard in shard_paths(Path(db), LITE_SHARDS):
+        if not shard.exists():
+            continue
+        client = MilvusClient(uri=str(shard))
+        iterator = client.query_iterator("document_vectors", batch_size=4000, filter="", output_fields=fields)
+        while batch := iterator.next():
+            for row in batch:
+                texts.setdefault((row["section_id"], int(row["window_index"])), row["embedded_text"])
+        iterator.close()
+        client.close()
     return list(texts.values())
 
 
