@@ -100,7 +100,9 @@ class Finished:
     peak_tree_rss_mb: float  # with its children (the Milvus Lite server), sampled
 
 
-def run(args: list[str], env: dict[str, str], timeout: float | None = None) -> Finished:
+def run(
+    args: list[str], env: dict[str, str], timeout: float | None = None, cwd: Path | None = None
+) -> Finished:
     """Run a process to its end: its wall time, and its peak RSS (VmHWM, sampled as it runs).
 
     Not wait4's ru_maxrss: a child forked from a big bench process counts the parent's pages
@@ -108,7 +110,7 @@ def run(args: list[str], env: dict[str, str], timeout: float | None = None) -> F
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True, cwd=cwd)
         deadline = None if timeout is None else started + timeout
         peak = tree = 0.0
         while True:
