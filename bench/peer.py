@@ -339,7 +339,7 @@ def table(result: dict[str, Any], machine: dict[str, Any]) -> str:
     m, p = result["mdrag"], result["memsearch"]
     lines = [
         f"Measured {machine.get('date', '?')} on {machine.get('cores', '?')} cores: {result['files']} notes "
-        f"({round(result['bytes'] / 1000)} KB); mdrag's {m['backend']} back-end (cold index from "
+        f"({round(result['bytes'] / 1000)} KB); mdrag's {m['backend']} back-end (its cold index: "
         f"{m['cold_from']}), memsearch {p['versions'].get('memsearch', '?')} with sentence-transformers "
         f"{p['versions'].get('sentence-transformers', '?')} on torch {p['versions'].get('torch', '?')}.",
         "",
