@@ -58,6 +58,8 @@ eval: install
 
 # Speed and memory on the PowerShell reference (3,088 notes): cold index against the encode
 # ceiling, no-op rescan, freshness, socket queries at 100k sections, daemon RSS; about an hour
-# on 2 cores with torch. BENCH_ARGS="--files 200" for a quick subset run.
+# on 2 cores with torch. BENCH_ARGS="--files 200" for a quick subset run; BENCH_ARGS="--peer" also
+# runs memsearch on the same notes (its own venv under the work dir, --peer-venv DIR to keep one;
+# minutes more) and prints both tools' cold index, rescan, edit re-index and search as ratios.
 bench: install
 	$(PY) -m bench $(BENCH_ARGS)

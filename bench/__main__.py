@@ -1,14 +1,16 @@
 """Every benchmark figure in one run (`make bench`): cold index, no-op rescan, freshness, queries,
-memory, searches while indexing.
+memory, searches while indexing, and (--peer) memsearch side by side.
 
     python -m bench [--files N] [--work DIR] [--ceiling-sample N] [--backend-texts N] [--queries 200]
-                    [--sections 100000] [--burst 400]
+                    [--sections 100000] [--burst 400] [--peer [--peer-venv DIR]]
 
 One work dir (the corpus extracted, its own Milvus Lite index and socket) serves every figure in
 turn; each prints as it is measured. After the cold index, a sample of its texts is encoded by
 each model back-end (torch, onnx, onnx-int8) for their speed ratio. Searches while indexing
-(bench.busy) use a work dir of their own: 300 notes and a burst of --burst new ones. Writes
-bench/results/bench.json, then docs/benchmarks.md from it.
+(bench.busy) use a work dir of their own: 300 notes and a burst of --burst new ones. With --peer,
+memsearch indexes and searches the same notes after the rescan (bench.peer: its own venv, minutes),
+against mdrag's cold index and rescan of this run. Writes bench/results/bench.json, then
+docs/benchmarks.md from it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bench import backends, busy, cold, freshness, harness, memory, query, report, rescan
+from bench import backends, busy, cold, freshness, harness, memory, peer, query, report, rescan
 from bench.session import Daemon
 
 
@@ -31,6 +33,9 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
             print(backends.summary(result["backends"]), flush=True)
         result["rescan"] = rescan.measure(work)
         print(rescan.summary(result["rescan"]), flush=True)
+        if args.peer:  # before the daemon: its searches and re-indexes open the index themselves
+            result["peer"] = peer.measure(work, result["cold"], result["rescan"], venv=args.peer_venv)
+            print(peer.summary(result["peer"]), flush=True)
         with Daemon(work) as daemon:
             result["memory"] = memory.measure(daemon)
             print(memory.summary(result["memory"]), flush=True)
@@ -61,6 +66,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sections", type=int, default=100_000)
     parser.add_argument("--burst", type=int, default=400, help="new notes for bench.busy (0: skip it)")
+    peer.add_options(parser, flag=True)
     args = parser.parse_args()
     result = run_all(args)
     path = harness.save("bench", result)

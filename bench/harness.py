@@ -100,7 +100,9 @@ class Finished:
     peak_tree_rss_mb: float  # with its children (the Milvus Lite server), sampled
 
 
-def run(args: list[str], env: dict[str, str], timeout: float | None = None) -> Finished:
+def run(
+    args: list[str], env: dict[str, str], timeout: float | None = None, cwd: Path | None = None
+) -> Finished:
     """Run a process to its end: its wall time, and its peak RSS (VmHWM, sampled as it runs).
 
     Not wait4's ru_maxrss: a child forked from a big bench process counts the parent's pages
@@ -108,13 +110,10 @@ def run(args: list[str], env: dict[str, str], timeout: float | None = None) -> F
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True, cwd=cwd)
         deadline = None if timeout is None else started + timeout
         peak = tree = 0.0
         while True:
-            pid, status = os.waitpid(process.pid, os.WNOHANG)
-            if pid:
-                break
             try:
                 peak = max(peak, rss_mb(process.pid).get("VmHWM", 0.0))
                 tree = max(tree, tree_rss_mb(process.pid))
@@ -122,11 +121,16 @@ def run(args: list[str], env: dict[str, str], timeout: float | None = None) -> F
                 pass  # between exit and reaping
             if deadline is not None and time.perf_counter() > deadline:
                 process.kill()
-            # Often at first (short runs), then twice a second: sampling must not steal the CPU
-            # from the process it measures (every 10 ms cost ~40% of a core).
-            time.sleep(0.01 if time.perf_counter() - started < 2 else 0.5)
+            # Sampled often at first (short runs), then twice a second: sampling must not steal
+            # the CPU from the process it measures (every 10 ms cost ~40% of a core). The wait in
+            # between returns within 50 ms of the exit: a sleep would round the wall time up to
+            # the next half second.
+            try:
+                process.wait(timeout=0.01 if time.perf_counter() - started < 2 else 0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
         wall = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         return Finished(process.returncode, out.read(), err.read(), wall, peak, tree)

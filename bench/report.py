@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import harness, query
+from bench import harness, peer, query
 
 DOC = harness.REPO / "docs" / "benchmarks.md"
 
@@ -42,6 +42,19 @@ for a subset, `make bench BENCH_ARGS="--files 200"`).
 
 These machines are noisy: the same queries on the same index move by several milliseconds from
 one minute to the next, hence three passes and the median.
+"""
+
+PEER_METHOD = """\
+`make bench BENCH_ARGS="--peer"` (or `python -m bench.peer --files N` alone) also runs
+[memsearch](https://pypi.org/project/memsearch/) on the same notes in the same run: installed
+into a venv of its own under the work dir (never a dependency of mdrag), loading the same
+MiniLM weights from mdrag's bundled model directory through its `local` sentence-transformers
+provider, with its own Milvus Lite db. Both are measured as whole processes: a cold index, a
+no-op re-index (median of 3), an edit re-index (a paragraph appended to one note, a line inserted
+at the top of another's body), and one search process without a daemon (median of 3).
+memsearch chunks by heading up to 1,500 characters and embeds each chunk once, so the model
+truncates any chunk past its 256 tokens; mdrag windows long sections so that every token is
+embedded, and embeds a section repeated across notes once.
 """
 
 EVAL_METHOD = """\
@@ -163,6 +176,10 @@ def render() -> str:
             parts += [f"    {line}" for line in summary(busy).splitlines()]
     else:
         parts.append(speed_table(speed))
+    side = speed["peer"] if speed and "peer" in speed else _load("peer")
+    if side is not None:
+        machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})
+        parts += ["", "### Side by side with memsearch", "", PEER_METHOD, peer.table(side, machine)]
     return "\n".join(parts) + "\n"
 
 
