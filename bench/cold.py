@@ -43,11 +43,11 @@ def read_texts(db: str) -> list[str]:
     """Every shard's texts: a note's rows live in one of the index's shard databases."""
     from pymilvus import MilvusClient
 
-    from mdrag.milvus.shards import shards_on_disk
+    from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
     texts: dict[tuple[str, int], str] = {}
     fields = ["section_id", "window_index", "embedded_text"]
-    for shard in shards_on_disk(Path(db)):
+    for shard in shard_paths(Path(db), LITE_SHARDS):
         if not shard.exists():
             continue
         client = MilvusClient(uri=str(shard))

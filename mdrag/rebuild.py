@@ -20,7 +20,6 @@ from loguru import logger
 from mdrag.catalog import Catalog
 from mdrag.indexer import Indexer, IndexReport
 from mdrag.milvus import Store, database_files
-from mdrag.milvus.shards import shard_paths
 from mdrag.progress import ProgressMeter
 from mdrag.service import Service
 
@@ -57,11 +56,8 @@ def rebuild_beside(
         return report
     with exclusive():
         service.store.close()
-        live, built = database_files(config.milvus_uri), database_files(side)
-        names = shard_paths(live[0], len(built))  # the new index's shard count, at the live names
-        for new, old in zip(built, names, strict=True):
-            os.replace(new, old)  # every server stopped: a plain file each
-        _remove(live[len(built) :])  # an older index's extra shards: the new one has fewer
+        for new, old in zip(database_files(side), database_files(config.milvus_uri), strict=True):
+            os.replace(new, old)  # both servers stopped: a plain file each
         service.store.reopen()
         service.catalog.reset(service.stored_records())
     logger.info("switched to the rebuilt index")

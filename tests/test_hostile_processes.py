@@ -80,7 +80,7 @@ def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_
     try:
         state = tmp_path / "state"
         lite_locks = {path: path.stat().st_ino for path in state.glob(".*.lock")}
-        assert len(lite_locks) == 1  # one database, one server
+        assert len(lite_locks) == 2  # one per shard
         elsewhere = {**daemon.env, "MDRAG_SERVER_SOCKET_PATH": str(daemon.socket_dir / "other.sock")}
         # Ten at once, half of them daemons: each must be refused, none may unlock another's way in.
         attempts = [

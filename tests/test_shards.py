@@ -1,4 +1,4 @@
-"""Shards: a new Milvus Lite index is one database; an older one with several keeps them until a rebuild."""
+"""Shards: a Milvus Lite index keeps its vectors in several databases and searches them all at once."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-import mdrag.milvus.shards
-from mdrag.milvus.shards import best_hits, shard_of, shard_paths
+from mdrag.milvus.shards import LITE_SHARDS, best_hits, shard_of, shard_paths
 from mdrag.milvus.store import doc_id
 
 TOPICS = {
@@ -22,20 +21,10 @@ TOPICS = {
 }
 
 
-OLDER = 2  # the shards every Lite index had before a new one got one
-
-
 @pytest.fixture()
 def milvus_uri(tmp_path: Path) -> str:
     """Shards are Milvus Lite's: a server spreads a collection over its own nodes."""
     return str(tmp_path / "index" / "milvus.db")
-
-
-@pytest.fixture()
-def older_layout(monkeypatch):
-    """New indexes get two shards, as every index did before: call the result to go back to one."""
-    monkeypatch.setattr(mdrag.milvus.shards, "NEW_INDEX_SHARDS", OLDER)
-    return lambda: monkeypatch.setattr(mdrag.milvus.shards, "NEW_INDEX_SHARDS", 1)
 
 
 def test_shard_files_sit_beside_the_index():
@@ -68,7 +57,7 @@ def spread_notes(notes: Path) -> dict[str, str]:
         path = next(
             p
             for k in range(1000)
-            if shard_of(doc_id(p := str(notes / f"{name}-{k}.md")), OLDER) == turn % OLDER
+            if shard_of(doc_id(p := str(notes / f"{name}-{k}.md")), LITE_SHARDS) == turn % LITE_SHARDS
         )
         paths[name] = str(write(Path(path), text))
     return paths
@@ -82,33 +71,17 @@ def shard_rows(store) -> list[set[str]]:
     ]
 
 
-def test_a_new_lite_index_is_one_database_with_one_server(make_service, notes):
+def test_a_lite_index_spreads_notes_over_its_shards_and_a_search_finds_them_in_each(make_service, notes):
     paths = spread_notes(notes)
     service = make_service([notes])
     service.reindex()
-    db = Path(service.config.milvus_uri)
-    assert len(service.store._db.clients) == 1 and service.status()["store"]["shards"] == 1
-    assert not shard_paths(db, 2)[1].exists()
-    found = service.search({"query": "sourdough starter", "threshold": 0.3})["results"]
-    assert found[0]["file_path"] == paths["bread"]
-
-
-def test_an_older_index_keeps_its_shards_and_a_search_finds_notes_in_each(make_service, notes, older_layout):
-    paths = spread_notes(notes)
-    built = make_service([notes])
-    built.reindex()
-    built.close()
-    older_layout()  # this mdrag makes one-shard indexes, and opens the two-shard one as it is
-    service = make_service([notes])
-    assert len(service.catalog) == len(TOPICS)  # nothing to rebuild
-    assert service.reindex().sections_embedded == 0
     store = service.store
-    assert len(store._db.clients) == OLDER
-    assert service.status()["store"]["shards"] == OLDER
+    assert len(store._db.clients) == LITE_SHARDS and LITE_SHARDS >= 2
+    assert service.status()["store"]["shards"] == LITE_SHARDS
     held = shard_rows(store)
     for path in paths.values():  # every note in exactly its own shard
         assert [path in rows for rows in held].count(True) == 1
-        assert path in held[shard_of(doc_id(path), OLDER)]
+        assert path in held[shard_of(doc_id(path), LITE_SHARDS)]
     assert all(len(rows) >= 2 for rows in held)
     for name, query in [("bread", "sourdough starter"), ("git", "rebase commits"), ("tea", "steeping tea")]:
         for mode in ("dense", "keyword", "hybrid"):
@@ -118,7 +91,7 @@ def test_an_older_index_keeps_its_shards_and_a_search_finds_notes_in_each(make_s
     found = everything["results"]
     scores = [hit["confidence_score"] for hit in found]
     assert scores == sorted(scores, reverse=True)  # one ranking, merged from both shards
-    assert {shard_of(doc_id(hit["file_path"]), OLDER) for hit in found} == set(range(OLDER))
+    assert {shard_of(doc_id(hit["file_path"]), LITE_SHARDS) for hit in found} == set(range(LITE_SHARDS))
 
     Path(paths["tea"]).write_text(TOPICS["tea"].replace("green", "black"))  # an update and a delete,
     Path(paths["git"]).unlink()  # each in its note's own shard
@@ -129,18 +102,15 @@ def test_an_older_index_keeps_its_shards_and_a_search_finds_notes_in_each(make_s
     assert service.search({"query": "black tea", "threshold": 0.3})["results"][0]["file_path"] == paths["tea"]
 
 
-def test_an_index_that_lost_a_shard_file_rebuilds_without_embedding_again(
-    make_service, notes, embedder, older_layout
-):
+def test_an_index_that_lost_a_shard_file_rebuilds_without_embedding_again(make_service, notes, embedder):
     from mdrag.service import Service
 
     spread_notes(notes)
     service = make_service([notes])
     service.reindex()
     service.close()
-    older_layout()
     db = Path(service.config.milvus_uri)
-    shard = shard_paths(db, OLDER)[1]
+    shard = shard_paths(db, LITE_SHARDS)[1]
     shard.unlink()
     rebuilt = Service(service.config, embedder=embedder)
     try:
@@ -153,7 +123,7 @@ def test_an_index_that_lost_a_shard_file_rebuilds_without_embedding_again(
         rebuilt.close()
 
 
-def test_a_shard_left_from_a_deleted_index_is_removed(make_service, notes, embedder, older_layout):
+def test_a_shard_left_from_a_deleted_index_is_emptied(make_service, notes, embedder):
     from mdrag.service import Service
 
     for name, text in TOPICS.items():
@@ -161,39 +131,11 @@ def test_a_shard_left_from_a_deleted_index_is_removed(make_service, notes, embed
     service = make_service([notes])
     service.reindex()
     service.close()
-    older_layout()
-    db = Path(service.config.milvus_uri)
-    db.unlink()  # the user deleted "the index" (its first file)
+    Path(service.config.milvus_uri).unlink()  # the user deleted "the index" (its first file)
     fresh = Service(service.config, embedder=embedder)
     try:
-        assert not shard_paths(db, OLDER)[1].exists() and len(fresh.store._db.clients) == 1
         assert fresh.store.count_vectors() == 0  # no rows of notes the new index does not know
         assert fresh.reindex().added == len(TOPICS)
         assert fresh.store.count_vectors() == len(TOPICS)
     finally:
         fresh.close()
-
-
-@pytest.mark.parametrize("beside", [False, True], ids=["reindex --rebuild", "a daemon's rebuild beside"])
-def test_a_rebuild_makes_an_older_index_one_database(make_service, notes, older_layout, beside):
-    from contextlib import nullcontext
-
-    from mdrag.rebuild import rebuild_beside
-
-    paths = spread_notes(notes)
-    built = make_service([notes])
-    built.reindex()
-    built.close()
-    older_layout()
-    service = make_service([notes])
-    assert len(service.store._db.clients) == OLDER
-    report = rebuild_beside(service, nullcontext) if beside else service.reindex(rebuild=True)
-    assert report.added == len(TOPICS)
-    db = Path(service.config.milvus_uri)
-    assert not shard_paths(db, OLDER)[1].exists()
-    assert len(service.store._db.clients) == 1 and service.store.count_vectors() == len(TOPICS)
-    for name, query in [("bread", "sourdough starter"), ("git", "rebase commits")]:
-        assert service.search({"query": query, "threshold": 0.3})["results"][0]["file_path"] == paths[name]
-    service.close()
-    reopened = make_service([notes])  # the next open finds one database and nothing to rebuild
-    assert len(reopened.store._db.clients) == 1 and reopened.reindex().sections_embedded == 0

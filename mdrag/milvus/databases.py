@@ -26,7 +26,7 @@ class Databases:
     def __init__(self, uri: str, token: str, timeout_s: float) -> None:
         self.uri = uri
         self.is_lite = is_lite_uri(uri)
-        self.uris = self._find_uris()
+        self.uris = [str(db) for db in lite.database_files(uri)] if self.is_lite else [uri]
         self.clients: list[MilvusClient] = []
         self.closed = True  # until open() succeeds, and after close()
         self._token = token
@@ -43,23 +43,11 @@ class Databases:
     def __len__(self) -> int:
         return len(self.uris)
 
-    def _find_uris(self) -> list[str]:
-        # A Lite index's shard count is the one it was built with (a rebuild may change it).
-        return [str(db) for db in lite.database_files(self.uri)] if self.is_lite else [self.uri]
-
     def open(self) -> None:
         """Connect to every database; a Milvus Lite one's server starts here unless already up."""
         held = False
         if self.is_lite:
             lite.guard_lock_files()
-            left = lite.extra_shards(self.uri)
-            if left:
-                logger.warning("removing {} shard files left by a deleted index", len(left))
-                lite.remove_databases(left)
-            if len(found := self._find_uris()) != len(self.uris):
-                self._pool.shutdown(wait=False)
-                self._pool = ThreadPoolExecutor(2 * len(found), thread_name_prefix="mdrag-shard")
-            self.uris = found
             db = lite.database_path(self.uri)
             db.parent.mkdir(parents=True, exist_ok=True)
             lite.wait_for_head_start([Path(uri) for uri in self.uris])
@@ -89,16 +77,6 @@ class Databases:
             raise
         self.clients = clients
         self.closed = False
-
-    def shrink(self, count: int) -> bool:
-        """Keep only the first `count` Lite databases, deleting the others' files (their rows go
-        with them: for a rebuild); True when there were more."""
-        if not self.is_lite or len(self.uris) <= count:
-            return False
-        self.close()
-        lite.remove_databases([Path(uri) for uri in self.uris[count:]])
-        self.open()
-        return True
 
     def _connect(self, uri: str, held: bool) -> MilvusClient:
         try:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mdrag.config import is_lite_uri
-from mdrag.milvus import shards
+from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
 # milvus-lite 2.5.1 imports pkg_resources only to read its own version: a deprecation warning on
 # every command's stderr that a user can do nothing about.
@@ -32,27 +32,8 @@ def database_path(uri: str) -> Path:
 
 
 def database_files(uri: str) -> list[Path]:
-    """Every database file of a Milvus Lite index (one per shard), the named one first: those an
-    existing index holds, or a new index's."""
-    db = database_path(uri)
-    if db.exists():
-        return shards.shards_on_disk(db)
-    return shards.shard_paths(db, shards.NEW_INDEX_SHARDS)
-
-
-def extra_shards(uri: str) -> list[Path]:
-    """The shard files that are not part of the index a store opens next: all of them when the
-    named database is gone (left by an index a user deleted: their rows belong to no note).
-    Asked under mdrag's index lock, so no other mdrag process has them open."""
-    db = database_path(uri)
-    return [] if db.exists() else shards.shards_on_disk(db)[1:]
-
-
-def remove_databases(dbs: list[Path]) -> None:
-    """Delete these databases' files (their servers stopped), with the lock files Lite left."""
-    for db in dbs:
-        db.unlink(missing_ok=True)
-        (db.parent / f".{db.name}.lock").unlink(missing_ok=True)
+    """Every database file of a Milvus Lite index (one per shard), the named one first."""
+    return shard_paths(database_path(uri), LITE_SHARDS)
 
 
 def lock_held(db: Path) -> bool:

@@ -1,4 +1,4 @@
-"""Shards: how a vectors collection spreads over Milvus Lite files (a new index has one)."""
+"""Shards: how the vectors collection spreads over Milvus Lite files, so one search scans on several cores."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-# A new Milvus Lite index is one database and one server. Two shards (two servers, a search
-# asking both at once) were meant to use both cores of a small machine, but measured with a
-# hybrid search's dense and BM25 calls issued at once, one shard answers as fast or faster
-# (100k rows: p50 27 ms against 31 ms) and holds less (518 MB against 584 MB, one server's base
-# less), so the second server no longer pays for itself (docs/design.md, "One Lite database").
-# An index built with more shards keeps them, found on disk, until it is rebuilt.
-NEW_INDEX_SHARDS = 1
-MAX_SHARDS = 16  # the most shard files looked for beside an index
+# Milvus Lite scans a collection on one core and runs one request at a time per database, so
+# one database leaves every other core idle during a search. Each shard is a database of its own
+# with its own server, and a search asks them all at once: on 2 cores two shards answer markedly
+# faster than one, for one more server's memory (docs/design.md, "Two shards on Milvus Lite").
+LITE_SHARDS = 2
 
 T = TypeVar("T")
 
@@ -23,17 +20,6 @@ def shard_paths(db: Path, count: int) -> list[Path]:
     """The database files of an index: the named one (shard 0, which also holds the metadata
     collection), then `NAME.shard1.db`, ... beside it."""
     return [db] + [db.with_name(f"{db.stem}.shard{i}{db.suffix}") for i in range(1, count)]
-
-
-def shards_on_disk(db: Path) -> list[Path]:
-    """The database files an existing index holds: the named one, then each `NAME.shardN.db`
-    beside it in turn, up to the first one missing."""
-    found = [db]
-    for path in shard_paths(db, MAX_SHARDS)[1:]:
-        if not path.exists():
-            break
-        found.append(path)
-    return found
 
 
 def shard_of(doc_id: str, count: int) -> int:

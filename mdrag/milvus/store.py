@@ -26,7 +26,7 @@ from mdrag.errors import LayoutOutdatedError, RowsRejectedError, StoreError
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import in_filter
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
-from mdrag.milvus.shards import NEW_INDEX_SHARDS, best_hits
+from mdrag.milvus.shards import best_hits
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
@@ -123,7 +123,7 @@ class Store:
 
     @property
     def shards(self) -> int:
-        """How many databases hold the vectors collection (a new Lite index and a server: 1)."""
+        """How many databases hold the vectors collection (Milvus Lite: LITE_SHARDS; a server: 1)."""
         return len(self._db)
 
     @property
@@ -166,10 +166,7 @@ class Store:
             self.full_text = self.full_text and full_text
 
     def drop_all(self) -> None:
-        """Remove both collections and create them empty (for `reindex --rebuild`); an older Lite
-        index with more shards than a new one gets is left with a new one's."""
-        if self._db.shrink(NEW_INDEX_SHARDS):
-            self._identity = identity(self.model_id, self.dimension, len(self._db))
+        """Remove both collections and create them empty (for `reindex --rebuild`)."""
         for client in self._db.clients:
             for name in (VECTORS, METADATA):
                 if client.has_collection(name):
@@ -487,9 +484,7 @@ class Store:
         self.close()
         self._vectors_loaded = False
         self._db.open()
-        # A rebuild beside may have switched the files to another shard count.
         self._has_rows = [None] * len(self._db)
-        self._identity = identity(self.model_id, self.dimension, len(self._db))
         try:
             self._ensure_collections()
         except MilvusException as exc:
