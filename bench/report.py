@@ -189,18 +189,35 @@ def write(path: Path = DOC) -> Path:
     return path
 
 
+FIRST_STEP_COLD_S = 871.0  # the whole corpus's cold index before the second performance step
+
+
 def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
-    """(figure, measured, target, met) for each acceptance target of the performance issue."""
+    """(figure, measured, target, met) for each acceptance target of the performance issues (the
+    second step's where it set one, the first step's otherwise)."""
     q = r["query"]["scaled"]
     p50_rows = [
         (
             f"socket query p50 at {r['query'][name]['sections']:,} sections{state}",
             f"{r['query'][name]['p50_ms']:.1f} ms",
-            "≤ 30 ms",
-            r["query"][name]["p50_ms"] <= 30,
+            "≤ 20 ms",
+            r["query"][name]["p50_ms"] <= 20,
         )
         for name, state in query.STATES[1:]
     ]
+    # The second step's cold-index goal is against the first step's whole-corpus figure.
+    cold_rows = (
+        [
+            (
+                "cold index of the whole corpus, speed-up over 871 s (the first step's figure)",
+                f"{FIRST_STEP_COLD_S / r['cold']['indexing_s']:.2f}x",
+                "≥ 2x",
+                FIRST_STEP_COLD_S / r["cold"]["indexing_s"] >= 2,
+            )
+        ]
+        if r.get("files_requested") == "all"
+        else []
+    )
     busy = r.get("busy")
     busy_rows = (
         [
@@ -233,13 +250,14 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
             "≤ 3 s",
             r["rescan"]["wall_s"]["median"] <= 3,
         ),
-        ("freshness p50", f"{r['freshness']['p50_s']:.2f} s", "≤ 1.5 s", r["freshness"]["p50_s"] <= 1.5),
+        ("freshness p50", f"{r['freshness']['p50_s']:.2f} s", "≤ 0.75 s", r["freshness"]["p50_s"] <= 0.75),
+        *cold_rows,
         *p50_rows,
         (
             f"socket query p99 at {q['sections']:,} sections",
             f"{q['p99_ms']:.1f} ms",
-            "≤ 100 ms",
-            q["p99_ms"] <= 100,
+            "≤ 40 ms",
+            q["p99_ms"] <= 40,
         ),
         (
             "whole `mdrag search` process",
@@ -248,10 +266,10 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
             q["process"]["wall_ms"]["median"] <= 300,
         ),
         (
-            "daemon idle RSS after indexing",
-            f"{r['memory']['idle_after_indexing_and_search_mb']:.0f} MB",
-            "≤ 700 MB",
-            r["memory"]["idle_after_indexing_and_search_mb"] <= 700,
+            "whole daemon idle (itself and its Milvus Lite servers)",
+            f"{r['memory']['idle_with_milvus_lite_server_mb']:.0f} MB",
+            "≤ 500 MB",
+            r["memory"]["idle_with_milvus_lite_server_mb"] <= 500,
         ),
         *busy_rows,
     ]
@@ -305,6 +323,12 @@ def speed_table(r: dict[str, Any]) -> str:
             "daemon RSS idle (after start / after indexing + searching)",
             f"{r['memory']['idle_after_start_mb']:.0f} MB / "
             f"{r['memory']['idle_after_indexing_and_search_mb']:.0f} MB",
+        )
+    )
+    rows.append(
+        (
+            f"whole daemon idle (itself and its Milvus Lite servers), {r['memory']['sections']:,} sections",
+            f"{r['memory']['idle_with_milvus_lite_server_mb']:.0f} MB",
         )
     )
     if "busy" in r:
