@@ -43,13 +43,11 @@ def read_texts(db: str) -> list[str]:
     """Every shard's texts: a note's rows live in one of the index's shard databases."""
     from pymilvus import MilvusClient
 
-    from mdrag.milvus.shards import LITE_SHARDS, shard_paths
+    from mdrag.milvus.lite import database_files
 
     texts: dict[tuple[str, int], str] = {}
     fields = ["section_id", "window_index", "embedded_text"]
-    for shard in shard_paths(Path(db), LITE_SHARDS):
-        if not shard.exists():
-            continue
+    for shard in database_files(db):
         client = MilvusClient(uri=str(shard))
         iterator = client.query_iterator("document_vectors", batch_size=4000, filter="", output_fields=fields)
         while batch := iterator.next():

@@ -19,6 +19,7 @@ Ratios are memsearch / mdrag (how many times faster mdrag is); KB/s is corpus by
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -47,8 +48,9 @@ LABELS = {
 }
 
 
+@functools.cache
 def model_path() -> str:
-    """The bundled MiniLM directory, found as mdrag finds it."""
+    """The bundled MiniLM directory, found as mdrag finds it (once: every command names it)."""
     from mdrag.embedder import resolve_model
 
     return resolve_model("all-MiniLM-L6-v2")[0]
