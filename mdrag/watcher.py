@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,6 +51,9 @@ def _text(path: str | bytes) -> str:
     return to_text(path)  # as the index stores it: valid UTF-8 for any name
 
 
+DOUBLE_WATCH = r"Callback with id .* already exists for watch"
+
+
 class _OverflowListener(logging.Handler):
     """watchdog rebuilds its watches after an inotify queue overflow but tells only its log;
     events were lost, so the overflow also asks for a full safety sweep."""
@@ -73,6 +77,10 @@ class Watcher:
         self._overflow = _OverflowListener(on_overflow)
 
     def start(self) -> None:
+        # A folder tree arriving at once (cp -r, tar, a move) has its subfolders watched twice:
+        # by watchdog's walk of the new folder and by their own creation events. The second
+        # watch replaces the first, so nothing is lost, yet watchdog warns about it each time.
+        warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
         handler = NoteEventHandler(self.filter, self.queue)
         for root in self.filter.roots:
             self._observer.schedule(handler, str(root), recursive=True)

@@ -143,6 +143,54 @@ def test_moving_a_note_out_of_the_roots_removes_it_and_moving_in_adds_it(daemon,
     )
 
 
+def _arrive_by_move(tree, destination):
+    os.rename(tree, destination)
+
+
+def _arrive_by_copy(tree, destination):
+    subprocess.run(["cp", "-r", str(tree), str(destination)], check=True)
+
+
+def _arrive_by_tar(tree, destination):
+    packed = f"tar -C {tree.parent} -cf - {tree.name} | tar -C {destination.parent} -xf -"
+    subprocess.run(packed, shell=True, check=True)  # names the tree's own folder: no renaming
+    os.rename(destination.parent / tree.name, destination)
+
+
+@pytest.mark.parametrize(
+    "arrive", [_arrive_by_move, _arrive_by_copy, _arrive_by_tar], ids=["mv", "cp", "tar"]
+)
+def test_a_folder_tree_arriving_from_outside_is_indexed_and_its_later_edits_seen(daemon, tmp_path, arrive):
+    # However a tree arrives (one rename, or its folders created one by one while files are
+    # written), every note in it is indexed and its deepest folder is watched afterwards.
+    name = arrive.__name__.removeprefix("_arrive_by_")
+    tree = tmp_path / "outside" / name
+    deep = write(
+        tree / "a" / "b" / f"{name}-deep.md", f"# Walrus {name}\n\nWalruses haul out on ice floes.\n"
+    )
+    write(tree / f"{name}-top.md", f"# Heron {name}\n\nHerons stand still in shallow water.\n")
+    destination = daemon.notes / f"arrived-{name}"
+    arrive(tree, destination)
+    top, deep = destination / f"{name}-top.md", destination / "a" / "b" / deep.name
+    wait_until(
+        lambda: (
+            str(deep) in paths_of(daemon.search("walrus on ice floes"))
+            and str(top) in paths_of(daemon.search("heron in shallow water"))
+        ),
+        10,
+    )
+    write(deep, f"# Walrus {name}\n\nWalruses use their tusks to climb onto the ice.\n")
+    wait_until(
+        lambda: any(
+            "tusks" in h["section_text"]
+            for h in daemon.search("walrus tusks climb", threshold=0.3)
+            if h["file_path"] == str(deep)
+        ),
+        5,
+    )
+    assert "RuntimeWarning" not in daemon.log()  # watchdog's benign double watch stays out of the log
+
+
 def test_a_burst_of_1000_new_notes_is_absorbed_with_none_lost(daemon):
     burst = daemon.notes / "burst"
     for i in range(1000):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 
 from watchdog.events import DirMovedEvent, FileCreatedEvent, FileMovedEvent
 
@@ -57,3 +58,21 @@ def test_a_moved_folder_queues_both_its_old_and_new_place(tmp_path):
     )
     work = queue.take(timeout=1)
     assert sorted(work.directories) == [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def test_watchdogs_warning_about_a_folder_watched_twice_stays_out_of_the_log_and_others_do_not(tmp_path):
+    watcher = Watcher(NoteFilter([tmp_path]), WorkQueue(), on_overflow=lambda: None)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")  # every warning shown, as in the daemon's log (not an error)
+        watcher.start()
+        try:
+            # What watchdog's inotify emitter warns when cp -r or tar creates a subfolder it already watches.
+            warnings.warn(
+                "Callback with id '1' already exists for watch b'/n/a'. It will be Overwritten.",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+            warnings.warn("something else went wrong", RuntimeWarning, stacklevel=1)
+        finally:
+            watcher.stop()
+    assert [str(w.message) for w in shown] == ["something else went wrong"]
