@@ -45,7 +45,7 @@ compose-tool:
 lint: install
 	$(VENV)/bin/ruff check mdrag tests bench
 	$(VENV)/bin/ruff format --check mdrag tests bench
-	$(VENV)/bin/mypy mdrag
+	$(VENV)/bin/mypy mdrag bench
 
 clean:
 	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache
@@ -57,8 +57,9 @@ eval: install
 	$(PY) -m bench.report
 
 # Speed and memory on the PowerShell reference (3,088 notes): cold index against the encode
-# ceiling, no-op rescan, freshness, socket queries at 100k sections, daemon RSS; about an hour
-# on 2 cores with torch. BENCH_ARGS="--files 200" for a quick subset run; BENCH_ARGS="--peer" also
+# ceiling, no-op rescan, freshness, socket queries at 100k sections, daemon RSS, searches while
+# indexing, then the quality gate (bench.quality, from make eval's cached indexes); about an hour
+# on 2 cores. BENCH_ARGS="--files 200" for a quick subset run; BENCH_ARGS="--peer" also
 # runs memsearch on the same notes (its own venv under the work dir, --peer-venv DIR to keep one;
 # minutes more) and prints both tools' cold index, rescan, edit re-index and search as ratios.
 bench: install

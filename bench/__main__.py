@@ -1,13 +1,15 @@
 """Every benchmark figure in one run (`make bench`): cold index, no-op rescan, freshness, queries,
-memory, searches while indexing, and (--peer) memsearch side by side.
+memory, searches while indexing, the quality gate, and (--peer) memsearch side by side.
 
     python -m bench [--files N] [--work DIR] [--ceiling-sample N] [--backend-texts N] [--queries 200]
-                    [--sections 100000] [--burst 400] [--peer [--peer-venv DIR]]
+                    [--sections 100000] [--burst 400] [--no-quality] [--peer [--peer-venv DIR]]
 
 One work dir (the corpus extracted, its own Milvus Lite index and socket) serves every figure in
 turn; each prints as it is measured. After the cold index, a sample of its texts is encoded by
 each model back-end (torch, onnx, onnx-int8) for their speed ratio. Searches while indexing
-(bench.busy) use a work dir of their own: 300 notes and a burst of --burst new ones. With --peer,
+(bench.busy) use a work dir of their own: 300 notes and a burst of --burst new ones. The quality
+gate (bench.quality) runs last: nDCG@10 and answered/silent of the default back-end and mode on
+SciFact and the natural questions, from `make eval`'s cached indexes. With --peer,
 memsearch indexes and searches the same notes after the rescan (bench.peer: its own venv, minutes),
 against mdrag's cold index and rescan of this run. Writes bench/results/bench.json, then
 docs/benchmarks.md from it.
@@ -19,7 +21,7 @@ import argparse
 import json
 from typing import Any
 
-from bench import backends, busy, cold, freshness, harness, memory, peer, query, report, rescan
+from bench import backends, busy, cold, freshness, harness, memory, peer, quality, query, report, rescan
 from bench.session import Daemon
 
 
@@ -50,6 +52,13 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         if args.burst:
             result["busy"] = busy.run(None, busy.FILES, args.burst, socket=True, spinners=0)
             print(busy.summary(result["busy"]), flush=True)
+        if args.quality:
+            try:
+                result["quality"] = quality.measure()
+                print(quality.summary(result["quality"]), flush=True)
+            except Exception as exc:  # noqa: BLE001 - the last stage must not lose the figures before it
+                result["quality"] = {"error": f"{type(exc).__name__}: {exc}"}
+                print(f"quality gate failed: {result['quality']['error']}", flush=True)
     finally:
         harness.cleanup(work, keep=args.work is not None)
     return result
@@ -67,6 +76,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sections", type=int, default=100_000)
     parser.add_argument("--burst", type=int, default=400, help="new notes for bench.busy (0: skip it)")
+    parser.add_argument(
+        "--no-quality",
+        dest="quality",
+        action="store_false",
+        help="skip the quality gate (nDCG@10 and answerability of the default back-end)",
+    )
     peer.add_options(parser, flag=True)
     args = parser.parse_args()
     result = run_all(args)

@@ -50,7 +50,7 @@ def query_evidence(row: dict[str, Any], bias: float, coef: np.ndarray) -> tuple[
 def held_out(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     bias, weights = relevance.WEIGHTS[mode]
     coef = np.asarray(weights)
-    queries = []
+    queries: list[tuple[list[float] | None, bool, bool]] = []
     for row in rows:
         if row["mode"] != mode:
             continue

@@ -229,7 +229,7 @@ def table(result: dict[str, Any]) -> str:
             m, a = figures["metrics"], figures["answerability"]
             lines.append(
                 f"| {name} | mdrag {mode} | {m['ndcg@10']:.3f} | {m['recall@100']:.3f} | "
-                f"{_rate(a['answered'])} | {_rate(a['silent'])} | {m['latency_ms_p50']:.1f} |"
+                f"{rate(a['answered'])} | {rate(a['silent'])} | {m['latency_ms_p50']:.1f} |"
             )
     for name, figures in result["published"].items():
         lines.append(
@@ -242,11 +242,11 @@ def table(result: dict[str, Any]) -> str:
 def curve_table(result: dict[str, Any], name: str, mode: str) -> str:
     curve = result["sets"][name]["modes"][mode]["curve"]
     lines = [f"{name} {mode}: threshold answered silent"]
-    lines += [f"  {t} {_rate(r['answered'])} {_rate(r['silent'])}" for t, r in curve.items()]
+    lines += [f"  {t} {rate(r['answered'])} {rate(r['silent'])}" for t, r in curve.items()]
     return "\n".join(lines)
 
 
-def _rate(value: float | None) -> str:
+def rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import harness, peer, query
+from bench import harness, peer, quality, query
+from bench.eval import rate
 
 DOC = harness.REPO / "docs" / "benchmarks.md"
 
@@ -39,6 +40,10 @@ for a subset, `make bench BENCH_ARGS="--files 200"`).
 - **Searches while indexing** (`bench.busy`): a daemon on 300 notes absorbs a burst of 400 new
   long pages (4 KB and more, from a version of the reference it has not indexed, so they are
   embedded); meanwhile whole `mdrag search` processes run back to back until the burst is indexed.
+- **Quality gate** (`bench.quality`): the same run's nDCG@10, Recall@100 and answered/silent at
+  the default threshold, for the default back-end and search mode, on SciFact test and the
+  natural questions (`make eval`'s cached indexes), so no speed figure comes without the quality
+  it was bought at.
 
 These machines are noisy: the same queries on the same index move by several milliseconds from
 one minute to the next, hence three passes and the median.
@@ -272,7 +277,51 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
             r["memory"]["idle_with_milvus_lite_server_mb"] <= 500,
         ),
         *busy_rows,
+        *quality_targets(r.get("quality")),
     ]
+
+
+def quality_rows(gate: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The quality gate's figures, one row per judged set (or why it is missing)."""
+    if not gate:
+        return []
+    if "error" in gate:
+        return [("quality gate", f"failed: {gate['error']}")]
+    return [
+        (
+            f"quality gate, {name} ({s['queries']} queries; {gate['mode']} search, {s['backend']})",
+            f"nDCG@10 {s['ndcg@10']:.3f}, Recall@100 {s['recall@100']:.3f}; at threshold "
+            f"{gate['threshold']}: answered {rate(s['answered'])}, silent {rate(s['silent'])}",
+        )
+        for name, s in gate["sets"].items()
+    ]
+
+
+def quality_targets(gate: dict[str, Any] | None) -> list[tuple[str, str, str, bool]]:
+    if not gate or "error" in gate:
+        return []
+    rows = []
+    if "scifact" in gate["sets"]:
+        ndcg = gate["sets"]["scifact"]["ndcg@10"]
+        rows.append(
+            (
+                "SciFact nDCG@10, default search",
+                f"{ndcg:.3f}",
+                f"≥ {quality.SCIFACT_NDCG_FLOOR}",
+                ndcg >= quality.SCIFACT_NDCG_FLOOR,
+            )
+        )
+    for name, s in gate["sets"].items():
+        rates = [s["answered"], s["silent"]]
+        rows.append(
+            (
+                f"{name}: answered / silent at threshold {gate['threshold']}",
+                " / ".join(rate(v) for v in rates),
+                f"≥ {quality.RATE_GOAL} each",
+                all(v is not None and v >= quality.RATE_GOAL for v in rates),
+            )
+        )
+    return rows
 
 
 def speed_table(r: dict[str, Any]) -> str:
@@ -341,6 +390,7 @@ def speed_table(r: dict[str, Any]) -> str:
                 f"burst indexed in {b['indexed_s']} s",
             )
         )
+    rows += quality_rows(r.get("quality"))
     m = r["machine"]
     lines = [
         f"Measured {m['date']} on {m['cores']} cores, {m['memory_gib']} GiB.",
