@@ -161,18 +161,33 @@ def rss_mb(pid: int) -> dict[str, float]:
 
 
 def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process and all its descendants (mdrag plus its Milvus Lite server)."""
-    total = 0.0
+    """Resident memory of a process and all its descendants (mdrag plus its Milvus Lite servers)."""
+    return tree_memory_mb(pid)["rss"]
+
+
+def tree_memory_mb(pid: int) -> dict[str, float]:
+    """A process and all its descendants, summed: `rss` (each process's resident set, so pages
+    they share, such as two Lite servers' code, count once per process) and `pss` (each shared
+    page split among the processes that map it: what the tree holds, every page counted once)."""
+    rss = pss = 0.0
     pending = [pid]
     while pending:
         current = pending.pop()
         try:
-            total += rss_mb(current).get("VmRSS", 0.0)
+            rss += rss_mb(current).get("VmRSS", 0.0)
+            pss += _pss_mb(current)
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending.extend(int(c) for c in (task / "children").read_text().split())
         except (OSError, ValueError):
             continue  # exited meanwhile
-    return round(total, 1)
+    return {"rss": round(rss, 1), "pss": round(pss, 1)}
+
+
+def _pss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def spread(values: list[float], digits: int = 1) -> dict[str, Any]:

@@ -377,7 +377,13 @@ def speed_table(r: dict[str, Any]) -> str:
     rows.append(
         (
             f"whole daemon idle (itself and its Milvus Lite servers), {r['memory']['sections']:,} sections",
-            f"{r['memory']['idle_with_milvus_lite_server_mb']:.0f} MB",
+            f"{r['memory']['idle_with_milvus_lite_server_mb']:.0f} MB resident, summed"
+            + (
+                f"; {r['memory']['idle_with_milvus_lite_server_pss_mb']:.0f} MB with shared pages "
+                "counted once (PSS)"
+                if "idle_with_milvus_lite_server_pss_mb" in r["memory"]
+                else ""
+            ),
         )
     )
     if "busy" in r:

@@ -69,7 +69,8 @@ class Daemon:
         return self.client.status()
 
     def rss(self) -> dict[str, float]:
-        return {**harness.rss_mb(self.pid), "with_milvus": harness.tree_rss_mb(self.pid)}
+        tree = harness.tree_memory_mb(self.pid)
+        return {**harness.rss_mb(self.pid), "with_milvus": tree["rss"], "with_milvus_pss": tree["pss"]}
 
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
