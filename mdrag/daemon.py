@@ -6,33 +6,29 @@ import os
 import signal
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from loguru import logger
 
 from mdrag import indexlock
 from mdrag.config import Config
-from mdrag.errors import ConfigError, MdragError, QueryError, RowsRejectedError, StoreError, StoreLockedError
+from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
 from mdrag.gate import Gate
 from mdrag.liveness import Liveness, PulsingEvent
 from mdrag.milvus import index_held
 from mdrag.notify import SystemdNotifier
-from mdrag.pathtext import to_fs
 from mdrag.progress import ProgressMeter, early_message, progress_line
-from mdrag.rebuild import rebuild_beside
 from mdrag.server import SocketServer
 from mdrag.service import Service
 from mdrag.watcher import Watcher
-from mdrag.workqueue import Command, FileChanges, WorkQueue
+from mdrag.workqueue import Command, WorkQueue
+from mdrag.writer import Writer
 
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 INDEX_HOLD_WAIT_S = 60.0  # how long start-up waits for a command that holds the index
 WRITER_THREAD = "mdrag-writer"
-BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
 # A Milvus Lite index down this long, restarts of its servers failing all along: stop feeding
 # systemd's watchdog, so that it restarts the whole daemon (a remote server: keep waiting for it).
 LITE_GIVE_UP_S = 120.0
@@ -59,21 +55,17 @@ class Daemon:
         self.notifier = SystemdNotifier()
         self.queue = WorkQueue(config.watch_debounce_ms / 1000)
         self.server = SocketServer(config.server_socket_path, self.handle)
-        self.state = "starting"
-        self.meter: ProgressMeter | None = None  # the indexing run under way, if any
         self._progress_logged_at = 0.0
+        self._progress_logged_for: ProgressMeter | None = None  # the run those log lines are about
         self.started_at = time.time()
         # The watchdog is fed only while the writer shows progress (see _main_loop).
         self.writer_liveness = Liveness()
         self._stop = PulsingEvent(self.writer_liveness, WRITER_THREAD)
         self._ready = threading.Event()
-        self.store_error: str | None = None  # set while the store does not answer
-        self.store_down_since: float | None = None  # monotonic time store_error was first set
-        self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
-        # Requests share the store; a reopen (see _reopen_if_due) has it alone.
+        # Requests share the store; a reopen (see Writer) has it alone.
         self.gate = Gate()
         self.last_request_at = time.monotonic()
-        self.reopens: deque[dict[str, Any]] = deque(maxlen=5)  # the last few, for status
+        self.writer = Writer(config, self.queue, self.gate, self._stop, lambda: self.last_request_at)
         self.service: Service | None = None
         self.watcher: Watcher | None = None
 
@@ -89,7 +81,7 @@ class Daemon:
             # the index itself; its requests wait until the service is up (see handle).
             self.server.start()
             self.notifier.status("loading the model and opening the index")
-            self.service = self._open_service()
+            self.service = self.writer.service = self._open_service()
             # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
             # now, and the vectors too, so its first search is fast and a model that cannot load
             # fails the start.
@@ -98,8 +90,8 @@ class Daemon:
             self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
             self.watcher.start()  # before the first reconcile, so no change slips between the two
             self.queue.submit(Command("reconcile"))
-            self.state = "reconciling"
-            writer = threading.Thread(target=self._writer, name=WRITER_THREAD, daemon=True)
+            self.writer.state = "reconciling"
+            writer = threading.Thread(target=self.writer.run, name=WRITER_THREAD, daemon=True)
             writer.start()
             # Only now: a request that waits for freshness must find the first reconcile queued.
             self._ready.set()
@@ -189,16 +181,16 @@ class Daemon:
     def feeds_watchdog(self) -> bool:
         """False once a Milvus Lite index has been down LITE_GIVE_UP_S with every restart failing:
         the watchdog then goes unfed and systemd restarts the daemon."""
-        down = self.store_down_since
+        down = self.writer.store_down_since
         if down is None or time.monotonic() - down < LITE_GIVE_UP_S or "://" in self.config.milvus_uri:
             return True
-        if self.state != "unhealthy":
+        if self.writer.state != "unhealthy":
             logger.error(
                 "the index has been unavailable for {:.0f} s and restarting Milvus Lite keeps failing; "
                 "no longer feeding the watchdog, so that systemd restarts the daemon",
                 time.monotonic() - down,
             )
-            self.state = "unhealthy"
+            self.writer.state = "unhealthy"
         return False
 
     def _writer_alive(self) -> bool:
@@ -211,208 +203,19 @@ class Daemon:
     def request_sweep(self) -> None:
         self.queue.submit(Command("reconcile"))
 
-    # ---- the one writer ---------------------------------------------------------------------------
-
-    def _writer(self) -> None:
-        backoff = BACKOFF_MIN_S
-        while not self._stop.is_set():  # each check is a beat of the writer's liveness
-            if (
-                self.store_error is None
-                and self.service is not None
-                and not self.service.store.engine_alive()
-            ):
-                # Killed from outside: every call would fail until its server is started again.
-                self._store_failed(StoreError("a Milvus Lite server of the index has exited"), None)
-            if self.store_error is not None:
-                if not self._reconnect():
-                    self._stop.wait(backoff)
-                    backoff = min(backoff * 2, BACKOFF_MAX_S)
-                    continue
-                backoff = BACKOFF_MIN_S
-            work = self.queue.take(timeout=0.5)
-            if work is None:
-                self._reopen_if_due()
-                continue
-            applied = False
-            try:
-                self._apply(work)
-                applied = True
-            except RowsRejectedError as exc:  # what a note holds, not an outage: never replayed
-                logger.warning("index update refused: {}", exc)
-                if isinstance(work, Command):
-                    work.error = exc
-            except StoreError as exc:
-                self._store_failed(exc, work)
-            except MdragError as exc:  # a user's mistake (a path outside the roots): one line, no traceback
-                logger.warning("{}", exc)
-                if isinstance(work, Command):
-                    work.error = exc
-            except Exception as exc:
-                logger.exception("index update failed: {}", exc)
-                if isinstance(work, Command):
-                    work.error = exc
-            finally:
-                if isinstance(work, Command) and (applied or work.error is not None):
-                    work.done.set()
-                self.queue.finish(applied)
-        logger.debug("writer stopped")
-
-    def _store_failed(self, exc: StoreError, work: FileChanges | Command | None) -> None:
-        """Keep the work for later: the store comes back and the queue replays it."""
-        self.store_error = str(exc)
-        if self.store_down_since is None:
-            self.store_down_since = time.monotonic()
-        logger.error("the store is unavailable, changes are queued and retried: {}", exc)
-        if work is None:
-            return
-        if isinstance(work, FileChanges):
-            for path in work.files:
-                self.queue.add_file(path)
-            for path in work.directories:
-                self.queue.add_directory(path)
-        elif work.kind == "reconcile":
-            self.queue.submit(Command("reconcile"))
-        else:
-            work.error = exc  # a client waits for this reindex: tell it now
-            self.queue.submit(Command("reconcile"))
-
-    def _reopen_if_due(self) -> None:
-        """Reopen a Milvus Lite index that has taken many writes since it opened, once requests
-        have paused: Lite searches the rows written since the open slower than those it loaded."""
-        assert self.service is not None
-        store = self.service.store
-        quiet_s = time.monotonic() - self.last_request_at
-        if self._stop.is_set() or self.store_error is not None or self.gate.busy:
-            return  # a request still running (a long duplicates scan, say) is not quiet
-        if quiet_s < self.config.milvus_reopen_quiet_s:
-            return
-        try:
-            if not store.reopen_due(self.config.milvus_reopen_after_rows):
-                return
-            rows = store.rows_written
-            logger.info("reopening the index: {} vector rows were written since it opened", rows)
-            self.state = "reopening"
-            with self.gate.exclusive():
-                seconds = store.reopen()
-        except StoreError as exc:
-            self._store_failed(exc, None)
-            return
-        except Exception as exc:  # stopping Lite's server can fail in other ways: never lose the writer
-            logger.exception("reopening the index failed: {}", exc)
-            self._store_failed(StoreError(f"reopening the index failed: {exc}"), None)
-            return
-        finally:
-            if self.state == "reopening":
-                self.state = "watching"
-        self.reopens.append({"at": time.time(), "rows_written": rows, "seconds": round(seconds, 1)})
-        logger.info("reopened the index in {:.1f} s", seconds)
-
-    def _reconnect(self) -> bool:
-        """Once the store answers again: reload what it holds and repair half-done writes."""
-        assert self.service is not None
-        try:
-            store = self.service.store
-            if store.closed or not store.engine_alive():  # a reopen failed halfway, or a server died
-                logger.info("restarting the Milvus Lite server(s) and reopening the index")
-                with self.gate.exclusive():
-                    self.service.store.reopen()
-            self.service.store.ping()
-            # A write that failed midway may have landed in part: the store's metadata is
-            # the truth, and rows no indexed version owns go.
-            self.service.catalog.reset(self.service.stored_records())
-            self.service.indexer.repair()
-        except Exception as exc:  # noqa: BLE001 - starting Lite's server can fail in other ways: retry later
-            logger.debug("store still unavailable: {}", exc)
-            return False
-        logger.info("the store is back; applying {} queued change(s)", self.queue.depth())
-        self.store_error = None
-        self.store_down_since = None
-        if self.state == "unhealthy":
-            self.state = "watching"
-        return True
-
-    def _apply(self, work: FileChanges | Command) -> None:
-        assert self.service is not None
-        indexer = self.service.indexer
-        if isinstance(work, FileChanges):
-            if work.directories:
-                folders = [Path(to_fs(d)) for d in work.directories]  # the watcher queues stored forms
-                report = indexer.reconcile(folders, cancel=self._stop, progress=self._meter())
-                logger.info("folder change: {}", _summary(report.to_dict()))
-            if work.files:
-                self._index_changed(work.files)
-            return
-        if work.kind == "reconcile":
-            self.state = "reconciling"
-            report = self.service.reindex(cancel=self._stop, progress=self._meter())
-            logger.info("reconciled the roots: {}", _summary(report.to_dict()))
-            self.state = "watching"
-        elif work.rebuild and not work.paths and self.service.store.is_lite:
-            # Searches go on answering from the old index until the new one is complete.
-            self.state = "rebuilding"
-            try:
-                report = rebuild_beside(self.service, self.gate.exclusive, self._meter(), self._stop)
-            finally:
-                self.state = "watching"
-            logger.info("rebuild: {}", _summary(report.to_dict()))
-        else:
-            if work.rebuild:  # no beside for it: searches are told so, once those running are done
-                with self.gate.exclusive():
-                    self.rebuilding_in_place = True
-            try:
-                report = self.service.reindex(
-                    work.paths or None,
-                    force=work.force,
-                    rebuild=work.rebuild,
-                    cancel=self._stop,
-                    progress=self._meter(),
-                )
-            finally:
-                self.rebuilding_in_place = False
-            logger.info("reindex: {}", _summary(report.to_dict()))
-        work.result = report.to_dict()
-
-    def _index_changed(self, files: list[str]) -> None:
-        """Changed files, small ones first; a large note yields to changes saved meanwhile and
-        goes back in the queue behind them (its vectors so far are kept, see Indexer)."""
-        assert self.service is not None
-        indexer = self.service.indexer
-        sizes = {p: _size(p) for p in files}
-        large = [p for p in files if sizes[p] > LARGE_NOTE_BYTES]
-        small = [p for p in files if sizes[p] <= LARGE_NOTE_BYTES]
-        if small:
-            report = indexer.index_files(small, cancel=self._stop, progress=self._meter())
-            logger.info("{} changed file(s): {}", len(small), _summary(report.to_dict()))
-        for i, path in enumerate(large):
-            turn = _Turn(self.queue, self._stop)
-            report = indexer.index_files([path], cancel=turn, progress=self._meter())
-            if turn.yielded:
-                logger.info("{} waits behind newer changes ({} large note(s) deferred)", path, len(large) - i)
-                for later in large[i:]:
-                    self.queue.add_file(later)
-                return
-            logger.info("large note {}: {}", path, _summary(report.to_dict()))
-
-    def _meter(self) -> ProgressMeter:
-        """A new run's progress: what status, searches and the log report until it ends."""
-        self.meter = ProgressMeter()
-        self._progress_logged_at = time.monotonic()  # its first log line comes after a while
-        return self.meter
-
     def indexing(self) -> dict[str, Any] | None:
         """The run under way (notes and texts done of those known, rate, ETA), else None."""
-        meter = self.meter
-        if meter is None:
-            return None
-        progress = meter.snapshot()
-        return progress.to_dict() if progress.pending else None
+        return self.writer.indexing()
 
     def pending(self) -> bool:
         """Notes wait to be indexed: the first reconcile, a run under way, or changes queued."""
-        return self.state == "reconciling" or self.queue.depth() > 0
+        return self.writer.state == "reconciling" or self.queue.depth() > 0
 
     def _log_progress(self) -> None:
         indexing = self.indexing()
+        if self.writer.meter is not self._progress_logged_for:  # a new run: its first line after a while
+            self._progress_logged_for = self.writer.meter
+            self._progress_logged_at = time.monotonic()
         interval = self.config.log_progress_interval_s
         if indexing is None or time.monotonic() - self._progress_logged_at < interval:
             return
@@ -424,7 +227,7 @@ class Daemon:
         indexing = self.indexing()
         if indexing is not None:
             return progress_line(indexing)
-        if self.state == "reconciling":  # not begun yet: the catalog may hold another folder's notes
+        if self.writer.state == "reconciling":  # not begun yet: the catalog may hold another folder's notes
             return "reconciling: listing the notes"
         return f"watching {len(self.service.filter.roots)} roots, {len(self.service.catalog)} notes"
 
@@ -432,7 +235,12 @@ class Daemon:
 
     def handle(self, op: str, params: dict[str, Any]) -> Any:
         if op == "ping":
-            return {"pong": True, "pid": os.getpid(), "state": self.state, "roots": list(self.config.roots)}
+            return {
+                "pong": True,
+                "pid": os.getpid(),
+                "state": self.writer.state,
+                "roots": list(self.config.roots),
+            }
         if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
         if op not in ("status", "gaps", "gap_status"):
@@ -480,7 +288,7 @@ class Daemon:
         last: ProgressMeter | None = None  # the run last reported, until its end is reported too
         while True:
             finished = command.done.wait(PROGRESS_STREAM_S)
-            meter = self.meter
+            meter = self.writer.meter
             if last is not None and (finished or meter is not last or not last.snapshot().pending):
                 yield last.snapshot().to_dict()  # its last count: a bar that stops at 100%
                 last = None
@@ -495,7 +303,7 @@ class Daemon:
         """An operation that reads the store: it shares it, and counts as activity from its
         start to its end (a reopen waits for quiet); status and gap requests do neither."""
         assert self.service is not None
-        if self.rebuilding_in_place:
+        if self.writer.rebuilding_in_place:
             raise StoreError(
                 "the index is being rebuilt (`reindex --rebuild`); search again when it is done "
                 "(`mdrag status` shows its progress)"
@@ -509,9 +317,9 @@ class Daemon:
             self.last_request_at = time.monotonic()
 
     def _check_store(self) -> None:
-        if self.store_error is not None:
+        if self.writer.store_error is not None:
             raise StoreError(
-                f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.store_error}); "
+                f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.writer.store_error}); "
                 "changes are queued and will be applied when it is back"
             )
 
@@ -520,48 +328,13 @@ class Daemon:
 
     def daemon_status(self) -> dict[str, Any]:
         return {
-            "store_available": self.store_error is None,
-            "store_error": self.store_error,
+            "store_available": self.writer.store_error is None,
+            "store_error": self.writer.store_error,
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),
-            "state": self.state,
+            "state": self.writer.state,
             "socket": str(self.server.path),
-            "index_reopens": list(self.reopens),
+            "index_reopens": list(self.writer.reopens),
             "indexing": self.indexing(),
             **self.freshness(),
         }
-
-
-LARGE_NOTE_BYTES = 256 * 1024  # a note this large takes seconds to embed: it goes after small ones
-TURN_MIN_S = 0.5  # a large note embeds at least this long before it yields
-
-
-class _Turn(threading.Event):
-    """The `cancel` of a large note's run: set on stop, or once other work waits (see WorkQueue)."""
-
-    def __init__(self, queue: WorkQueue, stop: threading.Event) -> None:
-        super().__init__()
-        self.queue, self.stop, self.started = queue, stop, time.monotonic()
-        self.yielded = False
-
-    def is_set(self) -> bool:
-        if self.stop.is_set():
-            return True
-        if time.monotonic() - self.started >= TURN_MIN_S and self.queue.others_waiting():
-            self.yielded = True
-        return self.yielded
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(to_fs(path)).st_size
-    except OSError:
-        return 0
-
-
-def _summary(report: dict[str, Any]) -> str:
-    return (
-        f"added {report['added']}, updated {report['updated']}, deleted {report['deleted']}, "
-        f"unchanged {report['unchanged']}, failed {len(report['failed'])}, "
-        f"{report['sections_embedded']} sections embedded in {report['seconds']:.2f}s"
-    )

@@ -60,6 +60,7 @@ WRITER = {
     "mdrag.readahead",
     "mdrag.workqueue",
     "mdrag.watcher",
+    "mdrag.writer",
 }
 
 

@@ -19,14 +19,14 @@ def build(tmp_path, uri: str) -> Daemon:
 def test_a_lite_index_down_past_the_limit_stops_the_watchdog_heartbeats(tmp_path):
     daemon = build(tmp_path, str(tmp_path / "milvus.db"))
     assert daemon.feeds_watchdog()
-    daemon.store_down_since = time.monotonic() - 5  # restarting: keep feeding meanwhile
+    daemon.writer.store_down_since = time.monotonic() - 5  # restarting: keep feeding meanwhile
     assert daemon.feeds_watchdog()
-    daemon.store_down_since = time.monotonic() - daemon_module.LITE_GIVE_UP_S - 1
+    daemon.writer.store_down_since = time.monotonic() - daemon_module.LITE_GIVE_UP_S - 1
     assert not daemon.feeds_watchdog()
     assert daemon.daemon_status()["state"] == "unhealthy"
 
 
 def test_a_remote_milvus_server_down_never_stops_the_heartbeats(tmp_path):
     daemon = build(tmp_path, "http://localhost:1")
-    daemon.store_down_since = time.monotonic() - daemon_module.LITE_GIVE_UP_S - 1
+    daemon.writer.store_down_since = time.monotonic() - daemon_module.LITE_GIVE_UP_S - 1
     assert daemon.feeds_watchdog()  # restarting the daemon cannot bring a remote server back

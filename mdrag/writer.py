@@ -1,0 +1,283 @@
+"""Writer: the daemon's one thread that changes the index, in queue order, through outages and reopens."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from mdrag.config import Config
+from mdrag.errors import MdragError, RowsRejectedError, StoreError
+from mdrag.gate import Gate
+from mdrag.pathtext import to_fs
+from mdrag.progress import ProgressMeter
+from mdrag.rebuild import rebuild_beside
+from mdrag.service import Service
+from mdrag.workqueue import Command, FileChanges, WorkQueue
+
+BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
+
+
+class Writer:
+    """Applies the work queue to the index, one item at a time, and keeps the store's health.
+
+    While the store does not answer, work goes back in the queue and is replayed once it is
+    back; a Milvus Lite index that took many writes is reopened once requests pause. Its state
+    (what it is doing, the run under way, the store's error) is what the daemon reports.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        queue: WorkQueue,
+        gate: Gate,
+        stop: threading.Event,
+        last_request_at: Callable[[], float],
+    ) -> None:
+        self.config = config
+        self.queue = queue
+        self.gate = gate  # requests share the store; a reopen or a rebuild's switch has it alone
+        self._stop = stop
+        self._last_request_at = last_request_at  # monotonic time of the latest request's start or end
+        self.service: Service | None = None  # set once the daemon has opened it
+        self.state = "starting"
+        self.meter: ProgressMeter | None = None  # the indexing run under way, if any
+        self.store_error: str | None = None  # set while the store does not answer
+        self.store_down_since: float | None = None  # monotonic time store_error was first set
+        self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
+        self.reopens: deque[dict[str, Any]] = deque(maxlen=5)  # the last few, for status
+
+    def run(self) -> None:
+        """The writer thread's loop, until the stop event: take work, apply it, mind the store."""
+        backoff = BACKOFF_MIN_S
+        while not self._stop.is_set():  # each check is a beat of the writer's liveness
+            if (
+                self.store_error is None
+                and self.service is not None
+                and not self.service.store.engine_alive()
+            ):
+                # Killed from outside: every call would fail until its server is started again.
+                self._store_failed(StoreError("a Milvus Lite server of the index has exited"), None)
+            if self.store_error is not None:
+                if not self._reconnect():
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, BACKOFF_MAX_S)
+                    continue
+                backoff = BACKOFF_MIN_S
+            work = self.queue.take(timeout=0.5)
+            if work is None:
+                self._reopen_if_due()
+                continue
+            applied = False
+            try:
+                self._apply(work)
+                applied = True
+            except RowsRejectedError as exc:  # what a note holds, not an outage: never replayed
+                logger.warning("index update refused: {}", exc)
+                if isinstance(work, Command):
+                    work.error = exc
+            except StoreError as exc:
+                self._store_failed(exc, work)
+            except MdragError as exc:  # a user's mistake (a path outside the roots): one line, no traceback
+                logger.warning("{}", exc)
+                if isinstance(work, Command):
+                    work.error = exc
+            except Exception as exc:
+                logger.exception("index update failed: {}", exc)
+                if isinstance(work, Command):
+                    work.error = exc
+            finally:
+                if isinstance(work, Command) and (applied or work.error is not None):
+                    work.done.set()
+                self.queue.finish(applied)
+        logger.debug("writer stopped")
+
+    def _store_failed(self, exc: StoreError, work: FileChanges | Command | None) -> None:
+        """Keep the work for later: the store comes back and the queue replays it."""
+        self.store_error = str(exc)
+        if self.store_down_since is None:
+            self.store_down_since = time.monotonic()
+        logger.error("the store is unavailable, changes are queued and retried: {}", exc)
+        if work is None:
+            return
+        if isinstance(work, FileChanges):
+            for path in work.files:
+                self.queue.add_file(path)
+            for path in work.directories:
+                self.queue.add_directory(path)
+        elif work.kind == "reconcile":
+            self.queue.submit(Command("reconcile"))
+        else:
+            work.error = exc  # a client waits for this reindex: tell it now
+            self.queue.submit(Command("reconcile"))
+
+    def _reopen_if_due(self) -> None:
+        """Reopen a Milvus Lite index that has taken many writes since it opened, once requests
+        have paused: Lite searches the rows written since the open slower than those it loaded."""
+        assert self.service is not None
+        store = self.service.store
+        quiet_s = time.monotonic() - self._last_request_at()
+        if self._stop.is_set() or self.store_error is not None or self.gate.busy:
+            return  # a request still running (a long duplicates scan, say) is not quiet
+        if quiet_s < self.config.milvus_reopen_quiet_s:
+            return
+        try:
+            if not store.reopen_due(self.config.milvus_reopen_after_rows):
+                return
+            rows = store.rows_written
+            logger.info("reopening the index: {} vector rows were written since it opened", rows)
+            self.state = "reopening"
+            with self.gate.exclusive():
+                seconds = store.reopen()
+        except StoreError as exc:
+            self._store_failed(exc, None)
+            return
+        except Exception as exc:  # stopping Lite's server can fail in other ways: never lose the writer
+            logger.exception("reopening the index failed: {}", exc)
+            self._store_failed(StoreError(f"reopening the index failed: {exc}"), None)
+            return
+        finally:
+            if self.state == "reopening":
+                self.state = "watching"
+        self.reopens.append({"at": time.time(), "rows_written": rows, "seconds": round(seconds, 1)})
+        logger.info("reopened the index in {:.1f} s", seconds)
+
+    def _reconnect(self) -> bool:
+        """Once the store answers again: reload what it holds and repair half-done writes."""
+        assert self.service is not None
+        try:
+            store = self.service.store
+            if store.closed or not store.engine_alive():  # a reopen failed halfway, or a server died
+                logger.info("restarting the Milvus Lite server(s) and reopening the index")
+                with self.gate.exclusive():
+                    self.service.store.reopen()
+            self.service.store.ping()
+            # A write that failed midway may have landed in part: the store's metadata is
+            # the truth, and rows no indexed version owns go.
+            self.service.catalog.reset(self.service.stored_records())
+            self.service.indexer.repair()
+        except Exception as exc:  # noqa: BLE001 - starting Lite's server can fail in other ways: retry later
+            logger.debug("store still unavailable: {}", exc)
+            return False
+        logger.info("the store is back; applying {} queued change(s)", self.queue.depth())
+        self.store_error = None
+        self.store_down_since = None
+        if self.state == "unhealthy":
+            self.state = "watching"
+        return True
+
+    def _apply(self, work: FileChanges | Command) -> None:
+        assert self.service is not None
+        indexer = self.service.indexer
+        if isinstance(work, FileChanges):
+            if work.directories:
+                folders = [Path(to_fs(d)) for d in work.directories]  # the watcher queues stored forms
+                report = indexer.reconcile(folders, cancel=self._stop, progress=self._meter())
+                logger.info("folder change: {}", _summary(report.to_dict()))
+            if work.files:
+                self._index_changed(work.files)
+            return
+        if work.kind == "reconcile":
+            self.state = "reconciling"
+            report = self.service.reindex(cancel=self._stop, progress=self._meter())
+            logger.info("reconciled the roots: {}", _summary(report.to_dict()))
+            self.state = "watching"
+        elif work.rebuild and not work.paths and self.service.store.is_lite:
+            # Searches go on answering from the old index until the new one is complete.
+            self.state = "rebuilding"
+            try:
+                report = rebuild_beside(self.service, self.gate.exclusive, self._meter(), self._stop)
+            finally:
+                self.state = "watching"
+            logger.info("rebuild: {}", _summary(report.to_dict()))
+        else:
+            if work.rebuild:  # no beside for it: searches are told so, once those running are done
+                with self.gate.exclusive():
+                    self.rebuilding_in_place = True
+            try:
+                report = self.service.reindex(
+                    work.paths or None,
+                    force=work.force,
+                    rebuild=work.rebuild,
+                    cancel=self._stop,
+                    progress=self._meter(),
+                )
+            finally:
+                self.rebuilding_in_place = False
+            logger.info("reindex: {}", _summary(report.to_dict()))
+        work.result = report.to_dict()
+
+    def _index_changed(self, files: list[str]) -> None:
+        """Changed files, small ones first; a large note yields to changes saved meanwhile and
+        goes back in the queue behind them (its vectors so far are kept, see Indexer)."""
+        assert self.service is not None
+        indexer = self.service.indexer
+        sizes = {p: _size(p) for p in files}
+        large = [p for p in files if sizes[p] > LARGE_NOTE_BYTES]
+        small = [p for p in files if sizes[p] <= LARGE_NOTE_BYTES]
+        if small:
+            report = indexer.index_files(small, cancel=self._stop, progress=self._meter())
+            logger.info("{} changed file(s): {}", len(small), _summary(report.to_dict()))
+        for i, path in enumerate(large):
+            turn = _Turn(self.queue, self._stop)
+            report = indexer.index_files([path], cancel=turn, progress=self._meter())
+            if turn.yielded:
+                logger.info("{} waits behind newer changes ({} large note(s) deferred)", path, len(large) - i)
+                for later in large[i:]:
+                    self.queue.add_file(later)
+                return
+            logger.info("large note {}: {}", path, _summary(report.to_dict()))
+
+    def _meter(self) -> ProgressMeter:
+        """A new run's progress: what status, searches and the log report until it ends."""
+        self.meter = ProgressMeter()
+        return self.meter
+
+    def indexing(self) -> dict[str, Any] | None:
+        """The run under way (notes and texts done of those known, rate, ETA), else None."""
+        meter = self.meter
+        if meter is None:
+            return None
+        progress = meter.snapshot()
+        return progress.to_dict() if progress.pending else None
+
+
+LARGE_NOTE_BYTES = 256 * 1024  # a note this large takes seconds to embed: it goes after small ones
+TURN_MIN_S = 0.5  # a large note embeds at least this long before it yields
+
+
+class _Turn(threading.Event):
+    """The `cancel` of a large note's run: set on stop, or once other work waits (see WorkQueue)."""
+
+    def __init__(self, queue: WorkQueue, stop: threading.Event) -> None:
+        super().__init__()
+        self.queue, self.stop, self.started = queue, stop, time.monotonic()
+        self.yielded = False
+
+    def is_set(self) -> bool:
+        if self.stop.is_set():
+            return True
+        if time.monotonic() - self.started >= TURN_MIN_S and self.queue.others_waiting():
+            self.yielded = True
+        return self.yielded
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(to_fs(path)).st_size
+    except OSError:
+        return 0
+
+
+def _summary(report: dict[str, Any]) -> str:
+    return (
+        f"added {report['added']}, updated {report['updated']}, deleted {report['deleted']}, "
+        f"unchanged {report['unchanged']}, failed {len(report['failed'])}, "
+        f"{report['sections_embedded']} sections embedded in {report['seconds']:.2f}s"
+    )
