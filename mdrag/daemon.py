@@ -169,6 +169,8 @@ class Daemon:
             if time.monotonic() >= next_sweep:
                 self.request_sweep()
                 next_sweep = time.monotonic() + interval
+            if self.watcher is not None:
+                self.watcher.renew_if_due()
             if self.watcher is not None and not self.watcher.alive:
                 logger.error("the file watcher stopped; restarting it and sweeping the roots")
                 assert self.service is not None

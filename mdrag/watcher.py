@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from mdrag.pathtext import to_text
-from mdrag.scanner import NOTE_SUFFIXES, NoteFilter, ignore_settings_scope
+from mdrag.scanner import NOTE_SUFFIXES, SKIPPED_DIRS, NoteFilter, ignore_settings_scope
 from mdrag.workqueue import WorkQueue
+
+# Quiet time after the last folder arrived before the watches are renewed (see Watcher).
+RENEW_AFTER_S = 1.0
 
 
 class NoteEventHandler(FileSystemEventHandler):
     """Maps watchdog events to the paths whose index entries may have changed."""
 
-    def __init__(self, note_filter: NoteFilter, queue: WorkQueue) -> None:
+    def __init__(
+        self, note_filter: NoteFilter, queue: WorkQueue, on_folder: Callable[[str], None] = lambda _: None
+    ) -> None:
         self.filter = note_filter
         self.queue = queue
+        self.on_folder = on_folder  # told of each folder created or moved in, where notes may be
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
@@ -29,6 +38,12 @@ class NoteEventHandler(FileSystemEventHandler):
         paths = [_text(event.src_path)]
         if event.event_type == "moved":
             paths.append(_text(event.dest_path))
+        if (
+            event.is_directory
+            and event.event_type in ("created", "moved")
+            and self._may_hold_notes(paths[-1])
+        ):
+            self.on_folder(paths[-1])
         for path in paths:
             if event.is_directory:
                 if event.event_type in ("moved", "deleted"):
@@ -45,6 +60,14 @@ class NoteEventHandler(FileSystemEventHandler):
     def _ignore_scope(self, path: str) -> Path | None:
         root = self.filter.root_of(Path(path))
         return ignore_settings_scope(Path(path), root) if root is not None else None
+
+    def _may_hold_notes(self, folder: str) -> bool:
+        """A folder under a root and outside hidden and skipped ones (.git's churn is not ours)."""
+        root = self.filter.root_of(Path(folder))
+        if root is None:
+            return False
+        parts = Path(folder).relative_to(root).parts
+        return not any(part.startswith(".") or part in SKIPPED_DIRS for part in parts)
 
 
 def _text(path: str | bytes) -> str:
@@ -68,25 +91,61 @@ class _OverflowListener(logging.Handler):
 
 
 class Watcher:
-    """Recursive observers on the roots; every relevant event becomes a queued path."""
+    """Recursive observers on the roots; every relevant event becomes a queued path.
+
+    watchdog adds the watches of a new folder's subfolders by walking it after the folder
+    appears. A tree renamed while that walk runs (unpacked or copied, then renamed at once)
+    loses them: its subfolders' later edits make no event at all (about half the time, measured).
+    So once folders stop arriving for RENEW_AFTER_S, `renew_if_due` watches the roots afresh (a
+    new observer walks every folder, then the old one stops: no gap) and queues the folders that
+    arrived, so what changed in them meanwhile is indexed too.
+    """
 
     def __init__(self, note_filter: NoteFilter, queue: WorkQueue, on_overflow: Callable[[], None]) -> None:
         self.filter = note_filter
         self.queue = queue
-        self._observer = Observer()
+        self._handler = NoteEventHandler(note_filter, queue, on_folder=self._folder_arrived)
+        self._observer = self._observe()
         self._overflow = _OverflowListener(on_overflow)
+        self._lock = threading.Lock()
+        self._arrived: set[str] = set()
+        self._renew_at: float | None = None  # monotonic time the watches are due for renewal
+
+    def _observe(self) -> Any:
+        observer = Observer()
+        for root in self.filter.roots:
+            observer.schedule(self._handler, str(root), recursive=True)
+        return observer
 
     def start(self) -> None:
         # A folder tree arriving at once (cp -r, tar, a move) has its subfolders watched twice:
         # by watchdog's walk of the new folder and by their own creation events. The second
         # watch replaces the first, so nothing is lost, yet watchdog warns about it each time.
         warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
-        handler = NoteEventHandler(self.filter, self.queue)
-        for root in self.filter.roots:
-            self._observer.schedule(handler, str(root), recursive=True)
         logging.getLogger("watchdog").addHandler(self._overflow)
         self._observer.start()
         logger.info("watching {} root(s): {}", len(self.filter.roots), ", ".join(map(str, self.filter.roots)))
+
+    def _folder_arrived(self, folder: str) -> None:
+        with self._lock:
+            self._arrived.add(folder)
+            self._renew_at = time.monotonic() + RENEW_AFTER_S
+
+    def renew_if_due(self) -> bool:
+        """Watch the roots afresh once folders have stopped arriving; True when it did."""
+        with self._lock:
+            if self._renew_at is None or time.monotonic() < self._renew_at:
+                return False
+            folders, self._arrived, self._renew_at = self._arrived, set(), None
+        fresh = self._observe()
+        fresh.start()  # walks every folder of the roots as they are now
+        stale, self._observer = self._observer, fresh
+        stale.stop()
+        stale.join(timeout=5)
+        for folder in _outermost(folders):
+            self.queue.add_directory(folder)  # the writer reconciles each: changes before now
+        logger.debug("renewed the watches after {} folder(s) arrived", len(folders))
+        return True
 
     @property
     def alive(self) -> bool:
@@ -97,3 +156,12 @@ class Watcher:
         self._observer.stop()
         if self._observer.is_alive():
             self._observer.join(timeout=5)
+
+
+def _outermost(folders: set[str]) -> list[str]:
+    """The folders not inside another of them (a reconcile of a folder covers its subfolders)."""
+    kept: list[str] = []
+    for folder in sorted(folders):  # a folder sorts right before the folders inside it
+        if not kept or not folder.startswith(kept[-1].rstrip("/") + "/"):
+            kept.append(folder)
+    return kept

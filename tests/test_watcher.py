@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import time
 import warnings
 
-from watchdog.events import DirMovedEvent, FileCreatedEvent, FileMovedEvent
+from watchdog.events import DirCreatedEvent, DirMovedEvent, FileCreatedEvent, FileMovedEvent
 
 from mdrag.scanner import NoteFilter
-from mdrag.watcher import Watcher
-from mdrag.workqueue import WorkQueue
+from mdrag.watcher import RENEW_AFTER_S, Watcher
+from mdrag.workqueue import FileChanges, WorkQueue
+from tests.conftest import write
 
 
 def queued_files(queue: WorkQueue) -> list[str]:
@@ -76,3 +79,60 @@ def test_watchdogs_warning_about_a_folder_watched_twice_stays_out_of_the_log_and
         finally:
             watcher.stop()
     assert [str(w.message) for w in shown] == ["something else went wrong"]
+
+
+def _events_for(queue: WorkQueue, path: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        work = queue.take(timeout=0.2)
+        if work is not None:
+            queue.finish()
+            if isinstance(work, FileChanges) and path in work.files:
+                return True
+    return False
+
+
+def test_a_tree_renamed_as_it_arrives_keeps_every_subfolder_watched(tmp_path):
+    # watchdog adds a new folder's subfolder watches by walking it; a tree renamed during that
+    # walk lost them about half the time (its deep edits made no event). Renewing the watches
+    # once folders stop arriving keeps every edit seen: six trees, each renamed at once.
+    root, outside = tmp_path / "notes", tmp_path / "outside"
+    root.mkdir()
+    queue = WorkQueue(debounce_s=0)
+    watcher = Watcher(NoteFilter([root]), queue, on_overflow=lambda: None)
+    watcher.start()
+    try:
+        for i in range(6):
+            tree = outside / f"t{i}"
+            write(tree / "a" / "b" / "deep.md", "# Deep\n\nbefore\n")
+            subprocess.run(["cp", "-r", str(tree), str(root / f"t{i}")], check=True)
+            os.rename(root / f"t{i}", root / f"arrived{i}")
+            deadline = time.monotonic() + 10
+            while not watcher.renew_if_due():
+                assert time.monotonic() < deadline, "the watches were never renewed"
+                time.sleep(0.1)
+            while queue.take(timeout=0.3) is not None:  # what the arrival itself queued
+                queue.finish()
+            deep = root / f"arrived{i}" / "a" / "b" / "deep.md"
+            deep.write_text("# Deep\n\nafter\n")
+            assert _events_for(queue, str(deep), 5), f"tree {i}: the edit of {deep} made no event"
+    finally:
+        watcher.stop()
+
+
+def test_only_the_outermost_arrived_folders_are_queued_and_hidden_ones_never_count(tmp_path):
+    queue = WorkQueue(debounce_s=0)
+    watcher = Watcher(NoteFilter([tmp_path]), queue, on_overflow=lambda: None)
+    handler = watcher._handler
+    for folder in ("new", "new/a", "new/a/b", "newer", ".git/objects/ab"):
+        handler.on_any_event(DirCreatedEvent(str(tmp_path / folder)))
+    time.sleep(RENEW_AFTER_S + 0.1)
+    watcher.start()
+    try:
+        assert watcher.renew_if_due()
+        work = queue.take(timeout=1)
+        assert isinstance(work, FileChanges)
+        assert sorted(work.directories) == [str(tmp_path / "new"), str(tmp_path / "newer")]
+        assert not watcher.renew_if_due()  # nothing arrived since
+    finally:
+        watcher.stop()
