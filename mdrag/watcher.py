@@ -90,6 +90,17 @@ class _OverflowListener(logging.Handler):
             self.on_overflow()
 
 
+class _StoppedEmitterFilter(logging.Filter):
+    """watchdog logs an error when an observer stops with an event read in flight; a renewal
+    stops the old observer on purpose, after the new one watches everything, so nothing is lost."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+STOPPED_EMITTER = _StoppedEmitterFilter()
+
+
 class Watcher:
     """Recursive observers on the roots; every relevant event becomes a queued path.
 
@@ -123,6 +134,7 @@ class Watcher:
         # watch replaces the first, so nothing is lost, yet watchdog warns about it each time.
         warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
         logging.getLogger("watchdog").addHandler(self._overflow)
+        logging.getLogger("watchdog.observers.inotify").addFilter(STOPPED_EMITTER)  # once: a set
         self._observer.start()
         logger.info("watching {} root(s): {}", len(self.filter.roots), ", ".join(map(str, self.filter.roots)))
 

@@ -136,3 +136,16 @@ def test_only_the_outermost_arrived_folders_are_queued_and_hidden_ones_never_cou
         assert not watcher.renew_if_due()  # nothing arrived since
     finally:
         watcher.stop()
+
+
+def test_the_error_watchdog_logs_when_a_renewal_stops_the_old_observer_is_dropped(tmp_path, caplog):
+    watcher = Watcher(NoteFilter([tmp_path]), WorkQueue(), on_overflow=lambda: None)
+    watcher.start()
+    try:
+        inotify_log = logging.getLogger("watchdog.observers.inotify")
+        with caplog.at_level(logging.ERROR, logger="watchdog"):
+            inotify_log.error("InotifyEmitter.queue_events() called when the thread is inactive")
+            inotify_log.error("something else failed")
+        assert [r.getMessage() for r in caplog.records] == ["something else failed"]
+    finally:
+        watcher.stop()
