@@ -162,25 +162,26 @@ def rss_mb(pid: int) -> dict[str, float]:
 
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and all its descendants (mdrag plus its Milvus Lite servers)."""
-    return tree_memory_mb(pid)["rss"]
+    return tree_memory_mb(pid, pss=False)["rss"]
 
 
-def tree_memory_mb(pid: int) -> dict[str, float]:
+def tree_memory_mb(pid: int, pss: bool = True) -> dict[str, float]:
     """A process and all its descendants, summed: `rss` (each process's resident set, so pages
     they share, such as two Lite servers' code, count once per process) and `pss` (each shared
-    page split among the processes that map it: what the tree holds, every page counted once)."""
-    rss = pss = 0.0
+    page split among the processes that map it: what the tree holds, every page counted once).
+    Reading PSS walks every mapping: `pss=False` skips it where the tree is sampled often."""
+    rss = proportional = 0.0
     pending = [pid]
     while pending:
         current = pending.pop()
         try:
             rss += rss_mb(current).get("VmRSS", 0.0)
-            pss += _pss_mb(current)
+            proportional += _pss_mb(current) if pss else 0.0
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending.extend(int(c) for c in (task / "children").read_text().split())
         except (OSError, ValueError):
             continue  # exited meanwhile
-    return {"rss": round(rss, 1), "pss": round(pss, 1)}
+    return {"rss": round(rss, 1), "pss": round(proportional, 1)}
 
 
 def _pss_mb(pid: int) -> float:

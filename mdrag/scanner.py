@@ -71,13 +71,17 @@ def _obsidian_filters(path: Path) -> list[str]:
     return [f for f in filters if isinstance(f, str) and f.strip()] if isinstance(filters, list) else []
 
 
+def hidden(parts: tuple[str, ...]) -> bool:
+    """True when a relative path passes through a hidden or skipped name (.git, node_modules, ...)."""
+    return any(part.startswith(".") or part in SKIPPED_DIRS for part in parts)
+
+
 def ignore_settings_scope(path: Path, root: Path) -> Path | None:
     """The folder whose notes an edit of `path` may let in or keep out: an ignore file's own
     folder, the root for Obsidian's settings; None for any other file."""
     if path.name in IGNORE_FILES:
-        inside = path.parent.relative_to(root).parts
-        hidden = any(part.startswith(".") or part in SKIPPED_DIRS for part in inside)
-        return None if hidden else path.parent  # node_modules/**/.gitignore changes nothing
+        # node_modules/**/.gitignore changes nothing
+        return None if hidden(path.parent.relative_to(root).parts) else path.parent
     return root if path == root.joinpath(*OBSIDIAN_SETTINGS) else None
 
 
@@ -146,7 +150,7 @@ class NoteFilter:
             return False
         relative = path.relative_to(root)
         # Hidden names cover editor droppings too: .note.md.swp, .#note.md, .~lock files.
-        if any(part.startswith(".") or part in SKIPPED_DIRS for part in relative.parts):
+        if hidden(relative.parts):
             return False
         # As git: a note in an excluded folder stays out, whatever a later `!pattern` says.
         for parent in reversed(relative.parents[:-1]):
@@ -155,7 +159,7 @@ class NoteFilter:
         return not self._excluded(root, relative, is_dir=False)
 
     def accepts_dir(self, path: Path, root: Path) -> bool:
-        if path.name.startswith(".") or path.name in SKIPPED_DIRS:
+        if hidden((path.name,)):
             return False
         return not self._excluded(root, path.relative_to(root), is_dir=True)
 

@@ -15,7 +15,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from mdrag.pathtext import to_text
-from mdrag.scanner import NOTE_SUFFIXES, SKIPPED_DIRS, NoteFilter, ignore_settings_scope
+from mdrag.scanner import NOTE_SUFFIXES, NoteFilter, hidden, ignore_settings_scope
 from mdrag.workqueue import WorkQueue
 
 # Quiet time after the last folder arrived before the watches are renewed (see Watcher).
@@ -66,8 +66,7 @@ class NoteEventHandler(FileSystemEventHandler):
         root = self.filter.root_of(Path(folder))
         if root is None:
             return False
-        parts = Path(folder).relative_to(root).parts
-        return not any(part.startswith(".") or part in SKIPPED_DIRS for part in parts)
+        return not hidden(Path(folder).relative_to(root).parts)
 
 
 def _text(path: str | bytes) -> str:
@@ -90,15 +89,10 @@ class _OverflowListener(logging.Handler):
             self.on_overflow()
 
 
-class _StoppedEmitterFilter(logging.Filter):
+def _not_stopped_emitter(record: logging.LogRecord) -> bool:
     """watchdog logs an error when an observer stops with an event read in flight; a renewal
     stops the old observer on purpose, after the new one watches everything, so nothing is lost."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "called when the thread is inactive" not in record.getMessage()
-
-
-STOPPED_EMITTER = _StoppedEmitterFilter()
+    return "called when the thread is inactive" not in record.getMessage()
 
 
 class Watcher:
@@ -134,7 +128,7 @@ class Watcher:
         # watch replaces the first, so nothing is lost, yet watchdog warns about it each time.
         warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
         logging.getLogger("watchdog").addHandler(self._overflow)
-        logging.getLogger("watchdog.observers.inotify").addFilter(STOPPED_EMITTER)  # once: a set
+        logging.getLogger("watchdog.observers.inotify").addFilter(_not_stopped_emitter)  # once: a set
         self._observer.start()
         logger.info("watching {} root(s): {}", len(self.filter.roots), ", ".join(map(str, self.filter.roots)))
 
@@ -172,8 +166,8 @@ class Watcher:
 
 def _outermost(folders: set[str]) -> list[str]:
     """The folders not inside another of them (a reconcile of a folder covers its subfolders)."""
-    kept: list[str] = []
-    for folder in sorted(folders):  # a folder sorts right before the folders inside it
-        if not kept or not folder.startswith(kept[-1].rstrip("/") + "/"):
+    kept: list[Path] = []
+    for folder in sorted(map(Path, folders), key=lambda p: p.parts):  # a folder, then those inside it
+        if not kept or not folder.is_relative_to(kept[-1]):
             kept.append(folder)
-    return kept
+    return [str(folder) for folder in kept]
