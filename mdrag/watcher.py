@@ -101,8 +101,8 @@ class Watcher:
     watchdog adds the watches of a new folder's subfolders by walking it after the folder
     appears. A tree renamed while that walk runs (unpacked or copied, then renamed at once)
     loses them: its subfolders' later edits make no event at all (about half the time, measured).
-    So once folders stop arriving for RENEW_AFTER_S, `renew_if_due` watches the roots afresh (a
-    new observer walks every folder, then the old one stops: no gap) and queues the folders that
+    So once folders stop arriving for RENEW_AFTER_S, `renew_if_due` watches the roots afresh
+    (the old observer stops, then a new one walks every folder) and queues the folders that
     arrived, so what changed in them meanwhile is indexed too.
     """
 
@@ -143,11 +143,13 @@ class Watcher:
             if self._renew_at is None or time.monotonic() < self._renew_at:
                 return False
             folders, self._arrived, self._renew_at = self._arrived, set(), None
-        fresh = self._observe()
-        fresh.start()  # walks every folder of the roots as they are now
-        stale, self._observer = self._observer, fresh
-        stale.stop()
-        stale.join(timeout=5)
+        # The old observer goes first: the two would share watchdog's inotify watches, and the
+        # old one's removal could take the new one's with it (a root's edits then went unseen).
+        self._observer.stop()
+        self._observer.join(timeout=5)
+        self._observer = self._observe()
+        self._observer.start()  # walks every folder of the roots as they are now
+        # An event in the few milliseconds no observer watched is left to the periodic sweep.
         for folder in _outermost(folders):
             self.queue.add_directory(folder)  # the writer reconciles each: changes before now
         logger.debug("renewed the watches after {} folder(s) arrived", len(folders))
