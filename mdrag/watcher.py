@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import warnings
@@ -89,21 +90,16 @@ class _OverflowListener(logging.Handler):
             self.on_overflow()
 
 
-def _not_stopped_emitter(record: logging.LogRecord) -> bool:
-    """watchdog logs an error when an observer stops with an event read in flight; a renewal
-    stops the old observer on purpose, after the new one watches everything, so nothing is lost."""
-    return "called when the thread is inactive" not in record.getMessage()
-
-
 class Watcher:
     """Recursive observers on the roots; every relevant event becomes a queued path.
 
     watchdog adds the watches of a new folder's subfolders by walking it after the folder
     appears. A tree renamed while that walk runs (unpacked or copied, then renamed at once)
     loses them: its subfolders' later edits make no event at all (about half the time, measured).
-    So once folders stop arriving for RENEW_AFTER_S, `renew_if_due` watches the roots afresh
-    (the old observer stops, then a new one walks every folder) and queues the folders that
-    arrived, so what changed in them meanwhile is indexed too.
+    So once folders stop arriving for RENEW_AFTER_S, `renew_if_due` walks the folders that
+    arrived again, adding the watches that are missing to the running observer, and queues
+    those folders, so what changed in them meanwhile is indexed too. No watch is removed or
+    replaced: replacing the observer left a moment in which a root's events were lost.
     """
 
     def __init__(self, note_filter: NoteFilter, queue: WorkQueue, on_overflow: Callable[[], None]) -> None:
@@ -128,7 +124,6 @@ class Watcher:
         # watch replaces the first, so nothing is lost, yet watchdog warns about it each time.
         warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
         logging.getLogger("watchdog").addHandler(self._overflow)
-        logging.getLogger("watchdog.observers.inotify").addFilter(_not_stopped_emitter)  # once: a set
         self._observer.start()
         logger.info("watching {} root(s): {}", len(self.filter.roots), ", ".join(map(str, self.filter.roots)))
 
@@ -138,22 +133,32 @@ class Watcher:
             self._renew_at = time.monotonic() + RENEW_AFTER_S
 
     def renew_if_due(self) -> bool:
-        """Watch the roots afresh once folders have stopped arriving; True when it did."""
+        """Watch the arrived folders afresh once folders have stopped arriving; True when it did."""
         with self._lock:
             if self._renew_at is None or time.monotonic() < self._renew_at:
                 return False
             folders, self._arrived, self._renew_at = self._arrived, set(), None
-        # The old observer goes first: the two would share watchdog's inotify watches, and the
-        # old one's removal could take the new one's with it (a root's edits then went unseen).
-        self._observer.stop()
-        self._observer.join(timeout=5)
-        self._observer = self._observe()
-        self._observer.start()  # walks every folder of the roots as they are now
-        # An event in the few milliseconds no observer watched is left to the periodic sweep.
         for folder in _outermost(folders):
-            self.queue.add_directory(folder)  # the writer reconciles each: changes before now
-        logger.debug("renewed the watches after {} folder(s) arrived", len(folders))
+            self._watch_again(folder)
+            self.queue.add_directory(folder)  # after the watches: a change lands in one or the other
+        logger.debug("watched {} arrived folder(s) afresh", len(folders))
         return True
+
+    def _watch_again(self, folder: str) -> None:
+        """Add the watches of `folder`'s subfolders that the running observer lacks.
+
+        This reaches into watchdog's inotify watch group (not public API): it is the one way to
+        add watches without removing any. Observers without one (macOS, Windows) watch trees in
+        the kernel and miss nothing here; tests/test_watcher.py fails if a watchdog release
+        moves the pieces.
+        """
+        for emitter in self._observer.emitters:
+            group = getattr(emitter, "_inotify", None)
+            if group is None or not Path(folder).is_relative_to(emitter.watch.path):
+                continue
+            with group._lock:
+                if group.is_active:  # a watch already there is kept: inotify returns the same one
+                    group._add_all_callbacks(os.fsencode(folder))
 
     @property
     def alive(self) -> bool:

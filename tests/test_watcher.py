@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import threading
 import time
 import warnings
 
@@ -138,14 +139,64 @@ def test_only_the_outermost_arrived_folders_are_queued_and_hidden_ones_never_cou
         watcher.stop()
 
 
-def test_the_error_watchdog_logs_when_a_renewal_stops_the_old_observer_is_dropped(tmp_path, caplog):
-    watcher = Watcher(NoteFilter([tmp_path]), WorkQueue(), on_overflow=lambda: None)
+def _watch_group(watcher: Watcher):
+    (emitter,) = watcher._observer.emitters
+    return emitter._inotify  # watchdog's inotify watch group, which _watch_again adds watches to
+
+
+def test_a_subfolder_whose_watch_was_lost_is_watched_again_once_folders_stop_arriving(tmp_path):
+    # Deterministic form of the race above: the deep folder's watch is taken away as the race
+    # would leave it, so its edit makes no event, until the renewal adds the watch again.
+    deep = write(tmp_path / "arrived" / "a" / "b" / "deep.md", "# Deep\n\nbefore\n")
+    queue = WorkQueue(debounce_s=0)
+    watcher = Watcher(NoteFilter([tmp_path]), queue, on_overflow=lambda: None)
     watcher.start()
     try:
-        inotify_log = logging.getLogger("watchdog.observers.inotify")
-        with caplog.at_level(logging.ERROR, logger="watchdog"):
-            inotify_log.error("InotifyEmitter.queue_events() called when the thread is inactive")
-            inotify_log.error("something else failed")
-        assert [r.getMessage() for r in caplog.records] == ["something else failed"]
+        group = _watch_group(watcher)
+        with group._lock:
+            lost = group._active_callbacks_by_path[os.fsencode(deep.parent)]
+            group._remove_callbacks([lost])
+        deep.write_text("# Deep\n\nunseen\n")
+        assert not _events_for(queue, str(deep), 1), "the simulated loss left the folder watched"
+        watcher._handler.on_any_event(DirCreatedEvent(str(tmp_path / "arrived")))
+        time.sleep(RENEW_AFTER_S + 0.1)
+        assert watcher.renew_if_due()
+        deep.write_text("# Deep\n\nseen\n")
+        assert _events_for(queue, str(deep), 5), "the renewal did not watch the folder again"
     finally:
+        watcher.stop()
+
+
+def test_no_change_goes_unseen_while_renewals_run(tmp_path):
+    # The class of the bug a renewal must not bring: any change (a new note, an edit, a note
+    # moved out of the roots) made while the watches are renewed, over and over, is seen.
+    root, outside = tmp_path / "notes", tmp_path / "outside"
+    write(root / "sub" / "keep.md", "# Keep\n")
+    outside.mkdir()
+    queue = WorkQueue(debounce_s=0)
+    watcher = Watcher(NoteFilter([root]), queue, on_overflow=lambda: None)
+    watcher.start()
+    renewing = threading.Event()
+    renewing.set()
+
+    def renew_forever() -> None:
+        while renewing.is_set():
+            watcher._folder_arrived(str(root / "sub"))
+            watcher._renew_at = time.monotonic()
+            watcher.renew_if_due()
+            time.sleep(0.002)
+
+    renewer = threading.Thread(target=renew_forever)
+    renewer.start()
+    try:
+        for i in range(12):
+            note = write(root / ("sub" if i % 2 else "") / f"n{i}.md", f"# N{i}\n")
+            assert _events_for(queue, str(note), 5), f"change {i}: the new {note.name} made no event"
+            note.write_text(f"# N{i}\n\nedited\n")
+            assert _events_for(queue, str(note), 5), f"change {i}: the edit of {note.name} made no event"
+            os.rename(note, outside / note.name)
+            assert _events_for(queue, str(note), 5), f"change {i}: moving {note.name} out made no event"
+    finally:
+        renewing.clear()
+        renewer.join()
         watcher.stop()
