@@ -53,7 +53,7 @@ class Config:
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_device: str = "cpu"
     embedding_batch_size: int = 64
-    embedding_backend: str = "onnx"
+    embedding_backend: str = "onnx-int8"
     sections_max_tokens: int = 1000
     index_max_file_mb: float = 5.0
     search_top_k: int = 10

@@ -49,7 +49,12 @@ class SchemaMismatchError(StoreError):
 
 
 class LayoutOutdatedError(SchemaMismatchError):
-    """The collections were built by an older mdrag for the same model: safe to rebuild from the notes."""
+    """The collections were built by an older mdrag or another back-end of the same model: safe to
+    rebuild from the notes, reusing the stored vectors only when they are this model's own."""
+
+    def __init__(self, message: str, vectors_reusable: bool = True) -> None:
+        super().__init__(message)
+        self.vectors_reusable = vectors_reusable
 
 
 class ServerNotRunningError(MdragError):

@@ -20,14 +20,14 @@ TEXTS = [
 ]
 
 
-def test_the_default_back_end_is_onnx_and_keeps_torchs_model_id(embedder):
-    assert embedder.backend == "onnx"
-    assert embedder.model_id == "sentence-transformers/all-MiniLM-L6-v2"  # an index needs no rebuild
+def test_the_default_back_end_is_onnx_int8_with_a_model_id_of_its_own(embedder):
+    assert embedder.backend == "onnx-int8"
+    assert embedder.model_id == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8"
 
 
-def test_onnx_gives_the_vectors_torch_gives(embedder):
+def test_onnx_gives_the_vectors_torch_gives():
     torch_embedder = Embedder(backend="torch")
-    onnx = embedder.embed(TEXTS)
+    onnx = Embedder(backend="onnx").embed(TEXTS)
     reference = torch_embedder.embed(TEXTS)
     assert onnx.shape == reference.shape == (3, 384)
     cosines = np.sum(onnx * reference, axis=1)
@@ -35,9 +35,13 @@ def test_onnx_gives_the_vectors_torch_gives(embedder):
     assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
 
 
-def test_int8_vectors_carry_their_own_model_id():
+def test_int8_vectors_are_close_to_torchs_but_carry_their_own_model_id(embedder):
     # int8 vectors are close to fp32 ones but not the same: an index must never mix the two.
-    assert Embedder(backend="onnx-int8").model_id.endswith("+onnx-int8")
+    int8, reference = embedder.embed(TEXTS), Embedder(backend="torch").embed(TEXTS)
+    cosines = np.sum(int8 * reference, axis=1)
+    assert 0.97 < cosines.min() and cosines.max() < 0.99999, cosines
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    assert embedder.model_id.endswith("+onnx-int8")
 
 
 def test_a_device_other_than_the_cpu_uses_torch():

@@ -330,6 +330,32 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
         upgraded.close()
 
 
+def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_and_embedded_again(
+    make_service, embedder, notes
+):
+    # How an index made when fp32 ONNX was the default meets the int8 default (and any switch
+    # of embedding.backend): rebuilt with no person needed, every section embedded again, since
+    # the other back-end's vectors are close to these but not the same.
+    from mdrag.embedder import Embedder
+    from mdrag.service import Service, carried_vectors_path
+
+    write(notes / "bread.md", SOURDOUGH)
+    fp32 = Embedder(backend="onnx")
+    assert fp32.model_id != embedder.model_id
+    old = Service(make_service([notes]).config, embedder=fp32)
+    old.reindex()
+    old.close()
+    switched = Service(old.config, embedder=embedder)
+    try:
+        assert len(switched.catalog) == 0
+        assert not carried_vectors_path(old.config).exists()  # nothing of the old vectors kept
+        report = switched.reindex()
+        assert report.added == 1 and report.sections_embedded == 2 and report.sections_reused == 0
+        assert switched.search({"query": "sourdough starter", "threshold": 0.3})["results"]
+    finally:
+        switched.close()
+
+
 def test_a_cosine_index_switches_to_inner_product_in_place_with_the_same_scores(
     make_service, embedder, notes, monkeypatch
 ):

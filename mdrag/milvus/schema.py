@@ -60,6 +60,11 @@ def _check(client: MilvusClient, name: str, built_for: str, uri: str) -> bool:
     found = info.get("description", "")
     if found != built_for and _same_model(found, built_for):
         raise LayoutOutdatedError(f"collection {name} in {uri} has an older layout: {found}")
+    if found != built_for and _same_model(found, built_for, weights_only=True):
+        raise LayoutOutdatedError(
+            f"collection {name} in {uri} was built by another back-end of the same model: {found}",
+            vectors_reusable=False,  # its vectors are close to this back-end's, not the same
+        )
     if found != built_for:
         raise SchemaMismatchError(
             f"collection {name} in {uri} was built for {found or 'an unknown layout'}, "
@@ -101,12 +106,19 @@ def _dense_index(client: MilvusClient) -> Any:
     return index
 
 
-def _same_model(found: str, built_for: str) -> bool:
+def _same_model(found: str, built_for: str, weights_only: bool = False) -> bool:
+    """Whether both were built for one model; with `weights_only`, for one model's weights on any
+    back-end (a model id's `+onnx-int8` names how the weights run, not which they are)."""
     try:
         old, new = json.loads(found), json.loads(built_for)
     except ValueError:
         return False
-    return isinstance(old, dict) and (old.get("model"), old.get("dim")) == (new["model"], new["dim"])
+    if not isinstance(old, dict) or not isinstance(old.get("model"), str):
+        return False
+    models = old["model"], new["model"]
+    if weights_only:
+        models = old["model"].split("+")[0], new["model"].split("+")[0]
+    return models[0] == models[1] and old.get("dim") == new["dim"]
 
 
 def _create_vectors_as_supported(client: MilvusClient, built_for: str, dimension: int) -> bool:

@@ -110,11 +110,12 @@ class Store:
         try:
             self._ensure_collections()
         except LayoutOutdatedError as exc:
-            # Same model, older mdrag: the index is derived from the notes, so an upgrade
-            # rebuilds it by itself rather than asking a person (or systemd) to, keeping the
-            # vectors aside first so the rebuild reads and writes but embeds nothing again.
+            # Same model, older mdrag or another back-end: the index is derived from the notes,
+            # so an upgrade rebuilds it by itself rather than asking a person (or systemd) to,
+            # keeping the vectors aside first, where they are this back-end's, so the rebuild
+            # embeds nothing again.
             logger.warning("{}; rebuilding the index from the notes", exc)
-            if carry_to is not None:
+            if carry_to is not None and exc.vectors_reusable:
                 self._carry(carry_to)
             self.drop_all()
         except BaseException:
