@@ -39,4 +39,5 @@ def test_a_fresh_cache_exports_the_model_in_a_child_and_this_process_never_loads
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["(2,", "384)", "False"]
-    assert list((tmp_path / "cache" / "mdrag" / "onnx").glob("*/model-int8.onnx"))  # the default back-end's model
+    # The default back-end's model (onnx-int8).
+    assert list((tmp_path / "cache" / "mdrag" / "onnx").glob("*/model-int8.onnx"))
