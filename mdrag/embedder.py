@@ -377,9 +377,9 @@ class _OnnxRunner:
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs}, _run_options())[
-            0
-        ]
+        # Run options of its own: runs of one call go at once from several threads.
+        inputs = {k: v for k, v in feed.items() if k in self.inputs}
+        hidden = self.session.run(None, inputs, _run_options())[0]
         weights = mask[..., None].astype(np.float32)
         mean = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         vectors = mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
