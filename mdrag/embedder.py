@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 from loguru import logger
 
+from mdrag import priority
 from mdrag.errors import ConfigError
 
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -329,8 +330,11 @@ class _OnnxRunner:
     A call's texts go to ONNX Runtime as small runs, several at once, one per lane (a core),
     each on one thread: one run on two threads kept both cores busy only ~65% of its time (the
     small operators between the matrix products run on one); two single-threaded runs side by
-    side embed ~1.15x the texts/s of one run on two threads.
+    side embed ~1.15x the texts/s of one run on two threads. Indexing's lanes run at a lower CPU
+    priority (mdrag.priority); the query runner (for_queries) runs on its caller's thread as is.
     """
+
+    background = True  # indexing: every run goes to a lane of lowered priority
 
     def __init__(self, source: str, backend: str, max_seq_length: int) -> None:
         import onnxruntime
@@ -357,15 +361,19 @@ class _OnnxRunner:
         thread. A query is one run, on the caller's thread."""
         lane = copy.copy(self)
         lane.tokenizer = copy.deepcopy(self.tokenizer)
+        lane.background = False
         return lane
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)  # truncated to the window, not padded
         runs = _runs([len(e.ids) for e in encodings], batch_size, self.lanes)
-        if len(runs) == 1:
+        if len(runs) == 1 and not self.background:
             return self._run(encodings)
-        # Threads for this call only (~0.1 ms against a call's ~0.5 s): none outlives the runner.
-        with ThreadPoolExecutor(min(self.lanes, len(runs)), thread_name_prefix="mdrag-embed") as lanes:
+        # Threads for this call only (~0.1 ms against a call's ~0.5 s): none outlives the runner,
+        # and a lowered priority never reaches a thread that is not indexing's.
+        lower = priority.lower_this_thread if self.background else None
+        lane_count = min(self.lanes, len(runs))
+        with ThreadPoolExecutor(lane_count, thread_name_prefix="mdrag-embed", initializer=lower) as lanes:
             parts = list(lanes.map(lambda run: self._run(encodings[run[0] : run[1]]), runs))
         return np.concatenate(parts)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 from mdrag import embedder as embedder_module
+from mdrag import priority
 from mdrag.embedder import Embedder, query_lane, resolve_model
 from tests.fakes import HashingRunner, fake_embedder
 
@@ -192,3 +195,26 @@ def test_texts_embedded_in_lanes_at_once_come_back_in_their_order(monkeypatch):
     assert onnx._load().lanes == 2
     alone = np.array([onnx.embed([t])[0] for t in texts])
     assert np.allclose(together, alone, atol=1e-4)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="nice is per thread only on Linux")
+def test_indexing_runs_at_a_lowered_priority_and_a_query_at_its_callers(embedder, monkeypatch):
+    runner = embedder._load()
+    real_run = type(runner)._run
+    nices: dict[str, list[int]] = {"index": [], "query": []}
+    phase = ["index"]
+
+    def recording_run(self, group):
+        nices[phase[0]].append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real_run(self, group)
+
+    monkeypatch.setattr(type(runner), "_run", recording_run)
+    caller = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    embedder.embed(["one short note"])  # a single run is indexing's too
+    embedder.embed(TEXTS * 10)
+    phase[0] = "query"
+    embedder.embed_query("how do I restore a backup?")
+    assert nices["index"] and set(nices["index"]) == {min(caller + priority.BACKGROUND_NICE, 19)}
+    assert nices["query"] == [caller]
+    # the lowered priority stayed in the lanes: the caller's own thread is as it was
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == caller
