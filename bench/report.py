@@ -167,20 +167,23 @@ def render() -> str:
     speed = _load("bench")
     if speed is None:
         parts.append("No `bench/results/bench.json` yet: run `make bench`.")
-        busy = _load("busy")
-        if busy is not None:  # a `python -m bench.busy` run of its own
-            from bench.busy import summary
-
-            machine = busy.get("machine", {})
-            parts += [
-                "",
-                f"Searches while indexing (`python -m bench.busy`, {machine.get('date', '?')}, "
-                f"{machine.get('cores', '?')} cores):",
-                "",
-            ]
-            parts += [f"    {line}" for line in summary(busy).splitlines()]
     else:
         parts.append(speed_table(speed))
+    busy = _load("busy")
+    # A `python -m bench.busy` run of its own: shown alone, or beside make bench's when it ran
+    # with CPU-bound neighbours (which make bench does not start).
+    if busy is not None and (speed is None or busy.get("neighbours")):
+        from bench.busy import summary
+
+        machine = busy.get("machine", {})
+        beside = f", {busy['neighbours']} CPU-bound neighbour(s)" if busy.get("neighbours") else ""
+        parts += [
+            "",
+            f"Searches while indexing (`python -m bench.busy`{beside}, {machine.get('date', '?')}, "
+            f"{machine.get('cores', '?')} cores):",
+            "",
+        ]
+        parts += [f"    {line}" for line in summary(busy).splitlines()]
     side = speed["peer"] if speed and "peer" in speed else _load("peer")
     if side is not None:
         machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})
