@@ -1,9 +1,11 @@
-"""Lite memory: what one collection adds to a Milvus Lite server, by vector type and row count.
+"""Lite memory and scan: what one collection adds to a Milvus Lite server, by vector type and row
+count, and how long one search over it takes.
 
     python -m bench.lite_memory [--rows 30 3000 40000]
 
 Each collection (a primary key and one vector column) is created in a fresh Milvus Lite database
-of its own, filled with random vectors, and its server's resident set read before and after. Milvus Lite
+of its own, filled with random vectors, and its server's resident set read before and after; then
+SEARCHES searches (30 nearest, FLAT) are timed, median in ms. Milvus Lite
 keeps a collection as one growing segment whose fixed-size columns are allocated 32,768 rows at
 a time, so the cost moves in steps, not per row (docs/design.md, "Where Milvus Lite's memory
 goes"). Takes about a minute.
@@ -22,24 +24,28 @@ from typing import Any
 import numpy as np
 
 from bench import harness
+from bench.metrics import percentile
 
 DIMENSION = 384
 SETTLE_S = 2.0  # the server allocates as it takes the rows in
 KINDS = ("float32", "float16", "binary")
+SEARCHES = 30
 
 
 def measure(rows: list[int]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for kind in KINDS:
         for count in rows:
-            added = _one(kind, count)
-            results[f"{kind}_{count}"] = {"kind": kind, "rows": count, "added_mb": added}
-            print(f"{kind} x{DIMENSION}, {count} rows: +{added:.1f} MB", flush=True)
+            added, search_ms = _one(kind, count)
+            result = {"kind": kind, "rows": count, "added_mb": added, "search_ms": search_ms}
+            results[f"{kind}_{count}"] = result
+            print(f"{kind} x{DIMENSION}, {count} rows: +{added:.1f} MB, search {search_ms} ms", flush=True)
     return results
 
 
-def _one(kind: str, count: int) -> float:
-    """MB one collection of `count` rows adds to a fresh server (each its own: no reused memory)."""
+def _one(kind: str, count: int) -> tuple[float, float]:
+    """MB one collection of `count` rows adds to a fresh server (each its own: no reused memory),
+    and the median ms of a search over it."""
     from pymilvus import DataType, MilvusClient
 
     with tempfile.TemporaryDirectory(prefix="mdrag-lite-memory-") as folder:
@@ -58,7 +64,13 @@ def _one(kind: str, count: int) -> float:
                 batch = range(start, min(count, start + 1000))
                 client.insert("probe", [{"id": i, "v": vector()} for i in batch])
             time.sleep(SETTLE_S)
-            return round(_server_mb(db) - before, 1)
+            added = round(_server_mb(db) - before, 1)
+            took = []
+            for _ in range(SEARCHES):
+                started = time.perf_counter()
+                client.search("probe", data=[vector()], anns_field="v", limit=30)
+                took.append((time.perf_counter() - started) * 1000)
+            return added, round(percentile(took, 50), 2)
         finally:
             client.close()
 
