@@ -220,8 +220,15 @@ class Embedder:
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
-        vector: np.ndarray = self._encode([text], query=True)[0]
+        vector: np.ndarray = self.embed_for_request([text])[0]
         return vector
+
+    def embed_for_request(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for a request (a query, a draft to compare): beside any indexing batch in
+        flight, never behind it, and at the caller's CPU priority, not indexing's lowered one."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._encode(list(texts), query=True)
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         runner = self._load()

@@ -85,7 +85,7 @@ class Similarity:
         texts = [w for prefix, body in inputs for w in self.embedder.windows(prefix, body)]
         if not texts:
             raise QueryError("the draft has no text to compare")
-        windows = self.embedder.embed(texts)
+        windows = self.embedder.embed_for_request(texts)  # a request: ahead of indexing, not behind
         return NoteVectors(None, _unit(windows.mean(axis=0)), windows)
 
     # ---- operations --------------------------------------------------------------------------
