@@ -6,6 +6,10 @@ ends. The file holds the holder's pid, for the error a second writer gets. It is
 unlinked, by anyone: a lock file removed while held lets the next process lock a new file of
 the same name, which is how a refused second writer used to corrupt a live index (milvus-lite's
 own lock file is deleted by a failed open). The kernel drops the lock when its holder dies.
+
+A holder writes its record just after taking the lock and empties it on release, so a process
+refused in between reads an empty record, or a crashed holder's: it looks again, briefly, before
+it names the holder (a daemon started beside a `status` must know it met a command).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import fcntl
 import hashlib
 import os
 import threading
+import time
 from pathlib import Path
 
 from mdrag.config import is_lite_uri
@@ -21,6 +26,7 @@ from mdrag.errors import StoreLockedError
 
 DAEMON = "daemon"
 COMMAND = "command"
+HOLDER_RECORD_WAIT_S = 1.0  # a holder writes its record microseconds after its flock
 
 
 class IndexBusyError(StoreLockedError):
@@ -73,6 +79,10 @@ class IndexLock:
             self._holds -= 1
             if self._holds == 0:
                 _held.pop(self.path, None)
+                try:
+                    os.ftruncate(self._fd, 0)  # no record left to name a process that let go
+                except OSError:
+                    pass
                 os.close(self._fd)  # closing the only descriptor drops the flock
 
 
@@ -99,18 +109,43 @@ def acquire(path: Path, index: str | None = None, role: str = COMMAND, socket: s
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid, holder_role, holder_socket = _read_holder(fd)
-            os.close(fd)
-            raise IndexBusyError(index or str(path), pid, holder_role, holder_socket) from None
+            holder = _lock_or_holder(fd)
         except BaseException:
             os.close(fd)
             raise
+        if holder is not None:
+            os.close(fd)
+            raise IndexBusyError(index or str(path), *holder)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {role}\n{socket}\n".encode(), 0)
         lock = _held[path] = IndexLock(path, fd)
         return lock
+
+
+def _lock_or_holder(fd: int) -> tuple[int | None, str, str] | None:
+    """None once `fd` holds the lock; else its holder's record (pid, role, socket). A record that
+    is empty or names a dead process is a holder caught before it wrote its own: look again, up
+    to HOLDER_RECORD_WAIT_S, then name what is there."""
+    deadline = time.monotonic() + HOLDER_RECORD_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            if (holder[0] is not None and _alive(holder[0])) or time.monotonic() >= deadline:
+                return holder
+            time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process, alive
+    return True
 
 
 def _read_holder(fd: int) -> tuple[int | None, str, str]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import fcntl
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,63 @@ def test_stopping_a_lite_server_twice_never_removes_a_lock_file_it_no_longer_hol
     lock.write_text("")  # meanwhile another process opened the database and holds this file
     server.stop()  # as __del__ does again later
     assert lock.exists()
+
+
+# A holder caught between its flock and its record: it takes the lock, waits, then writes
+# "PID command" over whatever the file held (nothing, or a crashed holder's record).
+SLOW_WRITER = (
+    "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT);"
+    "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); delay = float(sys.argv[2]);"
+    "time.sleep(max(delay, 0))\n"
+    "if delay >= 0: os.ftruncate(fd, 0); os.pwrite(fd, f'{os.getpid()} command\\n\\n'.encode(), 0)\n"
+    "time.sleep(60)"
+)
+
+
+def refused_by_slow_writer(path: Path, delay: float) -> tuple[IndexBusyError, int]:
+    with subprocess.Popen(
+        [sys.executable, "-c", SLOW_WRITER, str(path), str(delay)], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+            with pytest.raises(IndexBusyError) as refused:
+                indexlock.acquire(path, "the notes index", indexlock.DAEMON)
+            return refused.value, holder.pid
+        finally:
+            holder.kill()
+
+
+def dead_pid() -> int:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(gone.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("left_before", ["", "{dead} daemon\n/elsewhere.sock\n", "garbage"])
+def test_a_holder_caught_before_it_wrote_its_record_is_named_once_it_has(tmp_path, left_before):
+    # The window a starting daemon met beside a polled `status`: it read an empty record, took
+    # the command for an unknown process and exited. Any record not naming a live process
+    # (empty, a crashed holder's, unreadable) is looked at again until the holder has written.
+    path = tmp_path / "milvus.db.mdrag.lock"
+    path.write_text(left_before.format(dead=dead_pid()))
+    busy, pid = refused_by_slow_writer(path, 0.3)
+    assert (busy.pid, busy.role) == (pid, indexlock.COMMAND)
+
+
+@pytest.mark.slow
+def test_a_holder_that_never_writes_its_record_is_refused_as_unknown_within_the_bound(tmp_path):
+    path = tmp_path / "milvus.db.mdrag.lock"
+    started = time.monotonic()
+    busy, _ = refused_by_slow_writer(path, -1)
+    assert busy.pid is None and busy.role == "" and "another mdrag process" in str(busy)
+    assert indexlock.HOLDER_RECORD_WAIT_S <= time.monotonic() - started < 10
+
+
+def test_a_released_lock_leaves_no_record_behind(tmp_path):
+    path = tmp_path / "index.mdrag.lock"
+    lock = indexlock.acquire(path, role=indexlock.DAEMON, socket="/run/mdrag.sock")
+    assert path.read_text().split() == [str(os.getpid()), "daemon", "/run/mdrag.sock"]
+    lock.release()
+    assert path.exists() and path.read_text() == ""
