@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdrag import embedder as embedder_module
-from mdrag import priority
-from mdrag.embedder import Embedder, query_lane, resolve_model
+from mdrag import priority, runners
+from mdrag.embedder import Embedder, resolve_model
+from mdrag.runners import query_lane
 from tests.fakes import HashingRunner, fake_embedder
 
 TEXTS = [
@@ -170,11 +170,11 @@ def test_runs_take_every_text_once_in_order_and_keep_within_their_bounds(seed):
     rng = np.random.default_rng(seed)
     lengths = sorted((int(n) for n in rng.integers(3, 257, int(rng.integers(1, 200)))), reverse=seed % 2 == 0)
     batch_size, lanes = int(rng.integers(1, 129)), int(rng.integers(1, 5))
-    runs = embedder_module._runs(lengths, batch_size, lanes)
+    runs = runners._runs(lengths, batch_size, lanes)
     assert [i for start, end in runs for i in range(start, end)] == list(range(len(lengths)))
     for start, end in runs:
         assert end - start <= batch_size
-        assert end - start == 1 or max(lengths[start:end]) * (end - start) <= embedder_module.TOKENS_PER_RUN
+        assert end - start == 1 or max(lengths[start:end]) * (end - start) <= runners.TOKENS_PER_RUN
     # every lane has a run to do when there are texts enough
     assert len(runs) >= min(lanes, len(lengths))
 
@@ -183,12 +183,12 @@ def test_runs_take_every_text_once_in_order_and_keep_within_their_bounds(seed):
     ("cores", "expected"), [(1, (1, 1)), (2, (2, 1)), (3, (3, 1)), (12, (8, 1)), (32, (8, 4))]
 )
 def test_a_lane_per_core_up_to_the_limit_and_the_cores_beyond_shared(cores, expected):
-    assert embedder_module.lanes_and_threads(cores) == expected
+    assert runners.lanes_and_threads(cores) == expected
 
 
 def test_texts_embedded_in_lanes_at_once_come_back_in_their_order(monkeypatch):
     # fp32 vectors do not depend on the batch a text runs in, so each must equal its own alone.
-    monkeypatch.setattr(embedder_module, "available_cores", lambda: 2)
+    monkeypatch.setattr(runners, "available_cores", lambda: 2)
     onnx = Embedder(backend="onnx")
     texts = [f"note {i}: " + "the lighthouse keeper logs the weather " * (i % 7 + 1) for i in range(40)]
     together = onnx.embed(texts)

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from mdrag.embedder import onnx_model, resolve_model
+from mdrag.embedder import resolve_model
 from mdrag.errors import ConfigError
+from mdrag.onnx_cache import onnx_model
 
 
 def test_an_unwritable_model_cache_is_an_error_that_names_the_directory(tmp_path, monkeypatch):

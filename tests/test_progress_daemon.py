@@ -30,14 +30,14 @@ PROGRESS = re.compile(r"indexing \d+/320 notes, \d+/\d+ texts, ~\d+ (s|min) left
 # slower than this pace already. The pace makes the test's timing the same on both.
 PACE = f"""
 import pathlib, time
-import mdrag.embedder as embedder
-_encode = embedder._OnnxRunner.encode
+import mdrag.runners as runners
+_encode = runners.OnnxRunner.encode
 def paced(self, texts, batch_size):
     started = time.monotonic()
     vectors = _encode(self, texts, batch_size)
     time.sleep(max(0.0, len(texts) / {TEXTS_PER_S} - (time.monotonic() - started)))
     return vectors
-embedder._OnnxRunner.encode = paced
+runners.OnnxRunner.encode = paced
 pathlib.Path(__file__).with_name("paced").touch()
 """
 
