@@ -97,14 +97,14 @@ first 10 hits; it is silent when the decision says no."""
 PREFILTER_METHOD = """\
 The dense scan is most of a socket query at 100k sections, and Milvus Lite scans a column of
 sign bits (BINARY_VECTOR, HAMMING) ~6x faster than float32. `python -m bench.prefilter --index
-DB --notes DIR` asks whether a Hamming top N, re-scored on the float vectors, would find what the
-exact scan finds, on the whole PowerShell index (the vectors of both shards in one collection, so
-each figure is for ~2x the rows a shard holds). It would not pay: re-scoring needs the float
-vectors back, and Lite returns them at ~25-40 µs a row (it fails outright to return a binary
-one), a cost that does not shrink with the shard. N = 400 keeps 99.0% of the exact top 30 but
-took 10 ms here against 15.9 ms for the exact scan of twice a shard's rows, and a shard's own
-exact scan takes about half that; N = 200 is faster but loses a query's best row in 1 of 200.
-So the scan stays exact, on float32.
+DB --notes DIR` asks whether a Hamming top N, re-scored on the float vectors, would find what
+the exact scan finds, on the whole PowerShell index (the vectors of both shards in one
+collection, so each figure is for ~2x the rows a shard holds). It would not pay: re-scoring
+needs the float vectors back, and Lite returns them at ~25-40 µs a row, a cost that does not
+shrink with the shard (asked to return a binary column of 3,072 bits, an int8 copy's size, it
+failed outright). N = 400 keeps 99.0% of the exact top 30 but took 10 ms here against 15.9 ms
+for the exact scan of twice a shard's rows, and a shard's own exact scan takes about half that;
+N = 200 is faster but loses a query's best row in 1 of 200. So the scan stays exact, on float32.
 """
 
 
