@@ -47,7 +47,7 @@ class LocalBackend:
             indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
         )
         try:
-            start_early(config.milvus_uri)  # its fixed start-up wait overlaps the imports below
+            start_early(config.milvus_uri)  # the servers' start overlaps the imports below
             from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
 
             self.service = Service(config)

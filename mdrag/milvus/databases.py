@@ -60,7 +60,7 @@ class Databases:
                 clients.append(self._connect(self.uris[0], held))
             rest = self.uris[len(clients) :]
             if self.is_lite:
-                lite.start([Path(uri) for uri in rest])  # at once: each waits a fixed 0.5 s
+                lite.start([Path(uri) for uri in rest])  # at once, each until its server listens
             opening = [self._pool.submit(self._connect, uri, False) for uri in rest]
             failure = None
             for future in opening:
@@ -72,6 +72,7 @@ class Databases:
                 raise failure
         except StoreError:
             self._close_clients(clients)
+            self._renew_pool()  # a failed open (a store outage retried for hours) leaves no threads
             if not held:
                 self._release_lite()
             raise
@@ -113,12 +114,15 @@ class Databases:
 
     def close(self) -> None:
         self._close_clients(self.clients)
-        # Its idle threads would outlive the store; a reopen gets a fresh pool (threads start on use).
-        self._pool.shutdown(wait=False)
-        self._pool = ThreadPoolExecutor(2 * len(self.uris), thread_name_prefix="mdrag-shard")
+        self._renew_pool()
         if not self.closed:
             self.closed = True
             self._release_lite()
+
+    def _renew_pool(self) -> None:
+        """Its idle threads would outlive the store; a reopen gets a fresh pool (threads start on use)."""
+        self._pool.shutdown(wait=False)
+        self._pool = ThreadPoolExecutor(2 * len(self.uris), thread_name_prefix="mdrag-shard")
 
     @staticmethod
     def _close_clients(clients: list[MilvusClient]) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
 import subprocess
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,10 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated", categor
 # with GOAWAY too_many_pings, and gRPC prints that on stderr. Over a local unix socket a dead
 # server shows as a failed call at once, which is what keepalive would have found out.
 GRPC_OPTIONS = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": 0}
+
+# How long a spawned server may take to listen on its socket: ~20 ms on an idle machine, even
+# over a large index (it loads collections later); seconds on a loaded one.
+SERVER_UP_S = 30.0
 
 _started: set[Path] = set()  # databases whose server this process started ahead of the store
 _starting: dict[Path, threading.Thread] = {}  # head starts still under way
@@ -49,8 +55,8 @@ def started_here(db: Path) -> bool:
 def start_early(uri: str) -> list[threading.Thread]:
     """Start the Lite servers of `uri` in the background, so a command's imports hide their start.
 
-    Milvus Lite waits a fixed 0.5 s after spawning each server; a command that calls this before
-    its heavy imports (pymilvus alone takes ~0.5 s) opens the store to servers already up.
+    A command that calls this before its heavy imports (pymilvus alone takes ~0.5 s) opens the
+    store to servers already up.
     The store's own open waits for these threads, then finds the servers or starts them itself
     and reports errors.
     """
@@ -68,8 +74,9 @@ def start_early(uri: str) -> list[threading.Thread]:
 def start(dbs: list[Path]) -> None:
     """Start the servers of these databases at once (waiting for any head start first).
 
-    milvus-lite's own manager starts one server at a time under its lock, each with its fixed
+    milvus-lite's own manager starts one server at a time under its lock, each with a fixed
     0.5 s wait: for two shards that added 0.5 s to every command (no-op rescan 2.5 -> 3.0 s).
+    Each here waits only until its server listens (_until_listening).
     A server that fails to start here is started again by MilvusClient, which reports why.
     """
     wait_for_head_start(dbs)
@@ -195,16 +202,38 @@ def _server_class() -> Any:
                     stderr=log,
                 )
             self._p = process
-            try:
-                process.wait(0.5)  # as milvus-lite does: a server still running then has started
-            except subprocess.TimeoutExpired:
+            if self._address is None and _until_listening(self._uds_path, process):
                 return True
+            if self._address is not None:  # a TCP server: milvus-lite's own fixed wait
+                try:
+                    process.wait(0.5)
+                except subprocess.TimeoutExpired:
+                    return True
             lite_server.logger.error("Start milvus-lite failed; see %s", server_log(Path(self._db_file)))
             return False
 
     server_manager.Server = LoggedServer
     _server_cls = LoggedServer
     return LoggedServer
+
+
+def _until_listening(path: str, process: subprocess.Popen[bytes]) -> bool:
+    """Whether a just-spawned server is up: True once it accepts a connection on its unix socket,
+    or still runs after SERVER_UP_S (the client's connect then says what is wrong); False if it
+    exits first. milvus-lite waits a fixed 0.5 s instead: longer than an idle machine needs, and
+    on a loaded one a server could still be starting then, so the first connect found no socket."""
+    deadline = time.monotonic() + SERVER_UP_S
+    while process.poll() is None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(path)
+                return True
+            except OSError:
+                pass
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def release(dbs: list[Path]) -> None:
