@@ -72,6 +72,19 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+def stand_in_lite_server(folder: Path, before: str) -> Path:
+    """A folder for BIN_PATH whose `milvus` runs `before` (a shell line), then the real Milvus
+    Lite server: a server slow to start (`sleep 1`) or one that dies (`exit 3`)."""
+    import milvus_lite
+
+    real = Path(milvus_lite.__file__).parent / "lib"
+    folder.mkdir(parents=True)
+    script = folder / "milvus"
+    script.write_text(f'#!/bin/sh\n{before}\nLD_LIBRARY_PATH="{real}" exec "{real}/milvus" "$@"\n')
+    script.chmod(0o755)
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def private_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """mdrag's own state (the crash marker of a server index) stays inside the test."""

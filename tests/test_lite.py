@@ -4,11 +4,11 @@ database is left to the store's own open (and its clear error)."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from mdrag.milvus import lite
+from tests.conftest import stand_in_lite_server
 
 
 def test_the_store_opens_to_the_server_started_early(tmp_path):
@@ -37,24 +37,12 @@ def test_no_head_start_for_a_server_uri_or_a_database_another_process_holds(tmp_
     assert lite.start_early(str(db)) == []
 
 
-def stand_in_server(folder: Path, before: str) -> Path:
-    """A `milvus` that runs `before` (a shell line), then the real Lite server: for BIN_PATH."""
-    import milvus_lite
-
-    real = Path(milvus_lite.__file__).parent / "lib"
-    folder.mkdir()
-    script = folder / "milvus"
-    script.write_text(f'#!/bin/sh\n{before}\nLD_LIBRARY_PATH="{real}" exec "{real}/milvus" "$@"\n')
-    script.chmod(0o755)
-    return folder
-
-
 def test_a_lite_server_slow_to_listen_is_waited_for(tmp_path, monkeypatch):
     # On a loaded machine a server may take longer than milvus-lite's fixed 0.5 s to listen:
     # CI once met "No such file or directory" on the first connect. Here one takes 1.5 s.
     from mdrag.milvus.store import Store
 
-    monkeypatch.setenv("BIN_PATH", str(stand_in_server(tmp_path / "bin", "sleep 1.5")))
+    monkeypatch.setenv("BIN_PATH", str(stand_in_lite_server(tmp_path / "bin", "sleep 1.5")))
     started = time.monotonic()
     store = Store(str(tmp_path / "index" / "milvus.db"), dimension=384, model_id="m")
     try:
@@ -68,7 +56,7 @@ def test_a_lite_server_that_exits_at_once_is_reported_not_waited_for(tmp_path, m
     from mdrag.errors import StoreError
     from mdrag.milvus.store import Store
 
-    monkeypatch.setenv("BIN_PATH", str(stand_in_server(tmp_path / "bin", "exit 3")))
+    monkeypatch.setenv("BIN_PATH", str(stand_in_lite_server(tmp_path / "bin", "exit 3")))
     started = time.monotonic()
     with pytest.raises(StoreError, match="cannot open the Milvus store"):
         Store(str(tmp_path / "index" / "milvus.db"), dimension=384, model_id="m")
