@@ -72,7 +72,7 @@ class Lobby:
                 self._listener.setblocking(False)
                 self._selector.register(self._listener, selectors.EVENT_READ, "listener")
                 self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
-            except OSError:
+            except (OSError, ValueError):  # a socket closed meanwhile has no descriptor: ValueError
                 if self._stopping.is_set():
                     return  # stopped before the loop began: the listener is closed already
                 raise

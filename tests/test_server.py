@@ -156,3 +156,23 @@ def test_a_client_running_as_another_user_is_refused(server):
     reply = json.loads(result.stdout)
     assert reply["ok"] is False and reply["error"]["type"] == "PermissionDenied"
     assert DaemonClient(str(server.path)).call("ping") == {"pong": True}  # its own user still is
+
+
+def test_a_stop_that_closes_the_listener_as_the_loop_begins_ends_it_quietly():
+    # CI caught a stop right after a start: the listener was closed between the loop's first
+    # two steps, and the accept thread died with "Invalid file descriptor: -1".
+    import threading
+
+    from mdrag.lobby import Lobby
+
+    class ClosedByAStop(socket.socket):
+        def setblocking(self, flag: bool) -> None:
+            super().setblocking(flag)
+            stopping.set()
+            self.close()
+
+    stopping = threading.Event()
+    listener = ClosedByAStop(socket.AF_UNIX, socket.SOCK_STREAM)
+    lobby = Lobby(listener, lambda conn, rest: None, stopping, 1.0, 1.0, 1.0, 1024)
+    lobby.run()  # returns; before, it raised ValueError
+    assert listener.fileno() == -1
