@@ -101,6 +101,9 @@ def acquire(path: Path, index: str | None = None, role: str = COMMAND, socket: s
     (the backend and its service) each acquire and release it without ever dropping it between.
     """
     path = Path(path).absolute()
+    # The whole take runs under the guard, its wait for a holder's record (≤ HOLDER_RECORD_WAIT_S)
+    # included: a second thread of this process must find the lock in _held, never open a second
+    # descriptor, whose flock would be refused by our own and name this process as the holder.
     with _guard:
         lock = _held.get(path)
         if lock is not None:

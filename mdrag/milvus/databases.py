@@ -31,9 +31,7 @@ class Databases:
         self.closed = True  # until open() succeeds, and after close()
         self._token = token
         self._timeout_s = timeout_s
-        # Twice the shards: a query's BM25 and dense halves may be asked at once (each engine
-        # still runs them one after the other).
-        self._pool = ThreadPoolExecutor(2 * len(self.uris), thread_name_prefix="mdrag-shard")
+        self._pool = self._new_pool()
 
     @property
     def first(self) -> MilvusClient:
@@ -122,7 +120,12 @@ class Databases:
     def _renew_pool(self) -> None:
         """Its idle threads would outlive the store; a reopen gets a fresh pool (threads start on use)."""
         self._pool.shutdown(wait=False)
-        self._pool = ThreadPoolExecutor(2 * len(self.uris), thread_name_prefix="mdrag-shard")
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ThreadPoolExecutor:
+        # Twice the shards: a query's BM25 and dense halves may be asked at once (each engine
+        # still runs them one after the other).
+        return ThreadPoolExecutor(2 * len(self.uris), thread_name_prefix="mdrag-shard")
 
     @staticmethod
     def _close_clients(clients: list[MilvusClient]) -> None:

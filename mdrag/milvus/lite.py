@@ -202,9 +202,10 @@ def _server_class() -> Any:
                     stderr=log,
                 )
             self._p = process
-            if self._address is None and _until_listening(self._uds_path, process):
-                return True
-            if self._address is not None:  # a TCP server: milvus-lite's own fixed wait
+            if self._address is None:
+                if _until_listening(self._uds_path, process):
+                    return True
+            else:  # a TCP server: milvus-lite's own fixed wait
                 try:
                     process.wait(0.5)
                 except subprocess.TimeoutExpired:
