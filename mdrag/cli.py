@@ -190,7 +190,10 @@ def _print_hits(response: dict[str, Any]) -> None:
             )
             click.echo("       evidence " + ", ".join(f"{k} {v:g}" for k, v in e["evidence"].items()))
         click.echo("       " + _snippet_line(hit))
-    click.echo(f"({len(results)} results, {level} confidence, in {response['execution_time_ms']:.0f} ms)")
+    count = len(results)
+    click.echo(
+        f"({count} result{'s' * (count != 1)}, {level} confidence, in {response['execution_time_ms']:.0f} ms)"
+    )
     _print_dropped(response)
 
 

@@ -231,7 +231,8 @@ class Daemon:
             return progress_line(indexing)
         if self.writer.state == "reconciling":  # not begun yet: the catalog may hold another folder's notes
             return "reconciling: listing the notes"
-        return f"watching {len(self.service.filter.roots)} roots, {len(self.service.catalog)} notes"
+        roots, notes = len(self.service.filter.roots), len(self.service.catalog)
+        return f"watching {roots} root{'s' * (roots != 1)}, {notes} note{'s' * (notes != 1)}"
 
     # ---- requests from the socket -----------------------------------------------------------------
 

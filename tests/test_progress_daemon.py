@@ -168,7 +168,7 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
             "zebra migration across the antarctic ice"
         ]
         # systemd hears the note count of this folder once the index is complete
-        wait_until(lambda: "STATUS=watching 1 roots, 320 notes" in notifications.messages[-1], timeout=10)
+        wait_until(lambda: "STATUS=watching 1 root, 320 notes" in notifications.messages[-1], timeout=10)
         daemon.stop_cleanly()
     finally:
         daemon.close()

@@ -45,7 +45,10 @@ WHILE_SERVING = [
     (
         "mdrag search pg_restore --mode keyword -k 1",
         0,
-        [r"^[\d.]+\s+notes/(postgresql-backup-and-restore|runbooks/restore-the-database)\.md:\d+-\d+\s"],
+        [
+            r"^[\d.]+\s+notes/(postgresql-backup-and-restore|runbooks/restore-the-database)\.md:\d+-\d+\s",
+            r"^\(1 result, ",
+        ],
     ),
     (
         'mdrag search "how do I renew a fishing licence"',

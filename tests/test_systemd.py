@@ -63,11 +63,11 @@ def recorder():
 
 def test_notifier_sends_each_message_as_one_datagram(recorder):
     notifier = SystemdNotifier(recorder.path)
-    notifier.ready("watching 1 roots, 3 notes")
+    notifier.ready("watching 1 root, 3 notes")
     notifier.heartbeat()
     notifier.close()
     wait_until(lambda: len(recorder.messages) == 2, 5)
-    assert recorder.messages[0][1] == "READY=1\nSTATUS=watching 1 roots, 3 notes"
+    assert recorder.messages[0][1] == "READY=1\nSTATUS=watching 1 root, 3 notes"
     assert recorder.messages[1][1] == "WATCHDOG=1"
 
 
@@ -88,9 +88,7 @@ def test_daemon_reports_ready_status_heartbeats_and_stopping(tmp_path, recorder)
         wait_until(lambda: "READY=1" in recorder.lines(), 30)
         assert process.client.alive()  # READY=1 came once the socket served
         wait_until(lambda: recorder.lines().count("WATCHDOG=1") >= 3, 10)
-        wait_until(
-            lambda: any(line.startswith("STATUS=watching 1 roots, 1 notes") for line in recorder.lines()), 10
-        )
+        wait_until(lambda: "STATUS=watching 1 root, 1 note" in recorder.lines(), 10)
         assert process.stop(signal.SIGTERM) == 0
         assert "STOPPING=1" in recorder.lines()
     finally:
