@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown
-from mdrag.errors import MdragError
+from mdrag.errors import MdragError, QueryError
 from mdrag.progress import progress_line, search_banner
 from mdrag.route import (
     LocalBackend,
@@ -92,7 +92,7 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
 @cli.command()
 @click.argument("query", required=False)
 @click.option("-k", "--top-k", type=int, help="How many hits at most (1-100).")
-@click.option("--threshold", type=float, help="Minimum cosine similarity (0-1).")
+@click.option("--threshold", type=float, help="Minimum relevance score (0-1, default 0.7).")
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "keyword"]), help="Retrieval mode.")
 @click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat for any of several).")
 @click.option("--path", "path_prefix", help="Only notes under this path.")
@@ -153,11 +153,9 @@ def search(
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
     else:
-        if response.get("indexing"):
-            # Beside the hits on stdout; with nothing to give, on stderr with the reason.
-            click.echo(
-                click.style(search_banner(response["indexing"]), fg="yellow"), err=not response["results"]
-            )
+        if response.get("indexing") and response["results"]:
+            # Beside the hits; with nothing to give, the reason says how far indexing is.
+            click.echo(click.style(search_banner(response["indexing"]), fg="yellow"))
         if response["results"]:
             _print_hits(response)
         else:
@@ -171,8 +169,9 @@ def _print_hits(response: dict[str, Any]) -> None:
     results = response["results"]
     level = response.get("confidence", {}).get("level", "none")
     if not results:
-        click.echo(f"No results ({level} confidence): {response.get('message') or 'nothing matched'}.")
-        _print_closest(response.get("closest") or [])
+        closest = response.get("closest") or []
+        click.echo((response.get("message") or "nothing matched") + ("; closest notes:" if closest else ""))
+        _print_closest(closest)
         _print_dropped(response)
         return
     for hit in results:
@@ -220,9 +219,6 @@ def _style(text: str, **style: Any) -> str:
 
 def _print_closest(closest: list[dict[str, Any]]) -> None:
     """Never a bare "nothing": the nearest notes, so a user sees what the index does hold."""
-    if not closest:
-        return
-    click.echo("no confident answer; closest notes:")
     for note in closest:
         heading = f"  {note['heading_path']}" if note["heading_path"] else ""
         click.echo(
@@ -369,7 +365,7 @@ def main() -> None:
     0  an answer (for search and context: at least one hit or source)
     1  nothing to give (search or context found nothing: the reason on stderr, stdout empty
        unless --json), or an error (`Error: ...` on stderr); bugs stay tracebacks (also 1)
-    2  a usage error (a bad option or argument)
+    2  a usage error (a bad option, or an argument out of its limits: `Error: ...` on stderr)
     130 interrupted
     """
     try:
@@ -380,6 +376,9 @@ def main() -> None:
     except click.exceptions.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except QueryError as exc:  # an argument out of its limits (-k 0, an empty query): a usage error
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
     except MdragError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mdrag import protocol
-from mdrag.errors import DaemonBusyError, RemoteError, ServerNotRunningError
+from mdrag.errors import DaemonBusyError, QueryError, RemoteError, ServerNotRunningError
 
 CONNECT_TIMEOUT_S = 2.0
 BUSY_RETRY_S = 3.0  # how long a call retries a daemon that answers "busy" before saying so
@@ -103,6 +103,8 @@ class DaemonClient:
                 raise DaemonBusyError(
                     f"the mdrag daemon on {self.socket_path} is busy: {failure.get('message')}"
                 )
+            if failure.get("type") == "InvalidRequest":  # the caller's mistake, as if checked here
+                raise QueryError(failure.get("message") or "the daemon refused the request")
             raise RemoteError(failure.get("message") or "the daemon reported an unknown error")
         return message["result"]
 

@@ -2,7 +2,8 @@
 
 MdragError                  anything the CLI reports as "Error: ..." with exit 1
 ├── ConfigError             a bad configuration value (names the key and the file)
-├── QueryError              a search request outside its limits
+├── QueryError              a request's argument malformed or outside its limits (exit 2: a usage error)
+├── NotFoundError           a request names a note or gap the index does not hold, or a note with no text
 ├── DocumentError           one file could not be read or parsed (recorded, never fatal)
 ├── StoreError              Milvus could not be opened or answered with an error
 │   ├── StoreLockedError    the embedded database is held by another process
@@ -25,7 +26,13 @@ class ConfigError(MdragError):
 
 
 class QueryError(MdragError):
-    """A search or request parameter is outside its documented limits."""
+    """A search or request parameter is malformed or outside its documented limits: the
+    caller's mistake, so the CLI exits 2 as for any other usage error."""
+
+
+class NotFoundError(MdragError):
+    """A well-formed request names what the index does not hold (a note, a recorded gap), or a
+    note with no text to compare."""
 
 
 class DocumentError(MdragError):

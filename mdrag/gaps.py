@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from mdrag.errors import QueryError
+from mdrag.errors import NotFoundError, QueryError
 from mdrag.params import GAP_STATUSES
 
 _SCHEMA = """
@@ -122,7 +122,7 @@ class GapLog:
             key = gap_key(query)
             changed = db.execute("UPDATE gaps SET status = ? WHERE key = ?", (status, key)).rowcount
             if not changed:
-                raise QueryError(f"no recorded gap for the query {query!r}; `mdrag gaps` lists them")
+                raise NotFoundError(f"no recorded gap for the query {query!r}; `mdrag gaps` lists them")
             row = db.execute("SELECT * FROM gaps WHERE key = ?", (key,)).fetchone()
         return _entry(row)
 

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from mdrag import __version__
 from mdrag.client import DaemonClient
-from mdrag.errors import RemoteError, ServerNotRunningError
+from mdrag.errors import MdragError, ServerNotRunningError
 
 INSTRUCTIONS = (
     "mdrag searches the user's own markdown notes by meaning. Use `search` to find what the notes say "
@@ -43,7 +43,7 @@ def build_server(socket_path: str) -> MCPServer:
             result: dict[str, Any] = client.call(op, **{k: v for k, v in params.items() if v is not None})
         except ServerNotRunningError:
             raise ToolError(f"no mdrag daemon on {socket_path}; start it with `mdrag serve`") from None
-        except RemoteError as exc:
+        except MdragError as exc:  # the daemon's answer (a refused argument included), as words
             raise ToolError(f"mdrag {op} failed: {exc}") from None
         return result
 

@@ -6,7 +6,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from mdrag.catalog import Catalog
-from mdrag.errors import QueryError
+from mdrag.errors import NotFoundError
 from mdrag.links import LinkResolver, link_names
 from mdrag.similarity import Similarity
 
@@ -15,7 +15,7 @@ def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 
     """Links out (broken ones flagged), links in, and the k most similar notes, for one note."""
     record = catalog.get(path)
     if record is None:
-        raise QueryError(f"{path} is not an indexed note")
+        raise NotFoundError(f"{path} is not an indexed note")
     resolver = LinkResolver(catalog.paths())
     outgoing = []
     for link in record.links:

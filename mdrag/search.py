@@ -164,14 +164,14 @@ class Searcher:
         message = ""
         closest: list[dict[str, Any]] = []
         if not hits:
-            message = f"no section scored at or above the threshold {params.threshold:.2f}" + (
-                f"; the best candidate scored {best:.3f}"
+            message = (
+                f"no section scored {params.threshold:g} or more"
                 if best is not None
-                else "; the index has no candidates"
+                else "nothing matched" + _scope(params)  # a filter that leaves no note says so
             )
             closest = _closest(ordered)
         if level == "none":
-            message = NO_ANSWER + (f" ({message})" if message else "")
+            message = NO_ANSWER + (f": {message}" if message else "")
         explain = None
         if params.explain:
             explain = _explain(hits, chosen, dropped, ordered, ranked, params)
@@ -318,6 +318,12 @@ def _explain(
 
 
 _MODE_LISTS = {"dense": ("dense",), "keyword": ("keyword",), "hybrid": ("dense", "keyword")}
+
+
+def _scope(params: SearchParams) -> str:
+    """The filters of a search, in words: ' among the notes tagged a or b under /x'."""
+    tags = f" among the notes tagged {' or '.join(params.tags)}" if params.tags else ""
+    return tags + (f" under {params.path_prefix}" if params.path_prefix else "")
 
 
 def _filter(params: SearchParams) -> str:

@@ -17,7 +17,7 @@ from loguru import logger
 from mdrag.catalog import Catalog
 from mdrag.document import parse_document
 from mdrag.embedder import Embedder
-from mdrag.errors import QueryError
+from mdrag.errors import NotFoundError, QueryError
 from mdrag.milvus import Store
 from mdrag.pathtext import to_fs, to_text
 from mdrag.sections import Sectioner, embedding_inputs
@@ -72,10 +72,10 @@ class Similarity:
             path = to_text(Path(to_fs(path)).expanduser().resolve())
         visible = self.catalog.visible_hash(path)
         if visible is None:
-            raise QueryError(f"{path} is not an indexed note")
+            raise NotFoundError(f"{path} is not an indexed note")
         windows = self._windows([path]).get(path)
         if windows is None or not len(windows):
-            raise QueryError(f"{path} has no text to compare")
+            raise NotFoundError(f"{path} has no text to compare")
         return NoteVectors(path, _unit(windows.mean(axis=0)), windows)
 
     def of_text(self, text: str) -> NoteVectors:

@@ -79,13 +79,13 @@ def test_human_search_output_lists_the_closest_notes_when_nothing_passes(env, no
     done = mdrag(env, "search", "how do I rebase onto main", "--threshold", "0.999", cwd=notes)
     # Nothing to give: exit 1 and an empty stdout for scripts; the person reads stderr.
     assert done.returncode == 1 and done.stdout == ""
-    assert "no confident answer; closest notes:" in done.stderr
+    assert "no confident answer in your notes: no section scored 0.999 or more; closest notes:" in done.stderr
     assert "git.md" in done.stderr and "Git > Branches" in done.stderr
 
 
-def test_invalid_query_is_an_error_with_exit_code_1(env):
+def test_invalid_query_is_a_usage_error_exit_code_2(env):
     result = mdrag(env, "search", "   ")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.startswith("Error: query must be 1-1000 characters")
 
 

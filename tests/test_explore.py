@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mdrag import relevance
-from mdrag.errors import QueryError
+from mdrag.errors import NotFoundError, QueryError
 from mdrag.search import confidence_level
 from mdrag.similarity import SIMILAR_FLOOR
 from tests.conftest import write
@@ -86,7 +86,7 @@ def test_a_draft_is_checked_against_the_notes_before_it_is_saved(library, notes)
         str(notes / "sourdough.md"),
         str(notes / "archive" / "sourdough-copy.md"),
     }
-    with pytest.raises(QueryError):
+    with pytest.raises(NotFoundError, match="not an indexed note"):
         library.handle("similar", {"note": str(notes / "not-there.md")})
 
 
@@ -125,7 +125,7 @@ def test_an_unanswered_query_is_recorded_once_with_its_count_and_survives_a_rebu
     resolved = library.handle("gap_status", {"query": "How to renew  my passport abroad"})
     assert resolved["status"] == "addressed"
     assert library.handle("gaps", {"status": "open"})["gaps"] == []
-    with pytest.raises(QueryError):
+    with pytest.raises(NotFoundError, match="no recorded gap"):
         library.handle("gap_status", {"query": "never asked"})
 
 
@@ -160,7 +160,6 @@ def test_bad_requests_get_clear_errors(library, notes):
         ("similar", {"note": 42}),
         ("similar", {"text": "x" * 100_001}),
         ("duplicates", {"min_score": 10}),
-        ("related", {"note": str(notes / "missing.md")}),
         ("context", {"query": "bread", "max_tokens": 10}),
         ("gap_status", {"query": "bread", "status": "done"}),
         ("gaps", {"status": "closed"}),
@@ -168,6 +167,8 @@ def test_bad_requests_get_clear_errors(library, notes):
     ]:
         with pytest.raises(QueryError):
             library.handle(op, params)
+    with pytest.raises(NotFoundError, match="not an indexed note"):  # well-formed, names no note
+        library.handle("related", {"note": str(notes / "missing.md")})
 
 
 def test_every_hit_cites_its_source_with_lines_heading_path_and_a_github_anchor(library, notes):

@@ -96,3 +96,53 @@ def test_the_commands_work_without_a_daemon(tmp_path):
     assert [g["query"] for g in run_json(env, "gaps")["gaps"]] == [GAP]
     human = mdrag_cli(env, "related", str(notes / "kitchen.md"))
     assert human.returncode == 0 and "links to" in human.stdout
+
+
+# Arguments out of their limits, checked by the daemon or the index rather than by click: each is
+# a usage error (exit 2), as click's own are. Naming what the index does not hold is not (exit 1).
+OUT_OF_LIMITS = [
+    ["search", ""],
+    ["search", "   "],
+    ["search", "bread", "-k", "0"],
+    ["search", "bread", "-k", "-3"],
+    ["search", "bread", "-k", "101"],
+    ["search", "bread", "--threshold", "2"],
+    ["search", "bread", "--threshold", "-0.1"],
+    ["search", "bread", "--wait-fresh", "-1"],
+    ["context", "bread", "--max-tokens", "0"],
+    ["duplicates", "--min-score", "200"],
+    ["similar", "--text", "-", "-k", "0"],
+    ["duplicates", "--limit", "0"],
+    ["related", "not-there.md", "-k", "0"],
+]
+NOT_HELD = [["related", "not-there.md"], ["similar", "not-there.md"], ["gaps", "resolve", "never asked"]]
+
+
+def assert_exit_codes(env):
+    for args in OUT_OF_LIMITS:
+        result = mdrag_cli(env, *args, timeout=180, stdin=SOURDOUGH)
+        assert (result.returncode, result.stdout) == (2, ""), (args, result.stdout, result.stderr)
+        assert result.stderr.startswith(("Error: ", "Usage: ")), (args, result.stderr)
+        assert "Traceback" not in result.stderr, args
+    for args in NOT_HELD:
+        result = mdrag_cli(env, *args, timeout=180)
+        assert result.returncode == 1, (args, result.stderr)
+        assert result.stderr.startswith("Error: ") and "Traceback" not in result.stderr, args
+
+
+def test_arguments_out_of_their_limits_exit_2_through_the_daemon(daemon):
+    assert_exit_codes(daemon.env)
+
+
+def test_arguments_out_of_their_limits_exit_2_without_a_daemon(tmp_path):
+    notes = tmp_path / "notes"
+    fill(notes)
+    env = {
+        **os.environ,
+        "MDRAG_MILVUS_URI": str(tmp_path / "db" / "milvus.db"),
+        "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "none.sock"),
+        "MDRAG_CONFIG": str(write(tmp_path / "config.yaml", f"roots: [{notes}]\n")),
+        "HF_HUB_OFFLINE": "1",
+    }
+    assert run_json(env, "reindex")["added"] == 6
+    assert_exit_codes(env)

@@ -53,7 +53,7 @@ WHILE_SERVING = [
     (
         'mdrag search "how do I renew a fishing licence"',
         1,
-        ["!no confident answer; closest notes:", "!no confident answer in your notes"],
+        ["!no confident answer in your notes: no section scored 0.7 or more; closest notes:"],
     ),
     (
         "mdrag similar examples/notes/cooking/sourdough-bread-baking.md -k 3",

@@ -69,7 +69,7 @@ def test_results_carry_every_documented_field_best_first(service):
 def test_threshold_keeps_only_hits_at_or_above_it_and_says_how_close_the_best_came(service):
     response = service.search({"query": "quantum chromodynamics lattice gauge theory", "threshold": 0.9})
     assert response["results"] == []
-    assert "threshold 0.90" in response["message"]
+    assert response["message"] == "no confident answer in your notes: no section scored 0.9 or more"
     assert 0 < response["best_candidate_score"] < 0.9
     loose = service.search({"query": "dough rising time", "threshold": 0.3})
     assert loose["results"] and all(h["confidence_score"] >= 0.3 for h in loose["results"])
@@ -86,6 +86,16 @@ def test_tag_filter_matches_any_of_several_tags(service, notes):
 def test_path_prefix_filter_keeps_notes_under_that_folder(service, notes):
     response = service.search({"query": "anything", "threshold": 0, "path_prefix": str(notes / "baking")})
     assert {h["file_path"] for h in response["results"]} == {str(notes / "baking/bread.md")}
+
+
+def test_a_filter_that_leaves_no_note_says_so_rather_than_blame_the_index(service, notes):
+    params = {"query": "dough", "tags": ["no-such-tag"], "path_prefix": str(notes / "nowhere")}
+    response = service.search(params)
+    assert response["results"] == [] and response["closest"] == []
+    assert response["message"] == (
+        f"no confident answer in your notes: nothing matched among the notes tagged no-such-tag"
+        f" under {notes / 'nowhere'}"
+    )
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
