@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from mdrag.relevance import Query, whole_term
+
 # Words too common to mark: highlighting every "the" would hide the words that matter.
 STOP_WORDS = frozenset(
     """a an and are as at be but by can could did do does doing for from had has have how i if in
@@ -43,17 +45,19 @@ def _root(word: str) -> str:
     return word
 
 
-def highlights(text: str, terms: list[str]) -> list[tuple[int, int]]:
+def highlights(text: str, terms: list[str], rare: tuple[str, ...] = ()) -> list[tuple[int, int]]:
     """(start, end) of every word in `text` that a query term begins (a root of three or more
-    letters) or equals (a shorter one)."""
-    if not terms:
-        return []
-    found = []
-    for match in _WORD.finditer(text):
+    letters) or equals (a shorter one), and of every whole `rare` identifier (pg_restore is one
+    mark, not "pg" and "restore")."""
+    names = [m.span() for term in rare for m in whole_term(term).finditer(text)]
+    found = list(names)
+    for match in _WORD.finditer(text) if terms else ():
         word = match.group().casefold()
-        if any(word == t or (len(t) >= 3 and word.startswith(t)) for t in terms):
+        if any(word == t or (len(t) >= 3 and word.startswith(t)) for t in terms) and not any(
+            a <= match.start() and match.end() <= b for a, b in names
+        ):
             found.append(match.span())
-    return found
+    return sorted(found)
 
 
 def window_text(row: dict[str, Any]) -> tuple[str, int]:
@@ -80,15 +84,44 @@ def window_text(row: dict[str, Any]) -> tuple[str, int]:
 def snippet(row: dict[str, Any], query: str) -> dict[str, Any]:
     """A hit's snippet: the matched window's text (plain), its lines in the file, and the
     (start, end) offsets in that text of the query's words."""
-    text, offset = window_text(row)
+    rare = Query.of(query).rare if query else ()
+    text, offset = _holding(row, rare, *window_text(row))
     section_text = row["section_text"]
     first = row["start_line"] + section_text.count("\n", 0, offset - row["start_position"])
     return {
         "text": text,
         "start_line": first,
         "end_line": first + text.count("\n"),
-        "highlights": [list(span) for span in highlights(text, query_terms(query))],
+        "highlights": [list(span) for span in highlights(text, query_terms(_without(query, rare)), rare)],
     }
+
+
+def _without(query: str, rare: tuple[str, ...]) -> str:
+    """The query less its identifiers: pg_restore is marked whole, never by its parts ("pg" in
+    pg_dump, every "restore")."""
+    for term in rare:
+        query = whole_term(term).sub(" ", query)
+    return query
+
+
+def _holding(row: dict[str, Any], rare: tuple[str, ...], text: str, offset: int) -> tuple[str, int]:
+    """The window, or, when it lacks every identifier asked for (pg_restore) and its section holds
+    one, the whole lines around the identifier's first place: what a keyword search matched."""
+    if not rare or any(whole_term(term).search(text) for term in rare):
+        return text, offset
+    section = row["section_text"]
+    found = min(
+        (m for m in (whole_term(term).search(section) for term in rare) if m is not None),
+        key=lambda m: m.start(),
+        default=None,
+    )
+    if found is None:
+        return text, offset
+    reach = EXCERPT_CHARS // 2
+    a = max(section.rfind("\n", 0, max(0, found.start() - reach)) + 1, found.start() - reach - LINE_REACH)
+    b = section.find("\n", found.end() + reach, found.end() + reach + LINE_REACH)
+    b = b if b != -1 else min(len(section), found.end() + reach + LINE_REACH)
+    return section[a:b].rstrip("\n"), row["start_position"] + a
 
 
 def excerpt(

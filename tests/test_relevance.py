@@ -66,6 +66,65 @@ def test_a_note_holding_the_rare_term_asked_for_counts_it_and_one_without_does_n
     assert by_path["b.md"][rare] == 0.0
 
 
+# The class of "the term is there, inside a longer identifier": separators of every kind, before
+# and after, and the punctuation around a whole term that must not hide it.
+@pytest.mark.parametrize(
+    ("term", "text", "holds"),
+    [
+        ("pg_restore", "Run pg_restore.", True),
+        ("pg_restore", "`pg_restore` -d db", True),
+        ("pg_restore", "(pg_restore, pg_dump)", True),
+        ("pg_restore", "my_pg_restore script", False),
+        ("pg_restore", "pg_restore_all", False),
+        ("pg_restore", "pg_restore2", False),
+        ("POINT_EVALUATION_PRECOMPILE_ADDRESS", "| `POINT_EVALUATION_PRECOMPILE_ADDRESS` |", True),
+        ("POINT_EVALUATION_PRECOMPILE_ADDRESS", "| `MULTI_POINT_EVALUATION_PRECOMPILE_ADDRESS` |", False),
+        ("EIP-1559", "see [EIP-1559](./eip-1559.md)", True),
+        ("EIP-1559", "EIP-15590 replaces it", False),
+        ("EIP-1559", "pre-EIP-1559 blocks", False),
+        ("Get-ChildItem", "Get-ChildItem -Recurse", True),
+        ("Get-ChildItem", "Get-ChildItemColor", False),
+        ("Get-ChildItem", "Get-ChildItem-Like", False),
+        ("path.join", "os.path.join(a, b)", True),
+        ("ps1", "run script.ps1 from cmd.exe", True),
+        ("ps1", "the ps10 series", False),
+        ("v2.5", "upgrade to v2.5.", True),
+        ("v2.5", "upgrade to v2.5.1", False),
+        ("dry-run", "pass --dry-run first", True),
+    ],
+)
+def test_a_rare_term_counts_only_as_a_whole_identifier(term, text, holds):
+    query = relevance.Query.of(term)
+    assert query.rare == (term.lower(),)
+    assert query.holds_rare(text.lower()) is holds
+
+
+def test_a_note_lacking_the_rare_term_is_no_rival_to_one_holding_it():
+    """The note that holds the exact identifier asked for leads the notes that merely share its
+    words (whose meaning is closer), so a keyword search for it finds it first and keeps it."""
+    term = "POINT_EVALUATION_PRECOMPILE_ADDRESS"
+    holder = _row("4844.md", 0.24, f"| `{term}` | `Bytes20(0x0A)` |", bm25=2.9)
+    longer = _row("8149.md", 0.46, f"| `MULTI_{term}` | `TBD` | precompile address |", bm25=3.1)
+    near = _row("8096.md", 0.54, "the point evaluation precompile is underpriced", bm25=3.0)
+    scored = relevance.score_candidates(term, [], [longer, near, holder], _key)
+    margin, rare = relevance.FEATURES.index("margin"), relevance.FEATURES.index("rare")
+    by_path = {row["file_path"]: values for row, values in scored}
+    assert by_path["4844.md"][rare] == 1.0 and by_path["8149.md"][rare] == 0.0
+    assert by_path["4844.md"][margin] == 0.0  # alone in holding it: no lead lost to 8096's cosine
+    assert by_path["8149.md"][margin] < 0
+    score = {path: relevance.probability(values, "keyword") for path, values in by_path.items()}
+    assert max(score, key=score.__getitem__) == "4844.md"
+
+
+def test_holding_the_rare_term_never_lowers_a_candidates_lead():
+    # Alone among holders and ahead of every other note: its lead stays what it was.
+    term = "pg_restore"
+    holder = _row("a.md", 0.7, f"run {term} now", bm25=2.0)
+    scored = relevance.score_candidates(term, [holder, _row("b.md", 0.6, "backups")], [], _key)
+    margin = relevance.FEATURES.index("margin")
+    assert {row["file_path"]: values[margin] for row, values in scored}["a.md"] == pytest.approx(0.1)
+
+
 @pytest.mark.parametrize(
     ("query", "rare"),
     [
@@ -140,3 +199,28 @@ def test_query_words_in_the_title_and_text_count_as_shares():
     values = dict(zip(relevance.FEATURES, scored[0][1], strict=True))
     assert values["title"] == pytest.approx(2 / 3)
     assert values["coverage"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize(
+    ("query", "lookup"),
+    [
+        ("pg_restore", True),
+        ("POINT_EVALUATION_PRECOMPILE_ADDRESS", True),
+        ("EIP-4844", True),
+        ("Get-ChildItem", True),
+        ("what is pg_restore", True),  # question words only around the name
+        ("pg_restore options", False),
+        ("why does Get-Content fail on a missing file", False),
+        ("how do I bake bread", False),
+    ],
+)
+def test_a_search_for_a_name_alone_is_a_lookup(query, lookup):
+    assert relevance.Query.of(query).lookup is lookup
+
+
+def test_a_question_mentioning_a_name_keeps_every_rival():
+    holder = _row("a.md", 0.3, "run pg_restore now", bm25=2.0)
+    closer = _row("b.md", 0.5, "restoring backups in general", bm25=1.0)
+    scored = relevance.score_candidates("which options does pg_restore take", [], [holder, closer], _key)
+    margin = relevance.FEATURES.index("margin")
+    assert {row["file_path"]: values[margin] for row, values in scored}["a.md"] == pytest.approx(-0.15)

@@ -113,3 +113,31 @@ def test_a_window_inside_a_very_long_line_widens_by_a_little_at_most():
     place = {"window_start": 100 + 400, "window_end": 100 + 500}
     text, offset = window_text({"section_text": section, "start_position": 100, "start_line": 1, **place})
     assert offset == 100 + 400 and len(text) <= 100 + 200
+
+
+def test_an_identifier_asked_for_is_one_mark_and_its_parts_elsewhere_still_words():
+    text = "restore a backup. Restoring BACKUPS: pg_restore; Get-Item lists Items; my_pg_restore"
+    spans = highlights(text, query_terms("pg_restore"), ("pg_restore",))
+    assert [text[a:b] for a, b in spans] == ["restore", "Restoring", "pg_restore", "pg", "restore"]
+
+
+def test_a_window_lacking_the_identifier_asked_for_gives_way_to_the_lines_that_hold_it():
+    """A keyword hit's best-meaning window may not be where the keyword search matched: show the
+    identifier's own lines, marked whole."""
+    filler = "".join(f"Line {i} says something about backups and restores in general.\n" for i in range(30))
+    section = "## Restore\n\n" + filler + "Run `pg_restore -d db dump.sql` to load it.\n"
+    hit = {"section_text": section, "start_position": 100, "start_line": 10}
+    hit.update(window_start=100 + 12, window_end=100 + 12 + 300)  # the opening lines
+    shown = snippet(hit, "pg_restore")
+    assert "pg_restore -d db" in shown["text"]
+    assert "pg_restore" in [shown["text"][a:b] for a, b in shown["highlights"]]
+    place = section.index("Run `pg_restore")
+    assert shown["end_line"] == 10 + section.count("\n", 0, place)  # the lines point at the term
+    excerpted, spans = excerpt(shown["text"], [(a, b) for a, b in shown["highlights"]])
+    assert "pg_restore" in [excerpted[a:b] for a, b in spans]
+
+
+def test_a_window_holding_the_identifier_stays_the_snippet():
+    start = SECTION.index("Use pg_restore")
+    hit = row(window_start=100 + start, window_end=100 + len(SECTION) - 1)
+    assert snippet(hit, "pg_restore")["text"] == "Use pg_restore to restore a backup."
