@@ -184,16 +184,24 @@ def _print_hits(response: dict[str, Any]) -> None:
         if hit.get("explain"):
             e = hit["explain"]
             click.echo(
-                f"       similarity {e['similarity']}, dense rank {e['dense_rank']}, "
-                f"keyword rank {e['keyword_rank']}, score rank {e['score_rank']}"
+                f"       similarity {e['similarity']}, dense rank {e['dense_rank'] or '-'}, "
+                f"keyword rank {e['keyword_rank'] or '-'}, score rank {e['score_rank']}"
             )
-            click.echo("       evidence " + ", ".join(f"{k} {v:g}" for k, v in e["evidence"].items()))
+            click.echo(
+                "       evidence "
+                + ", ".join(f"{_EVIDENCE.get(k, k)} {v:g}" for k, v in e["evidence"].items())
+            )
         click.echo("       " + _snippet_line(hit))
     count = len(results)
     click.echo(
         f"({count} result{'s' * (count != 1)}, {level} confidence, in {response['execution_time_ms']:.0f} ms)"
     )
     _print_dropped(response)
+
+
+# The rank features are reciprocal ranks (0 when a list did not find the hit): say so, beside the
+# ranks themselves on the line above.
+_EVIDENCE = {"dense_rank": "1/dense_rank", "keyword_rank": "1/keyword_rank"}
 
 
 def _snippet_line(hit: dict[str, Any]) -> str:

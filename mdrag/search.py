@@ -123,7 +123,10 @@ class Searcher:
             # A server without full-text search (before Milvus 2.5) serves dense search only;
             # the store warned once when it opened.
             params = replace(params, mode="dense")
-        limit = pool or min(16384, params.top_k * CANDIDATE_FACTOR + 10)
+        # Never fewer rows than a default search asks: a hit's ranks, its "both lists agree" and
+        # its lead are read from the candidates, so a smaller -k would change its score.
+        wanted = max(params.top_k, relevance.AGREE_DEPTH)
+        limit = pool or min(16384, wanted * CANDIDATE_FACTOR + 10)
         expr = _filter(params)
         keyword = None
         # BM25 over an empty collection is an engine error, not an empty answer.

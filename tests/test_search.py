@@ -88,6 +88,27 @@ def test_path_prefix_filter_keeps_notes_under_that_folder(service, notes):
     assert {h["file_path"] for h in response["results"]} == {str(notes / "baking/bread.md")}
 
 
+def test_a_smaller_k_asks_for_as_many_candidates_so_every_hit_keeps_its_score(service, monkeypatch):
+    """A hit's ranks, agreement and lead come from the candidates: -k 3 must not see fewer than
+    a default search does (over the EIPs it turned a 0.462 hit into 0.417)."""
+    store, asked = service.searcher.store, []
+    for name in ("search_dense", "search_keyword"):
+        original = getattr(store, name)
+
+        def recording(query, limit, *rest, _original=original):
+            asked.append(limit)
+            return _original(query, limit, *rest)
+
+        monkeypatch.setattr(store, name, recording)
+    for mode in ("dense", "keyword", "hybrid"):
+        scores = {}
+        for k in (1, 3, 10):
+            params = {"query": "dough rising time", "top_k": k, "threshold": 0, "mode": mode}
+            scores[k] = [hit["confidence_score"] for hit in service.search(params)["results"]]
+        assert scores[1] == scores[10][:1] and scores[3] == scores[10][:3], mode
+    assert len(set(asked)) == 1, asked
+
+
 def test_a_filter_that_leaves_no_note_says_so_rather_than_blame_the_index(service, notes):
     params = {"query": "dough", "tags": ["no-such-tag"], "path_prefix": str(notes / "nowhere")}
     response = service.search(params)
