@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown
+from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
 from mdrag.errors import MdragError, QueryError
 from mdrag.progress import progress_line, search_banner
 from mdrag.route import (
@@ -142,11 +142,13 @@ def search(
     if tags:
         params["tags"] = list(tags)
     if path_prefix:
-        params["path_prefix"] = os.path.abspath(os.path.expanduser(path_prefix))
+        params["path_prefix"] = path_prefix
     from mdrag.params import SearchParams
 
     SearchParams.parse(params)  # fail fast on a bad query, before any index is opened
     with open_backend(config, quiet=True) as backend:
+        if path_prefix:  # as typed, once the roots it may start from are known
+            params["path_prefix"] = typed(path_prefix)
         if wait_fresh is not None and not isinstance(backend, LocalBackend):
             params["wait_fresh"] = wait_fresh  # a local index is as fresh as it gets
         response = backend.search(params)

@@ -9,14 +9,18 @@ from typing import Any
 
 import click
 
-from mdrag.paths import shown
+from mdrag.paths import shown, typed
 from mdrag.route import command_config, open_backend
 
 
 def run(ctx: click.Context, op: str, **params: Any) -> Any:
-    """One read operation through the daemon when it runs, else on the index opened here."""
+    """One read operation through the daemon when it runs, else on the index opened here. A
+    `note` or `path_prefix` is read as typed once the roots are known (paths.typed)."""
     config = command_config(ctx)
     with open_backend(config, quiet=True) as backend:
+        for name in ("note", "path_prefix"):
+            if params.get(name):
+                params[name] = typed(params[name])
         return backend.call(op, **{k: v for k, v in params.items() if v is not None})
 
 
@@ -57,7 +61,7 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
     if text_source is not None:
         result = run(ctx, "similar", text=read_text_arg(text_source), k=k)
     else:
-        result = run(ctx, "similar", note=os.path.abspath(os.path.expanduser(note or "")), k=k)
+        result = run(ctx, "similar", note=note, k=k)
     if emit(result, as_json):
         return
     if not result["results"]:
@@ -93,7 +97,7 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
 @click.pass_context
 def related(ctx: click.Context, note: str, k: int, as_json: bool) -> None:
     """NOTE's links, backlinks and semantic neighbours, each labelled by how it relates."""
-    result = run(ctx, "related", note=os.path.abspath(os.path.expanduser(note)), k=k)
+    result = run(ctx, "related", note=note, k=k)
     if emit(result, as_json):
         return
     for item in result["related"]:
@@ -166,7 +170,7 @@ def context(
         query=query,
         max_tokens=max_tokens,
         tags=list(tags) or None,
-        path_prefix=os.path.abspath(os.path.expanduser(path_prefix)) if path_prefix else None,
+        path_prefix=path_prefix or None,
     )
     if not emit(result, as_json):
         if not result["sources"]:

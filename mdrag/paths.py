@@ -14,6 +14,22 @@ def use_roots(roots: Iterable[str]) -> None:
     _roots[:] = sorted(resolved, key=len, reverse=True)
 
 
+def typed(path: str) -> str:
+    """A path as a person types it, made absolute: from the working directory when something is
+    there, else, when it begins with a root's name as text output shows it (`vault/a/b.md`,
+    `vault`), under that root. So a path copied from a search's output is accepted back."""
+    absolute = os.path.abspath(os.path.expanduser(path))
+    if os.path.exists(absolute) or os.path.isabs(os.path.expanduser(path)):
+        return absolute
+    first, _, rest = os.path.normpath(path).partition(os.sep)
+    for root in _roots:
+        if os.path.basename(root) == first:
+            under = os.path.join(root, rest) if rest else root
+            if os.path.exists(under):
+                return under
+    return absolute
+
+
 def shown(path: str) -> str:
     """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under no
     root is shown relative to the working directory when under it, else as it is. Text output

@@ -148,3 +148,24 @@ def test_paths_are_shown_from_their_roots_name(tmp_path, monkeypatch):
         assert paths.shown("/elsewhere/x.md") == "/elsewhere/x.md"
     finally:
         paths.use_roots([])
+
+
+def test_a_path_typed_as_text_output_shows_it_names_the_note_under_its_root(tmp_path, monkeypatch):
+    vault = tmp_path / "roots" / "vault"
+    (vault / "a").mkdir(parents=True)
+    (vault / "a" / "b.md").write_text("# B\n")
+    here = tmp_path / "here"
+    (here / "local").mkdir(parents=True)
+    monkeypatch.chdir(here)
+    paths.use_roots([str(vault)])
+    try:
+        assert paths.typed("vault/a/b.md") == str(vault / "a" / "b.md")  # as `search` shows it
+        assert paths.typed("vault/a") == str(vault / "a")  # a --path prefix
+        assert paths.typed("vault") == str(vault)
+        assert paths.typed("local") == str(here / "local")  # what is there from here comes first
+        assert paths.typed("vault/missing.md") == str(here / "vault" / "missing.md")  # named as typed
+        assert paths.typed(str(vault / "a" / "b.md")) == str(vault / "a" / "b.md")
+        (here / "vault" / "a").mkdir(parents=True)
+        assert paths.typed("vault/a") == str(here / "vault" / "a")  # here wins over a root's name
+    finally:
+        paths.use_roots([])

@@ -39,6 +39,20 @@ def daemon(tmp_path):
     process.close()
 
 
+def assert_shown_paths_are_accepted_back(env, notes):
+    """Text output shows `notes/old/sourdough.md` (from the root's name): typed back from a
+    directory that holds no `notes`, it names the same note or folder."""
+    assert not os.path.exists("notes")  # the tests' working directory: the root's name alone leads
+    kitchen = run_json(env, "related", "notes/kitchen.md")
+    assert kitchen["note"] == str(notes / "kitchen.md")
+    similar = run_json(env, "similar", "notes/sourdough.md", "-k", "1")
+    assert similar["results"][0]["path"] == str(notes / "old" / "sourdough.md")
+    under = run_json(env, "search", "sourdough starter", "--path", "notes/old", "--threshold", "0")
+    assert {hit["file_path"] for hit in under["results"]} == {str(notes / "old" / "sourdough.md")}
+    pack = run_json(env, "context", "sourdough starter", "--path", "notes/old")
+    assert {source["path"] for source in pack["sources"]} <= {str(notes / "old" / "sourdough.md")}
+
+
 def test_every_command_answers_through_the_daemon_and_gaps_survive_its_restart(daemon):
     env, notes = daemon.env, daemon.notes
     original, copy = str(notes / "sourdough.md"), str(notes / "old" / "sourdough.md")
@@ -51,6 +65,7 @@ def test_every_command_answers_through_the_daemon_and_gaps_survive_its_restart(d
     assert [{p["a"], p["b"]} for p in pairs["pairs"]] == [{original, copy}]
     related = run_json(env, "related", str(notes / "kitchen.md"))
     assert "links to" in {r["path"]: r["relations"] for r in related["related"]}[original]
+    assert_shown_paths_are_accepted_back(env, notes)
     backlinks = run_json(env, "related", original)["backlinks"]
     assert [b["path"] for b in backlinks] == [str(notes / "kitchen.md")]
     pack = run_json(env, "context", "how do I bake sourdough bread", "--max-tokens", "200")
@@ -96,6 +111,7 @@ def test_the_commands_work_without_a_daemon(tmp_path):
     assert [g["query"] for g in run_json(env, "gaps")["gaps"]] == [GAP]
     human = mdrag_cli(env, "related", str(notes / "kitchen.md"))
     assert human.returncode == 0 and "links to" in human.stdout
+    assert_shown_paths_are_accepted_back(env, notes)
 
 
 # Arguments out of their limits, checked by the daemon or the index rather than by click: each is
