@@ -12,6 +12,8 @@ import click
 from mdrag.paths import shown, typed
 from mdrag.route import command_config, open_backend
 
+GROUP_SHOWN = 5  # notes of a duplicate group listed in text; --json has them all
+
 
 def run(ctx: click.Context, op: str, **params: Any) -> Any:
     """One read operation through the daemon when it runs, else on the index opened here. A
@@ -72,22 +74,40 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
 
 @click.command()
 @click.option("--min-score", type=int, default=90, show_default=True, help="Lowest pair score (50-100).")
-@click.option("--limit", type=int, default=1000, show_default=True, help="Pairs to list at most.")
+@click.option(
+    "--limit", type=int, default=1000, show_default=True, help="Groups to list (--json: and pairs)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.pass_context
 def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) -> None:
-    """Every pair of notes scoring at least --min-score, each pair once: candidates to merge."""
+    """Notes scoring at least --min-score with another, grouped (a pair is a group of two):
+    candidates to merge."""
     result = run(ctx, "duplicates", min_score=min_score, limit=limit)
     if emit(result, as_json):
         return
-    for pair in result["pairs"]:
-        click.echo(f"{pair['score']:>3}  {shown(pair['a'])}\n     {shown(pair['b'])}")
+    groups = result.get("groups")
+    if groups is None:  # a daemon from before groups: each pair a group of two
+        groups = [{"notes": [p["a"], p["b"]], "best_score": p["score"]} for p in result["pairs"]]
+    for group in groups:
+        notes = group["notes"]
+        if len(notes) > 2:
+            click.echo(
+                f"{group['best_score']:>3}  {len(notes)} notes, each {min_score}+ with another of them:"
+            )
+        else:
+            click.echo(f"{group['best_score']:>3}  {shown(notes[0])}")
+            notes = notes[1:]
+        for path in notes[:GROUP_SHOWN]:
+            click.echo(f"     {shown(path)}")
+        if len(notes) > GROUP_SHOWN:
+            click.echo(f"     … and {len(notes) - GROUP_SHOWN} more (--json lists them)")
     if not result.get("complete", True):
         click.echo("(the scan stopped at its limit of candidate pairs; raise --min-score to see them all)")
-    more = result["total_pairs"] - len(result["pairs"])
-    click.echo(
-        f"({result['total_pairs']} pairs at {min_score} or above" + (f"; {more} not shown)" if more else ")")
-    )
+    total = result["total_pairs"]
+    summary = f"({total} pair{'s' * (total != 1)} at {min_score} or above"
+    if len(groups) != total:
+        summary += f", in {len(groups)} group{'s' * (len(groups) != 1)}"
+    click.echo(summary + ")")
 
 
 @click.command()

@@ -33,7 +33,7 @@ from mdrag.progress import ProgressMeter
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
-from mdrag.similarity import SIMILAR_FLOOR, Similarity
+from mdrag.similarity import SIMILAR_FLOOR, Similarity, duplicate_groups
 
 
 def on_disk(path: str) -> str:
@@ -190,8 +190,14 @@ class Service:
         # Below 50 nearly every pair qualifies: a list nobody can act on, at quadratic cost.
         min_score = whole_number(params, "min_score", 90, 50, 100)
         limit = whole_number(params, "limit", 1000, 1, 100000)
-        pairs, total, complete = self.similarity.duplicates(min_score, limit)
-        return {"min_score": min_score, "total_pairs": total, "complete": complete, "pairs": pairs}
+        pairs, complete = self.similarity.duplicates(min_score)
+        return {
+            "min_score": min_score,
+            "total_pairs": len(pairs),
+            "complete": complete,
+            "pairs": pairs[:limit],
+            "groups": duplicate_groups(pairs)[:limit],
+        }
 
     def related(self, params: dict[str, Any]) -> dict[str, Any]:
         return related_notes(

@@ -39,6 +39,29 @@ def tier(score: int) -> str:
     return next(name for lowest, name in TIERS if score >= lowest)
 
 
+def duplicate_groups(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The notes joined by the pairs, each group once: a folder of 365 near-identical stubs is
+    one group of 365 notes, not 66,000 pairs to read. Best pair first, then the larger group."""
+    parent: dict[str, str] = {}
+
+    def root(path: str) -> str:
+        while parent.setdefault(path, path) != path:
+            parent[path] = parent[parent[path]]  # halve the way up for the next look
+            path = parent[path]
+        return path
+
+    for pair in pairs:
+        parent[root(pair["a"])] = root(pair["b"])
+    groups: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        group = groups.setdefault(root(pair["a"]), {"notes": set(), "best_score": 0, "pairs": 0})
+        group["notes"] |= {pair["a"], pair["b"]}
+        group["best_score"] = max(group["best_score"], pair["score"])
+        group["pairs"] += 1
+    ordered = [{**g, "notes": sorted(g["notes"])} for g in groups.values()]
+    return sorted(ordered, key=lambda g: (-g["best_score"], -len(g["notes"]), g["notes"][0]))
+
+
 def match_score(a: np.ndarray, b: np.ndarray) -> float:
     """0-100: the mean best cosine of each window of one note against the other's, both ways."""
     if not len(a) or not len(b):
@@ -111,12 +134,9 @@ class Similarity:
         results.sort(key=lambda r: (-r["score"], -r["doc_cosine"], r["path"]))
         return results[:k]
 
-    def duplicates(self, min_score: int = 90, limit: int = 1000) -> tuple[list[dict[str, Any]], int, bool]:
-        """Every pair of notes scoring at least `min_score`, each pair once, best first.
-
-        Returns (the first `limit` pairs, how many pairs there are in all, whether the scan
-        covered every candidate pair).
-        """
+    def duplicates(self, min_score: int = 90) -> tuple[list[dict[str, Any]], bool]:
+        """Every pair of notes scoring at least `min_score`, each pair once, best first, and
+        whether the scan covered every candidate pair."""
         paths, docs = [], []
         for row in self.store.doc_vectors():
             record = self.catalog.get(row["file_path"])
@@ -128,7 +148,7 @@ class Similarity:
                 paths.append(row["file_path"])
                 docs.append(row["doc_vector"])
         if len(paths) < 2:
-            return [], 0, True
+            return [], True
         candidates = _close_pairs(np.asarray(docs, dtype=np.float32), min_score / 100 - PREFILTER_MARGIN)
         if len(candidates) >= MAX_CANDIDATE_PAIRS:
             logger.warning(
@@ -156,7 +176,7 @@ class Similarity:
                         }
                     )
         pairs.sort(key=lambda p: (-p["score"], -p["doc_cosine"], p["a"], p["b"]))
-        return pairs[:limit], len(pairs), len(candidates) < MAX_CANDIDATE_PAIRS
+        return pairs, len(candidates) < MAX_CANDIDATE_PAIRS
 
     def _windows(self, paths: list[str]) -> dict[str, np.ndarray]:
         """The current version's window vectors of each path (older versions being swapped out skipped)."""

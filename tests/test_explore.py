@@ -7,7 +7,7 @@ import pytest
 from mdrag import relevance
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.search import confidence_level
-from mdrag.similarity import SIMILAR_FLOOR
+from mdrag.similarity import SIMILAR_FLOOR, duplicate_groups
 from tests.conftest import write
 
 SOURDOUGH = """---
@@ -71,10 +71,29 @@ def test_a_copied_and_lightly_edited_note_is_a_near_duplicate_and_an_unrelated_o
 
     pairs = library.handle("duplicates", {"min_score": 90})
     assert pairs["total_pairs"] == 1
+    assert [len(g["notes"]) for g in pairs["groups"]] == [2]
     assert {pairs["pairs"][0]["a"], pairs["pairs"][0]["b"]} == {
         str(notes / "sourdough.md"),
         str(notes / "archive" / "sourdough-copy.md"),
     }
+
+
+def test_duplicate_pairs_join_into_groups_each_note_once():
+    """A folder of near-identical stubs is one group to read, however many pairs it makes."""
+
+    def pair(a, b, score):
+        return {"a": a, "b": b, "score": score}
+
+    stubs = [f"moved-{i}.md" for i in range(6)]
+    pairs = [pair(a, b, 99) for n, a in enumerate(stubs) for b in stubs[n + 1 :]]  # 15 pairs
+    pairs += [pair("x.md", "y.md", 93), pair("y.md", "z.md", 91), pair("p.md", "q.md", 95)]
+    groups = duplicate_groups(pairs)
+    assert [(g["notes"], g["best_score"], g["pairs"]) for g in groups] == [
+        (sorted(stubs), 99, 15),
+        (["p.md", "q.md"], 95, 1),
+        (["x.md", "y.md", "z.md"], 93, 2),  # joined through y, though x and z are no pair
+    ]
+    assert duplicate_groups([]) == []
 
 
 def test_a_draft_is_checked_against_the_notes_before_it_is_saved(library, notes):

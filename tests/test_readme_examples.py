@@ -65,6 +65,7 @@ WHILE_SERVING = [
         "mdrag duplicates",
         0,
         [
+            r"^\(1 pair at 90 or above\)$",
             r"^\s*(9\d|100)\s+notes/archive/sourdough-2023\.md$",
             r"^\s+notes/cooking/sourdough-bread-baking\.md$",
         ],
