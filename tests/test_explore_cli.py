@@ -91,7 +91,8 @@ def test_every_command_answers_through_the_daemon_and_gaps_survive_its_restart(d
     assert GAP in text.stdout
 
 
-def test_the_commands_work_without_a_daemon(tmp_path):
+def indexed_without_a_daemon(tmp_path):
+    """The notes indexed by `mdrag reindex`, and the environment of commands that find no daemon."""
     notes = tmp_path / "notes"
     fill(notes)
     env = {
@@ -102,6 +103,11 @@ def test_the_commands_work_without_a_daemon(tmp_path):
         "HF_HUB_OFFLINE": "1",
     }
     assert run_json(env, "reindex")["added"] == 6
+    return env, notes
+
+
+def test_the_commands_work_without_a_daemon(tmp_path):
+    env, notes = indexed_without_a_daemon(tmp_path)
     draft = run_json(env, "similar", "--text", "-", stdin=SOURDOUGH)
     assert draft["results"][0]["tier"] == "near-duplicate"
     assert len(run_json(env, "duplicates", "--min-score", "90")["pairs"]) == 1
@@ -151,14 +157,5 @@ def test_arguments_out_of_their_limits_exit_2_through_the_daemon(daemon):
 
 
 def test_arguments_out_of_their_limits_exit_2_without_a_daemon(tmp_path):
-    notes = tmp_path / "notes"
-    fill(notes)
-    env = {
-        **os.environ,
-        "MDRAG_MILVUS_URI": str(tmp_path / "db" / "milvus.db"),
-        "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "none.sock"),
-        "MDRAG_CONFIG": str(write(tmp_path / "config.yaml", f"roots: [{notes}]\n")),
-        "HF_HUB_OFFLINE": "1",
-    }
-    assert run_json(env, "reindex")["added"] == 6
+    env, _ = indexed_without_a_daemon(tmp_path)
     assert_exit_codes(env)
