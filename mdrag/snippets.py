@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -84,7 +85,7 @@ def window_text(row: dict[str, Any]) -> tuple[str, int]:
 def snippet(row: dict[str, Any], query: str) -> dict[str, Any]:
     """A hit's snippet: the matched window's text (plain), its lines in the file, and the
     (start, end) offsets in that text of the query's words."""
-    rare = Query.of(query).rare if query else ()
+    rare, terms = _marks(query)
     text, offset = _holding(row, rare, *window_text(row))
     section_text = row["section_text"]
     first = row["start_line"] + section_text.count("\n", 0, offset - row["start_position"])
@@ -92,8 +93,16 @@ def snippet(row: dict[str, Any], query: str) -> dict[str, Any]:
         "text": text,
         "start_line": first,
         "end_line": first + text.count("\n"),
-        "highlights": [list(span) for span in highlights(text, query_terms(_without(query, rare)), rare)],
+        "highlights": [list(span) for span in highlights(text, terms, rare)],
     }
+
+
+@functools.lru_cache(maxsize=64)
+def _marks(query: str) -> tuple[tuple[str, ...], list[str]]:
+    """The query's identifiers and its other words to mark, worked out once per query rather
+    than once per hit (callers only read them)."""
+    rare = Query.of(query).rare if query else ()
+    return rare, query_terms(_without(query, rare))
 
 
 def _without(query: str, rare: tuple[str, ...]) -> str:
