@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
+from mdrag import heap
 from mdrag.errors import ConfigError
 from mdrag.runners import OnnxRunner, Runner, TorchRunner, query_lane
 
@@ -190,7 +191,7 @@ class Embedder:
                 raise EmbedCancelled
             chunk = order[start : start + self.batch_size]
             vectors[chunk] = self._encode([texts[i] for i in chunk], query=False)
-            _give_back_memory()
+            heap.give_back()
             if done is not None:
                 done(len(chunk))
         return vectors
@@ -228,25 +229,6 @@ class Embedder:
                 self._busy = False
                 self._gate.notify_all()
         return np.asarray(vectors, dtype=np.float32)
-
-
-def _give_back_memory() -> None:
-    """Return the heap's free pages to the system (glibc's malloc_trim; elsewhere nothing):
-    embedding a batch's attention tensors grows the heap by hundreds of MB that stay otherwise."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        import ctypes
-        import ctypes.util
-
-        try:
-            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim: Any = None
 
 
 def _model_facts(source: str) -> tuple[int, int, Any] | None:
