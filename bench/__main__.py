@@ -1,13 +1,16 @@
 """Every benchmark figure in one run (`make bench`): cold index, no-op rescan, freshness, queries,
-memory, searches while indexing, the quality gate, and (--peer) memsearch side by side.
+memory (also after a daemon's first index), searches while indexing, the quality gate, and (--peer)
+memsearch side by side.
 
     python -m bench [--files N] [--work DIR] [--ceiling-sample N] [--backend-texts N] [--queries 200]
-                    [--sections 100000] [--burst 400] [--no-quality] [--peer [--peer-venv DIR]]
+                    [--sections 100000] [--first-serve 300] [--burst 400] [--no-quality]
+                    [--peer [--peer-venv DIR]]
 
 One work dir (the corpus extracted, its own Milvus Lite index and socket) serves every figure in
 turn; each prints as it is measured. After the cold index, a sample of its texts is encoded by
 each model back-end (torch, onnx, onnx-int8) for their speed ratio. Searches while indexing
-(bench.busy) use a work dir of their own: 300 notes and a burst of --burst new ones. The quality
+(bench.busy) use a work dir of their own: 300 notes and a burst of --burst new ones; so does a
+daemon's memory once it has built its first index (bench.first_serve, --first-serve notes). The quality
 gate (bench.quality) runs last: nDCG@10 and answered/silent of the default back-end and mode on
 SciFact and the natural questions, from `make eval`'s cached indexes. With --peer,
 memsearch indexes and searches the same notes after the rescan (bench.peer: its own venv, minutes),
@@ -21,7 +24,20 @@ import argparse
 import json
 from typing import Any
 
-from bench import backends, busy, cold, freshness, harness, memory, peer, quality, query, report, rescan
+from bench import (
+    backends,
+    busy,
+    cold,
+    first_serve,
+    freshness,
+    harness,
+    memory,
+    peer,
+    quality,
+    query,
+    report,
+    rescan,
+)
 from bench.session import Daemon
 
 
@@ -49,6 +65,9 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 print(query.summary(result["query"]), flush=True)
             finally:
                 query.shrink(daemon)
+        if args.first_serve:
+            result["first_serve"] = first_serve.run(None, args.first_serve)
+            print(first_serve.summary(result["first_serve"]), flush=True)
         if args.burst:
             result["busy"] = busy.run(None, busy.FILES, args.burst, socket=True, spinners=0)
             print(busy.summary(result["busy"]), flush=True)
@@ -75,6 +94,12 @@ def main() -> None:
     )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sections", type=int, default=100_000)
+    parser.add_argument(
+        "--first-serve",
+        type=int,
+        default=first_serve.FILES,
+        help="notes for bench.first_serve, a daemon's memory after its first index (0: skip it)",
+    )
     parser.add_argument("--burst", type=int, default=400, help="new notes for bench.busy (0: skip it)")
     parser.add_argument(
         "--no-quality",

@@ -198,6 +198,17 @@ def render() -> str:
             "",
         ]
         parts += [f"    {line}" for line in summary(busy).splitlines()]
+    first = _load("first_serve")
+    if first is not None and (speed is None or "first_serve" not in speed):  # a run of its own
+        from bench.first_serve import summary as first_serve_summary
+
+        machine = first.get("machine", {})
+        parts += [
+            "",
+            f"A daemon's memory after its first index (`python -m bench.first_serve`, "
+            f"{machine.get('date', '?')}, {machine.get('cores', '?')} cores): "
+            f"{first_serve_summary(first)}.",
+        ]
     side = speed["peer"] if speed and "peer" in speed else _load("peer")
     if side is not None:
         machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})
@@ -306,6 +317,23 @@ def targets(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     ]
 
 
+def first_serve_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    """The whole daemon once its first index is built, beside the same daemon restarted."""
+    if "first_serve" not in r:
+        return []
+    figure = r["first_serve"]
+    first, again = figure["first_serve"], figure["restarted"]
+    return [
+        (
+            f"whole daemon idle once its first index is built ({figure['files']} notes, "
+            f"{figure['sections']:,} sections) / restarted on it",
+            f"{first['whole_daemon_mb']:.0f} MB (the daemon {first['daemon_mb']:.0f} MB, peak "
+            f"{first['daemon_peak_mb']:.0f} MB) / {again['whole_daemon_mb']:.0f} MB (the daemon "
+            f"{again['daemon_mb']:.0f} MB)",
+        )
+    ]
+
+
 def quality_rows(gate: dict[str, Any] | None) -> list[tuple[str, str]]:
     """The quality gate's figures, one row per judged set (or why it is missing)."""
     if not gate:
@@ -411,6 +439,7 @@ def speed_table(r: dict[str, Any]) -> str:
             ),
         )
     )
+    rows += first_serve_rows(r)
     if "busy" in r:
         b, p = r["busy"]["burst"], r["busy"]["process"]
         rows.append(
