@@ -19,6 +19,8 @@ from typing import Any
 from bench import harness
 from bench.session import Daemon, poll
 
+QUERIES = ("restart a service", "copy files to a remote computer", "format a date")
+
 
 def measure(daemon: Daemon) -> dict[str, Any]:
     time.sleep(5)
@@ -33,7 +35,7 @@ def measure(daemon: Daemon) -> dict[str, Any]:
         ),
         120,
     )
-    for query in ("restart a service", "copy files to a remote computer", "format a date"):
+    for query in QUERIES:
         daemon.search(query)
     time.sleep(5)
     after_work = daemon.rss()

@@ -322,7 +322,7 @@ def first_serve_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     if "first_serve" not in r:
         return []
     figure = r["first_serve"]
-    first, again = figure["first_serve"], figure["restarted"]
+    first, again = figure["after_first_index"], figure["restarted"]
     return [
         (
             f"whole daemon idle once its first index is built ({figure['files']} notes, "

@@ -72,10 +72,10 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
 @click.pass_context
 def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bool, as_json: bool) -> None:
     """Index the notes under the roots (or only PATHS); report what changed."""
+    config = command_config(ctx, need_roots=not paths)
     from mdrag import heap
 
-    heap.share_one_arena()  # before any thread starts (it may index here, without a daemon)
-    config = command_config(ctx, need_roots=not paths)
+    heap.share_one_arena()  # before any thread starts: it may index here, without a daemon
     absolute = [os.path.abspath(os.path.expanduser(p)) for p in paths]
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.

@@ -3,11 +3,11 @@
 Indexing allocates and frees tens of MB at a time (a model batch's tensors, its tokenizer
 output, a write batch's messages) on several threads: the writer, the reader and a fresh lane
 thread per model call. glibc gives each thread an arena of its own (up to 8 per core) and
-keeps each arena's free top, up to 64 MB once large blocks have come and gone; `malloc_trim`
-hands back only the main arena's top. So a daemon that had just indexed 993 notes held 420-443 MB
-idle where a restarted one holds 264 MB. With the threads sharing one arena, which `malloc_trim`
-trims, it held 284 MB, its peak fell from ~730 to ~510 MB, and indexing ran as fast
-(bench/first_serve_memory.py). Elsewhere than glibc both calls do nothing.
+keeps each arena's free top, up to 64 MB once large blocks have come and gone, while
+`malloc_trim` hands back only the main arena's top; so a daemon kept most of its first index's
+peak for its whole life. With every thread on the main arena it gives it back (figures:
+docs/design.md, "Memory after indexing"; `python -m bench.first_serve`). Elsewhere than glibc
+both calls do nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ M_ARENA_MAX = -8  # glibc's mallopt parameter number
 ARENAS = 1
 
 _libc: Any = None
+
+
+def available() -> bool:
+    """Whether this process's C library has glibc's malloc controls (else the calls do nothing)."""
+    return _glibc() is not None
 
 
 def share_one_arena() -> None:

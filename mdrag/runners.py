@@ -176,7 +176,7 @@ def _run_options() -> Any:
     import onnxruntime
 
     options = onnxruntime.RunOptions()
-    # Each run hands its arena's memory back (and _give_back_memory returns it to the system):
+    # Each run hands its arena's memory back (and heap.give_back returns it to the system):
     # otherwise a daemon keeps the peak of its first index, far above a restarted one's, for
     # its whole life. The peak itself is lower too, and the CPU time per text the same.
     options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,30 @@ def test_serve_and_reindex_of_a_missing_root_fail_and_name_it(home, capsys):
         assert run("--config", str(config), *args) == 1
         err = capsys.readouterr().err
         assert f"{home / 'unmounted'} does not exist" in err and err.startswith("Error: "), args
+
+
+def test_serve_and_reindex_share_one_arena_before_any_thread_starts(home, monkeypatch):
+    # What indexing frees goes back to the system only if no thread has its own arena yet.
+    from mdrag import heap
+
+    notes = home / "notes"
+    notes.mkdir()
+    threads_at_call = []
+
+    def stop_here() -> None:
+        threads_at_call.append(threading.active_count())
+        raise SystemExit(7)  # this test is about the call, not the indexing that would follow
+
+    def too_late(*args: object, **kwargs: object) -> None:
+        raise SystemExit(8)  # the index opened, or a daemon started, before the call
+
+    monkeypatch.setattr(heap, "share_one_arena", stop_here)
+    monkeypatch.setattr("mdrag.route.lock_index_for_daemon", too_late)
+    monkeypatch.setattr("mdrag.cli.open_backend", too_late)
+    before = threading.active_count()
+    assert run("serve", "--root", str(notes)) == 7
+    assert run("reindex", str(notes)) == 7
+    assert threads_at_call == [before, before]
 
 
 def test_a_read_command_warns_of_a_missing_root_and_goes_on(home, capsys):
