@@ -13,12 +13,11 @@ both calls do nothing.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
 ARENAS = 1
-
-_libc: Any = None
 
 
 def available() -> bool:
@@ -41,13 +40,11 @@ def give_back() -> None:
         libc.malloc_trim(0)
 
 
+@functools.cache
 def _glibc() -> Any:
     """The C library's malloc controls, when they are glibc's; else None (musl, macOS)."""
-    global _libc
-    if _libc is None:
-        try:
-            process = ctypes.CDLL(None)  # the symbols already loaded: no library search
-            _libc = process if hasattr(process, "malloc_trim") and hasattr(process, "mallopt") else False
-        except (OSError, AttributeError):
-            _libc = False
-    return _libc or None
+    try:
+        process = ctypes.CDLL(None)  # the symbols already loaded: no library search
+    except OSError:
+        return None
+    return process if hasattr(process, "malloc_trim") and hasattr(process, "mallopt") else None
