@@ -43,15 +43,16 @@ def scifact(notes: Path) -> Corpus:
     return Corpus("scifact", [(notes, None, "")])
 
 
-def natural(folder: Path, data_root: Path) -> Corpus:
-    """The judged natural-question set: `corpus.json` names archives (relative to data_root) and globs;
-    a note's id is `<source name>/<member path>`, so each source unpacks under its name."""
+def natural(folder: Path, data_root: Path, name: str = "natural") -> Corpus:
+    """A judged natural-question set (`natural`, or a vault): `corpus.json` names archives (relative
+    to data_root) and globs; a note's id is `<source name>/<member path>`, so each source unpacks
+    under its name."""
     spec = json.loads((folder / "corpus.json").read_text(encoding="utf-8"))
     sources = []
     for source in spec["sources"]:
         globs = tuple(source.get("include") or ()) or None
         sources.append((data_root / source["archive"], globs, source["name"]))
-    return Corpus("natural", sources)
+    return Corpus(name, sources)
 
 
 def index_identity(config: Any) -> str:

@@ -7,7 +7,13 @@ Each set's notes are indexed once with mdrag's indexer into a cached Milvus Lite
 in each mode. Per mode and set: nDCG@10 and Recall@100 of the ranked notes (a note ranks at its
 best section), and the answered / silent rates (bench/answerability.py) at the default
 threshold, with the curve over thresholds. SciFact's unanswerable queries are its own queries
-asked again with their relevant notes left out; the natural set has its own.
+asked again with their relevant notes left out; the natural set and the vaults have their own.
+
+The vaults (bench/data/vaults/NAME: powershell, eips, otel, tldr, hugo) are real documentation
+folders each indexed as a notes vault of its own, with questions written as people ask them and
+judged by reading. Each question is in the `train` split (what a fit may see) or the sealed
+`test` split (reported, never fitted: all of otel and hugo, and a fixed quarter of the others);
+every rate is given per split with its Wilson 95% interval.
 """
 
 from __future__ import annotations
@@ -25,13 +31,23 @@ from typing import Any
 
 from bench import corpora
 from bench.answerability import DEPTH, rates_at
-from bench.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
+from bench.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k, wilson
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 DATA = SHARED / "scifact"
 NATURAL = Path(__file__).resolve().parent / "data" / "natural"
+VAULTS = Path(__file__).resolve().parent / "data" / "vaults"
 MODES = ("dense", "keyword", "hybrid")
-SETS = ("scifact", "natural")
+
+
+def vault_names() -> tuple[str, ...]:
+    """The judged vaults whose questions are written (a vault folder may hold its corpus alone)."""
+    if not VAULTS.exists():
+        return ()
+    return tuple(sorted(p.name for p in VAULTS.iterdir() if (p / "queries.jsonl").exists()))
+
+
+SETS = ("scifact", "natural", *vault_names())
 DEFAULT_THRESHOLD = 0.7
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 PUBLISHED = {
@@ -48,6 +64,7 @@ class JudgedSet:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     twins: bool  # unanswerable = each answerable query again without its relevant notes
+    sealed: frozenset[str] = frozenset()  # the test split: reported, never fitted on
 
 
 def judged_set(name: str, limit: int = 0) -> JudgedSet:
@@ -58,10 +75,18 @@ def judged_set(name: str, limit: int = 0) -> JudgedSet:
         return JudgedSet(
             name, corpora.scifact(DATA / "notes.tar.gz"), {q: queries[q] for q in kept}, qrels, True
         )
-    queries = load_queries(NATURAL / "queries.jsonl")
-    qrels = load_qrels(NATURAL / "qrels.tsv")
+    folder = NATURAL if name == "natural" else VAULTS / name
+    queries = load_queries(folder / "queries.jsonl")
+    qrels = load_qrels(folder / "qrels.tsv")
     kept = list(queries)[: limit or None]
-    return JudgedSet(name, corpora.natural(NATURAL, SHARED), {q: queries[q] for q in kept}, qrels, False)
+    corpus = corpora.natural(folder, SHARED, name)
+    return JudgedSet(name, corpus, {q: queries[q] for q in kept}, qrels, False, sealed_ids(folder))
+
+
+def sealed_ids(folder: Path) -> frozenset[str]:
+    """The ids of a set's questions in its sealed test split (`"split": "test"`)."""
+    with (folder / "queries.jsonl").open(encoding="utf-8") as handle:
+        return frozenset(str(q["_id"]) for q in map(json.loads, handle) if q.get("split") == "test")
 
 
 def open_set(judged: JudgedSet, config: Any) -> tuple[Any, Path, dict[str, Any]]:
@@ -162,8 +187,8 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
     from mdrag.params import SearchParams
 
     ndcg, recall, mrr, latencies = [], [], [], []
-    answerable: list[list[tuple[str, int, float]]] = []
-    unanswerable: list[list[tuple[str, int, float]]] = []
+    # Per question: (qid, answerable, its hits as (note, relevant, score) best first).
+    asked: list[tuple[str, bool, list[tuple[str, int, float]]]] = []
     for qid, text in judged.queries.items():
         relevant = _relevant(judged, qid)
         if relevant:
@@ -177,7 +202,7 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
             mrr.append(mrr_at_k(ranking, gains, 10))
             # What a default search keeps is the prefix of these hits scoring >= the threshold.
             shown = service.search({"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode})
-            answerable.append(_scored(shown["results"], ids, relevant))
+            asked.append((qid, True, _scored(shown["results"], ids, relevant)))
         if relevant and judged.twins:
             params = SearchParams.parse(
                 {"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode}, service.search_defaults()
@@ -185,12 +210,14 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
             found = service.searcher.search(
                 params, leave_out=lambda path, gone=relevant: ids.get(path) in gone
             )
-            unanswerable.append(_scored([h.to_dict() for h in found.results], ids, relevant))
+            asked.append((qid, False, _scored([h.to_dict() for h in found.results], ids, relevant)))
         elif not relevant:
             shown = service.search({"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode})
-            unanswerable.append(_scored(shown["results"], ids, relevant))
+            asked.append((qid, False, _scored(shown["results"], ids, relevant)))
     count = max(len(ndcg), 1)
-    return {
+    answerable = [hits for _, ok, hits in asked if ok]
+    unanswerable = [hits for _, ok, hits in asked if not ok]
+    result: dict[str, Any] = {
         "metrics": {
             "ndcg@10": round(sum(ndcg) / count, 4),
             "recall@100": round(sum(recall) / count, 4),
@@ -201,6 +228,42 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
         "answerability": rates_at(answerable, unanswerable, DEFAULT_THRESHOLD),
         "curve": {str(t): rates_at(answerable, unanswerable, t) for t in THRESHOLDS},
     }
+    if judged.sealed:
+        result["splits"] = {
+            split: split_figures([a for a in asked if (a[0] in judged.sealed) == (split == "test")])
+            for split in ("train", "test")
+        }
+    return result
+
+
+def split_figures(asked: list[tuple[str, bool, list[tuple[str, int, float]]]]) -> dict[str, Any]:
+    """One split's rates at the default threshold, each with its count and Wilson 95% interval:
+    answered, silent, a confident answer to an unanswerable question, a right note first / in the
+    first three (at threshold 0, the ranking alone)."""
+    answerable = [hits for _, ok, hits in asked if ok]
+    unanswerable = [hits for _, ok, hits in asked if not ok]
+    from bench.answerability import answered, silent
+
+    def share(hits_of: list[list[tuple[str, int, float]]], test: Any) -> dict[str, Any]:
+        n, k = len(hits_of), sum(1 for hits in hits_of if test(hits))
+        return {"rate": round(k / n, 4) if n else None, "of": n, "ci95": wilson(k, n)}
+
+    return {
+        "answered": share(answerable, lambda h: answered(h, DEFAULT_THRESHOLD)),
+        "silent": share(unanswerable, lambda h: silent(h, DEFAULT_THRESHOLD)),
+        "confident_on_unanswerable": share(unanswerable, lambda h: not silent(h, DEFAULT_THRESHOLD)),
+        "right_first": share(answerable, lambda h: bool(h) and _first_notes(h, 1)),
+        "right_in_3": share(answerable, lambda h: _first_notes(h, 3)),
+    }
+
+
+def _first_notes(hits: list[tuple[str, int, float]], k: int) -> bool:
+    """Whether a relevant note is among the first k distinct notes."""
+    seen: list[tuple[str, int]] = []
+    for doc, label, _ in hits:
+        if all(doc != d for d, _ in seen):
+            seen.append((doc, label))
+    return any(label for _, label in seen[:k])
 
 
 def _scored(
@@ -246,6 +309,16 @@ def curve_table(result: dict[str, Any], name: str, mode: str) -> str:
     return "\n".join(lines)
 
 
+def split_line(rates: dict[str, Any]) -> str:
+    """A split's rates in one line, each with its count and 95% interval."""
+    parts = []
+    for key, figure in rates.items():
+        ci = figure["ci95"]
+        interval = f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else ""
+        parts.append(f"{key} {rate(figure['rate'])}{interval} of {figure['of']}")
+    return "; ".join(parts)
+
+
 def rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -270,8 +343,10 @@ def main() -> None:
     args.out.write_text(json.dumps(result, indent=2))
     print(table(result))
     for name, data in result["sets"].items():
-        for mode in data["modes"]:
+        for mode, figures in data["modes"].items():
             print(curve_table(result, name, mode))
+            for split, rates in figures.get("splits", {}).items():
+                print(f"{name} {mode} {split}: {split_line(rates)}")
         index = data["index"]
         built = "reused" if index["cached"] else f"built in {index['index_seconds']}s"
         print(
