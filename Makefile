@@ -50,10 +50,15 @@ lint: install
 clean:
 	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache
 
-# Retrieval quality and answerability on SciFact and bench/data/natural, all modes; each
-# corpus is indexed once into .eval-work/ (MDRAG_EVAL_WORK) and reused while it is unchanged.
+# Retrieval quality and answerability on SciFact, bench/data/natural and the judged vaults
+# (bench/data/vaults), all modes; each corpus is indexed once into .eval-work/ (MDRAG_EVAL_WORK)
+# and reused while it is unchanged. Then every vault's candidate evidence is dumped and the ways
+# to score are compared on the sealed split (bench.vaultfit).
+VAULTS := powershell eips tldr otel hugo
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
+	for v in $(VAULTS); do $(PY) -m bench.fit dump --set $$v --out .eval-work/dump-$$v.jsonl || exit 1; done
+	$(PY) -m bench.vaultfit $(foreach v,$(VAULTS),.eval-work/dump-$(v).jsonl) --out bench/results/vaults.json
 	$(PY) -m bench.report
 
 # Speed and memory on the PowerShell reference (3,088 notes): cold index against the encode

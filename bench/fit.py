@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.answerability import DEPTH, rates_at
-from bench.eval import add_backend
+from bench.eval import SETS, add_backend
 from bench.metrics import ndcg_at_k
 from mdrag.search import CANDIDATE_FACTOR
 
@@ -70,7 +70,19 @@ def dump(args: argparse.Namespace) -> None:
                     for h in found.results
                     if h.explain
                 ]
-                lines.append(json.dumps({"q": qid, "mode": mode, "version": version, "cands": cands}))
+                split = "test" if qid in judged.sealed else "train"
+                lines.append(
+                    json.dumps(
+                        {
+                            "q": qid,
+                            "mode": mode,
+                            "version": version,
+                            "split": split,
+                            "set": args.set,
+                            "cands": cands,
+                        }
+                    )
+                )
         return lines
 
     try:
@@ -298,7 +310,7 @@ def main() -> None:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dump")
-    d.add_argument("--set", choices=("scifact", "natural"), default="scifact")
+    d.add_argument("--set", choices=SETS, default="scifact")
     d.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"])
     d.add_argument("--depth", type=int, default=DEPTH * 8, help="hits kept per search (all candidates)")
     d.add_argument("--out", type=Path, default=Path("/tmp/mdrag-features-scifact.jsonl"))
@@ -306,7 +318,7 @@ def main() -> None:
     add_backend(d)
     f = sub.add_parser("fit")
     f.add_argument("features", type=Path)
-    f.add_argument("--set", choices=("scifact", "natural"), default="scifact")
+    f.add_argument("--set", choices=SETS, default="scifact")
     f.add_argument(
         "--also", type=Path, nargs="*", default=[], help="other sets' dumps, in every fold's training"
     )
@@ -317,7 +329,7 @@ def main() -> None:
     f.add_argument("--out", type=Path, default=Path("bench/results/fit.json"))
     r = sub.add_parser("report")
     r.add_argument("features", type=Path)
-    r.add_argument("--set", choices=("scifact", "natural"), default="natural")
+    r.add_argument("--set", choices=SETS, default="natural")
     r.add_argument("--weights", type=Path, help="a `fit` output to score with (default: mdrag's constants)")
     args = parser.parse_args()
     {"dump": dump, "fit": fit, "report": report}[args.command](args)

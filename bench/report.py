@@ -63,14 +63,33 @@ embedded, and embeds a section repeated across notes once.
 """
 
 EVAL_METHOD = """\
-`make eval` indexes two judged sets with mdrag's indexer (each index cached under
+`make eval` indexes each judged set with mdrag's indexer (each index cached under
 `.eval-work/`, reused while the corpus and mdrag's index identity are the same), runs every query
 through `Service.search` (the code behind `mdrag search` and the daemon) in every mode, and ranks
 notes by their best section (BEIR's nDCG@10 and Recall@100, binary relevance):
 - **scifact**: 5,183 abstracts as notes and the 300 test queries (`../shared/data/scifact`);
 - **natural**: 81 questions written as people ask them (53 answerable, 28 not) over 412 notes of
-  the PowerShell 7.5 reference and the Final EIPs (`bench/data/natural/`).
+  the PowerShell 7.5 reference and the Final EIPs (`bench/data/natural/`);
+- **the vaults** (`bench/data/vaults/`): five real documentation folders, each indexed as a
+  vault of its own, with 528 questions written as people ask them and judged by reading (195
+  unanswerable near misses): powershell, eips and tldr (a quarter of each sealed), otel (all
+  sealed) and hugo (the unseen vault, never fitted on).
 """
+
+VAULTS_METHOD = """\
+**On the vaults, by split** (`make eval`; every rate with its Wilson 95% interval and its count).
+*Answered*: an answerable question keeps a right page among its hits at 0.7; *silent*: an
+unanswerable one keeps nothing at 0.7 (it may still show "possibly related" hits under it);
+*right first / in 3*: a right page is the first note / among the first three (the order alone).
+The score's answer decision is fitted on the `train` questions only; `sealed` (200 questions of
+the four fitted-on folders) and `hugo` are never fitted on."""
+
+VAULTFIT_METHOD = """\
+**Ways to score, compared** (`python -m bench.vaultfit`, from `make eval`'s dumps): *scifact*, the
+constants fitted on SciFact alone (mdrag before the vaults); *named*, those plus one weight for a
+query that names something no note holds; *refit*, every per-hit weight refitted on the vaults;
+*decision* (what mdrag ships), a query-level decision on the best hit's evidence with SciFact's
+order kept. Answered / silent at 0.7; train is held out by 5 folds."""
 
 
 ANSWERABILITY = """\
@@ -140,6 +159,47 @@ def _held_out(fit: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _cell(figure: dict[str, Any]) -> str:
+    if figure["rate"] is None:
+        return "–"
+    low, high = figure["ci95"]
+    return f"{figure['rate']:.2f} ({low:.2f}–{high:.2f}, n={figure['of']})"
+
+
+def _vault_rows(evaluation: dict[str, Any]) -> list[str]:
+    rows = [
+        "| vault | mode | split | answered | silent | right first | right in 3 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, data in evaluation["sets"].items():
+        for mode, figures in data["modes"].items():
+            for split, f in figures.get("splits", {}).items():
+                if not f["answered"]["of"] and not f["silent"]["of"]:
+                    continue
+                rows.append(
+                    f"| {name} | {mode} | {split} | {_cell(f['answered'])} | {_cell(f['silent'])} | "
+                    f"{_cell(f['right_first'])} | {_cell(f['right_in_3'])} |"
+                )
+    return rows if len(rows) > 2 else []
+
+
+def _vaultfit(result: dict[str, Any]) -> str:
+    lines = [
+        "| mode | way | train (held out) | sealed | hugo (unseen) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for mode, ways in result["modes"].items():
+        for way, f in ways.items():
+            cells = [
+                f"{f[s]['answered']['rate']:.2f} / {f[s]['silent']['rate']:.2f}"
+                if f[s]["answered"]["rate"] is not None
+                else "–"
+                for s in ("train", "sealed", "unseen")
+            ]
+            lines.append(f"| {mode} | {way} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _evaluated_on(evaluation: dict[str, Any]) -> str:
     m = evaluation.get("machine", {})
     backends = sorted({str(data.get("backend")) for data in evaluation["sets"].values()})
@@ -171,6 +231,12 @@ def render() -> str:
         for name, data in evaluation["sets"].items():
             if "hybrid" in data["modes"]:
                 parts += [_curve(name, data["modes"]["hybrid"]["curve"]), ""]
+        vault_rows = _vault_rows(evaluation)
+        if vault_rows:
+            parts += [VAULTS_METHOD, "", *vault_rows, ""]
+        vaultfit = _load("vaults")
+        if vaultfit is not None:
+            parts += [VAULTFIT_METHOD, "", _vaultfit(vaultfit), ""]
         fit = _load("fit")
         if fit is not None:
             parts += [HELD_OUT, "", _held_out(fit), ""]

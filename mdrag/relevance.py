@@ -25,19 +25,46 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-FEATURES = ("cosine", "margin", "dense_rank", "keyword_rank", "bm25", "agree", "coverage", "title", "rare")
+FEATURES = (
+    "cosine",
+    "margin",
+    "dense_rank",
+    "keyword_rank",
+    "bm25",
+    "agree",
+    "coverage",
+    "title",
+    "rare",
+    "vault_z",
+    "spread",
+    "named",
+)
 
-# Fitted by bench/fit.py (python -m bench.fit): (bias, weights in FEATURES order) per mode.
+# How each candidate's evidence weighs against the others of its query, fitted by bench/fit.py
+# on SciFact (python -m bench.fit): (bias, weights in FEATURES order) per mode. This orders the
+# hits; how confident the best of them is comes from DECISION.
 WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-2.0696, (0.3373, 15.07, 0.2783, 0.0, 0.0, 0.0, 3.667, 1.287, 0.8645)),
-    "keyword": (-2.485, (1.388, 13.39, 0.0, 1.486, 0.0, 0.0, 1.856, 0.7382, 0.738)),
-    "hybrid": (-2.3126, (0.0034, 12.87, 0.0, 1.216, 0.0, 1.119, 1.701, 1.112, 0.6849)),
+    "dense": (-2.0696, (0.3373, 15.07, 0.2783, 0.0, 0.0, 0.0, 3.667, 1.287, 0.8645, 0.0, 0.0, 0.0)),
+    "keyword": (-2.485, (1.388, 13.39, 0.0, 1.486, 0.0, 0.0, 1.856, 0.7382, 0.738, 0.0, 0.0, 0.0)),
+    "hybrid": (-2.3126, (0.0034, 12.87, 0.0, 1.216, 0.0, 1.119, 1.701, 1.112, 0.6849, 0.0, 0.0, 0.0)),
+}
+# Whether the notes answer the query at all, from the best hit's evidence: its WEIGHTS logit and
+# these of its features. Fitted per question on the judged vaults' train split (bench/data/vaults,
+# python -m bench.vaultfit; label: answerable and a right note among the first 10), bias placed so
+# that 0.7 balances answered and silent there.
+DECISION_FEATURES = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread", "named")
+DECISION: dict[str, tuple[float, tuple[float, ...]]] = {
+    "dense": (-16.8655, (0.0, 18.3395, 0.0, 8.5964, 0.0, 0.0, 0.2266, 0.0, 1.2213)),
+    "keyword": (-15.7276, (0.0, 15.792, 0.0, 7.6866, 0.0, 0.0, 0.4341, 0.0, 1.3728)),
+    "hybrid": (-16.9957, (0.0, 20.4998, 0.0, 4.5582, 0.0, 1.1957, 0.3205, 0.0, 0.8918)),
 }
 MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
 COPY_SHARE = 0.8  # sections sharing this share of their distinct words are copies of each other
 COPY_OPENING = 1000  # characters of each section compared
 COPY_COSINE = 0.08  # copies are this close to the query (a different title may lead each window)
 AGREE_DEPTH = 10  # "dense and keyword agree": the note is in the top this many of both lists
+SPREAD_DEPTH = 10  # the spread is the best note's cosine over this note's in the ranking
+Z_CAP = 12.0  # a cosine this many spreads above the vault's mean is as sure as it gets
 
 _WORD = re.compile(r"\w+")
 # A query term that looks like an identifier (pg_restore, Get-ChildItem, EIP-1559, v2.5,
@@ -60,13 +87,18 @@ class Query:
     words: frozenset[str]
     rare: tuple[str, ...]
     lookup: bool  # nothing asked but identifiers ("pg_restore", "EIP-4844"): a search for a name
+    # What the query names: its rare terms and its capitalized words past the first (Loki,
+    # MySQL, Pester), lower case. A name no candidate holds is a thing the notes never mention.
+    names: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, text: str) -> Query:
         words = frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
-        rare = tuple(sorted({t.lower() for t in _TERM.findall(text) if _looks_rare(t)}))
+        terms = _TERM.findall(text)
+        rare = tuple(sorted({t.lower() for t in terms if _looks_rare(t)}))
         named = {_stem(w) for term in rare for w in _WORD.findall(term)}
-        return cls(words, rare, bool(rare) and words <= named)
+        capitals = {t.lower() for t in terms[1:] if _looks_named(t)}
+        return cls(words, rare, bool(rare) and words <= named, tuple(sorted(set(rare) | capitals)))
 
     def holds_rare(self, lowered: str) -> bool:
         """Whether the (lowercased) text holds one of the query's rare terms as a whole identifier:
@@ -92,6 +124,22 @@ def keyword_query(text: str) -> str:
     return " ".join(kept) if kept else text
 
 
+@dataclass(frozen=True)
+class QueryEvidence:
+    """What the whole candidate pool says about a query, the same for each of its candidates.
+
+    `baseline`: the mean and spread of the query's cosine over a sample of the vault's notes
+    (mdrag.baseline), None for a vault too small; `spread`: the best note's cosine over the
+    SPREAD_DEPTH-th note's (a question the vault answers has a note that stands out of the
+    pack); `absent`: the query's rare terms (identifiers, names with digits) that no candidate
+    holds, which the keyword search would have found if any note held them.
+    """
+
+    baseline: tuple[float, float] | None = None
+    spread: float = 0.0
+    absent: tuple[str, ...] = ()
+
+
 def features(
     query: Query,
     candidate: dict[str, Any],
@@ -99,9 +147,11 @@ def features(
     dense_rank: int | None,
     keyword_rank: int | None,
     best_other_cosine: float | None,
+    pool: QueryEvidence | None = None,
 ) -> tuple[float, ...]:
     """The evidence for one candidate (`lowered`: its text and its title and headings, lower
     case), each feature rising with it (see FEATURES)."""
+    pool = pool or QueryEvidence()
     cosine = float(candidate.get("cosine") or 0.0)
     margin = 0.0 if best_other_cosine is None else cosine - best_other_cosine
     margin = max(-MARGIN_CAP, min(MARGIN_CAP, margin))
@@ -123,13 +173,49 @@ def features(
         _share(query.words, text),
         _share(query.words, label),
         float(query.holds_rare(text) or query.holds_rare(label)),
+        _vault_z(cosine, pool.baseline),
+        pool.spread,
+        0.0 if pool.absent else 1.0,
     )
 
 
+def _vault_z(cosine: float, baseline: tuple[float, float] | None) -> float:
+    if baseline is None:
+        return 0.0
+    mean, spread = baseline
+    return max(-Z_CAP, min(Z_CAP, (cosine - mean) / spread))
+
+
 def probability(values: Sequence[float], mode: str) -> float:
+    """A candidate's score by WEIGHTS alone (its order among its query's candidates)."""
+    return _sigmoid(order_logit(values, mode))
+
+
+def order_logit(values: Sequence[float], mode: str) -> float:
     bias, weights = WEIGHTS[mode]
-    z = bias + sum(w * x for w, x in zip(weights, values, strict=True))
-    return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+    return bias + sum(w * x for w, x in zip(weights, values, strict=True))
+
+
+_DECIDING = tuple(FEATURES.index(name) for name in DECISION_FEATURES)
+
+
+def scores(candidates: Sequence[Sequence[float]], mode: str) -> list[float]:
+    """Every candidate's relevance score: the query's decision for its best candidate, and for
+    each other one the same lowered by how much less its evidence weighs (its WEIGHTS logit under
+    the best's). So WEIGHTS keeps the order, and the best hit's score says whether the notes
+    answer: 0.7 and over is a confident answer."""
+    if not candidates:
+        return []
+    logits = [order_logit(values, mode) for values in candidates]
+    best = max(range(len(logits)), key=logits.__getitem__)
+    bias, weights = DECISION[mode]
+    evidence = (logits[best], *(candidates[best][i] for i in _DECIDING))
+    decided = bias + sum(w * x for w, x in zip(weights, evidence, strict=True))
+    return [_sigmoid(decided + z - logits[best]) for z in logits]
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0))) if z > -60 else 0.0
 
 
 def score_candidates(
@@ -137,8 +223,10 @@ def score_candidates(
     dense: list[dict[str, Any]],
     keyword: list[dict[str, Any]],
     key: Any,
-) -> list[tuple[dict[str, Any], tuple[float, ...]]]:
-    """Every distinct candidate of the two ranked lists with its features, in first-seen order.
+    baseline: tuple[float, float] | None = None,
+) -> tuple[list[tuple[dict[str, Any], tuple[float, ...]]], QueryEvidence]:
+    """Every distinct candidate of the two ranked lists with its features, in first-seen order,
+    and what the pool says about the query as a whole.
 
     A section found by both keeps its dense row (its best window) with the better cosine and
     the keyword list's BM25 score.
@@ -171,6 +259,7 @@ def score_candidates(
     # name keeps every rival: there the meaning around the name decides (held out on SciFact,
     # this rule for every query cost 0.05 of silence on unanswerable claims).
     lowered = {k: _lowered(row) for k, row in merged.items()}
+    pool = QueryEvidence(baseline, _spread(leaders), _absent(prepared, lowered.values()))
     holding = {k for k in merged if prepared.lookup and any(map(prepared.holds_rare, lowered[k]))}
     holders = {merged[k]["file_path"] for k in holding}
     holding_leaders = [row for row in leaders if row["file_path"] in holders]
@@ -193,10 +282,31 @@ def score_candidates(
                     dense_ranks.get(k),
                     keyword_ranks.get(k),
                     rival,
+                    pool,
                 ),
             )
         )
-    return out
+    return out, pool
+
+
+def _spread(leaders: list[dict[str, Any]]) -> float:
+    """The best note's cosine over the SPREAD_DEPTH-th note's (or the last's, in a smaller pool)."""
+    if len(leaders) < 2:
+        return 0.0
+    return float(leaders[0]["cosine"]) - float(leaders[min(SPREAD_DEPTH, len(leaders)) - 1]["cosine"])
+
+
+def _absent(query: Query, lowered: Any) -> tuple[str, ...]:
+    """The names in the query that no candidate's text, title or headings holds whole."""
+    texts = [text for pair in lowered for text in pair]
+    return tuple(
+        term for term in query.names if not any(whole_term(term).search(t) for t in texts if term in t)
+    )
+
+
+def _looks_named(term: str) -> bool:
+    # A capital past the query's first word: a product, tool or standard (Loki, MySQL, Pester).
+    return len(term) > 2 and any(c.isupper() for c in term) and term.lower() not in _STOP
 
 
 def _rival(

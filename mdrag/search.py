@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from mdrag import relevance
+from mdrag.baseline import VaultBaseline
 from mdrag.catalog import Catalog
 from mdrag.embedder import Embedder
 from mdrag.hittext import attach_texts
@@ -24,6 +25,17 @@ NO_ANSWER = "no confident answer in your notes"
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
 # Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
 CONFIDENCE_LEVELS = (("high", 0.9, 1), ("medium", 0.70, 1), ("low", 0.50, 1))
+# "Possibly related": when nothing reaches the threshold, the sections this close under it are
+# shown as hits under that heading (0.5 to 0.7 at the default), not as an answer.
+RELATED_BAND = 0.2
+RELATED_MAX = 5  # related hits shown at most: a lead to follow, not a list to read
+# The three outcomes of a search, the same in the terminal, --json, MCP and context.
+ANSWER, RELATED, NONE = "answer", "related", "none"
+
+
+def outcome_of(hits: int, related: int) -> str:
+    """answer (hits passed the threshold), related (none did, some came close) or none."""
+    return ANSWER if hits else RELATED if related else NONE
 
 
 def confidence_level(best_score: float | None, hits: int) -> str:
@@ -83,6 +95,7 @@ class SearchResponse:
     execution_time_ms: float
     best_candidate_score: float | None = None  # the best score seen, passing or not
     closest: list[dict[str, Any]] = field(default_factory=list)  # when nothing passes: the nearest notes
+    related: list[Hit] = field(default_factory=list)  # when nothing passes: hits close under the bar
     confidence: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     explain: dict[str, Any] | None = None  # with --explain: the candidates the threshold dropped
@@ -91,6 +104,7 @@ class SearchResponse:
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "query_vector"}
         data["results"] = [hit.to_dict() for hit in self.results]
+        data["related"] = [hit.to_dict() for hit in self.related]
         return data
 
 
@@ -106,6 +120,7 @@ class Searcher:
         self.embedder = embedder
         self.store = store
         self.catalog = catalog
+        self.baseline = VaultBaseline(store, catalog)
         self._keyword_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mdrag-keyword")
 
     def close(self) -> None:
@@ -159,20 +174,31 @@ class Searcher:
         # After the catalog dropped other versions' rows: only the candidates scored are read.
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
-        ordered = _score(params, lists.get("dense", []), lists.get("keyword", []))
+        ordered, pool = _score(
+            params, lists.get("dense", []), lists.get("keyword", []), self.baseline.stats(vector)
+        )
         chosen, best, dropped = _pass_threshold(ordered, params)
-        hits = [_hit(c, "" if params.passage else params.query) for c in chosen]
+        marked = "" if params.passage else params.query
+        hits = [_hit(c, marked) for c in chosen]
         top = max((hit.confidence_score for hit in hits), default=None)
         level = confidence_level(top, len(hits))
         message = ""
         closest: list[dict[str, Any]] = []
+        related: list[Hit] = []
+        reason = ""
         if not hits:
-            message = (
+            floor = params.threshold - RELATED_BAND
+            close = [c for c in dropped if c["score"] >= floor]
+            related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
+            if pool.absent:
+                reason = "no note mentions " + " or ".join(pool.absent)
+            message = reason or (
                 f"no section scored {params.threshold:g} or more"
                 if best is not None
                 else "nothing matched" + _scope(params)  # a filter that leaves no note says so
             )
-            closest = _closest(ordered)
+            if not related:
+                closest = _closest(ordered)
         if level == "none":
             message = NO_ANSWER + (f": {message}" if message else "")
         explain = None
@@ -184,7 +210,7 @@ class Searcher:
             search_parameters={
                 "top_k": params.top_k,
                 "threshold": params.threshold,
-                "metric": "COSINE",
+                "metric": "IP",  # inner product of unit vectors: the cosine
                 "mode": params.mode,
                 "tags": list(params.tags),
                 "path_prefix": params.path_prefix,
@@ -192,7 +218,14 @@ class Searcher:
             execution_time_ms=round((time.perf_counter() - started) * 1000, 2),
             best_candidate_score=None if best is None else round(best, 4),
             closest=closest,
-            confidence={"level": level, "best_score": top, "hits": len(hits)},
+            related=related,
+            confidence={
+                "level": level,
+                "best_score": top,
+                "hits": len(hits),
+                "outcome": outcome_of(len(hits), len(related)),
+                "reason": reason,
+            },
             message=message,
             explain=explain,
             query_vector=vector,
@@ -221,17 +254,22 @@ class Searcher:
 
 
 def _score(
-    params: SearchParams, dense: list[dict[str, Any]], keyword: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    params: SearchParams,
+    dense: list[dict[str, Any]],
+    keyword: list[dict[str, Any]],
+    baseline: tuple[float, float] | None,
+) -> tuple[list[dict[str, Any]], relevance.QueryEvidence]:
     """Every distinct candidate with its relevance `score` and `features`, best first (ties keep
-    the dense-then-keyword order the engine gave)."""
+    the dense-then-keyword order the engine gave), and what the pool says of the query."""
     scored = []
-    for row, values in relevance.score_candidates(params.query, dense, keyword, _key):
-        row["score"] = relevance.probability(values, params.mode)
+    candidates, pool = relevance.score_candidates(params.query, dense, keyword, _key, baseline)
+    weighed = relevance.scores([values for _, values in candidates], params.mode)
+    for (row, values), score in zip(candidates, weighed, strict=True):
+        row["score"] = score
         row["features"] = values
         scored.append(row)
     scored.sort(key=lambda row: -row["score"])
-    return scored
+    return scored, pool
 
 
 def _pass_threshold(

@@ -51,7 +51,7 @@ def test_raising_any_one_feature_never_lowers_the_score(mode):
 
 
 def test_a_note_holding_the_rare_term_asked_for_counts_it_and_one_without_does_not():
-    scored = relevance.score_candidates(
+    scored, _pool = relevance.score_candidates(
         "how do I use pg_restore",
         [],
         [
@@ -106,7 +106,7 @@ def test_a_note_lacking_the_rare_term_is_no_rival_to_one_holding_it():
     holder = _row("4844.md", 0.24, f"| `{term}` | `Bytes20(0x0A)` |", bm25=2.9)
     longer = _row("8149.md", 0.46, f"| `MULTI_{term}` | `TBD` | precompile address |", bm25=3.1)
     near = _row("8096.md", 0.54, "the point evaluation precompile is underpriced", bm25=3.0)
-    scored = relevance.score_candidates(term, [], [longer, near, holder], _key)
+    scored, _pool = relevance.score_candidates(term, [], [longer, near, holder], _key)
     margin, rare = relevance.FEATURES.index("margin"), relevance.FEATURES.index("rare")
     by_path = {row["file_path"]: values for row, values in scored}
     assert by_path["4844.md"][rare] == 1.0 and by_path["8149.md"][rare] == 0.0
@@ -120,7 +120,7 @@ def test_holding_the_rare_term_never_lowers_a_candidates_lead():
     # Alone among holders and ahead of every other note: its lead stays what it was.
     term = "pg_restore"
     holder = _row("a.md", 0.7, f"run {term} now", bm25=2.0)
-    scored = relevance.score_candidates(term, [holder, _row("b.md", 0.6, "backups")], [], _key)
+    scored, _pool = relevance.score_candidates(term, [holder, _row("b.md", 0.6, "backups")], [], _key)
     margin = relevance.FEATURES.index("margin")
     assert {row["file_path"]: values[margin] for row, values in scored}["a.md"] == pytest.approx(0.1)
 
@@ -157,7 +157,7 @@ def test_the_keyword_search_is_asked_the_query_without_its_question_words(query,
 def test_a_section_found_by_both_lists_appears_once_with_both_ranks_and_its_best_cosine():
     dense = [_row("a.md", 0.6), _row("b.md", 0.5)]
     keyword = [_row("b.md", 0.55, bm25=7.0), _row("a.md", 0.58, bm25=2.0)]
-    scored = relevance.score_candidates("anything", dense, keyword, _key)
+    scored, _pool = relevance.score_candidates("anything", dense, keyword, _key)
     assert [row["file_path"] for row, _ in scored] == ["a.md", "b.md"]
     names = relevance.FEATURES
     a, b = (dict(zip(names, values, strict=True)) for _, values in scored)
@@ -169,7 +169,7 @@ def test_a_section_found_by_both_lists_appears_once_with_both_ranks_and_its_best
 
 def test_the_lead_over_the_next_note_is_positive_for_the_best_note_only():
     dense = [_row("a.md", 0.70), _row("a.md", 0.65) | {"section_id": "t"}, _row("b.md", 0.60)]
-    scored = relevance.score_candidates("anything", dense, [], _key)
+    scored, _pool = relevance.score_candidates("anything", dense, [], _key)
     margin = relevance.FEATURES.index("margin")
     leads = [(row["file_path"], round(values[margin], 4)) for row, values in scored]
     # Sections of the same note do not compete with each other: both of a.md's lead b.md.
@@ -181,7 +181,7 @@ def test_a_note_keeps_its_lead_over_copies_of_itself(copies):
     text = "Feed the sourdough starter twice a day with equal weights of flour and water."
     dense = [_row(f"copy{i}.md", 0.70 - i * 0.001, text) for i in range(copies + 1)]
     dense.append(_row("other.md", 0.55, "Proof the dough overnight in the fridge."))
-    scored = relevance.score_candidates("feeding the sourdough starter", dense, [], _key)
+    scored, _pool = relevance.score_candidates("feeding the sourdough starter", dense, [], _key)
     margin = relevance.FEATURES.index("margin")
     leads = {row["file_path"]: values[margin] for row, values in scored}
     # Every copy leads the first different note; none is penalised for the others.
@@ -190,7 +190,7 @@ def test_a_note_keeps_its_lead_over_copies_of_itself(copies):
 
 
 def test_query_words_in_the_title_and_text_count_as_shares():
-    scored = relevance.score_candidates(
+    scored, _pool = relevance.score_candidates(
         "baking sourdough bread",
         [_row("a.md", 0.5, "Bake the bread at 250 degrees.", title="Sourdough bread")],
         [],
@@ -221,6 +221,8 @@ def test_a_search_for_a_name_alone_is_a_lookup(query, lookup):
 def test_a_question_mentioning_a_name_keeps_every_rival():
     holder = _row("a.md", 0.3, "run pg_restore now", bm25=2.0)
     closer = _row("b.md", 0.5, "restoring backups in general", bm25=1.0)
-    scored = relevance.score_candidates("which options does pg_restore take", [], [holder, closer], _key)
+    scored, _pool = relevance.score_candidates(
+        "which options does pg_restore take", [], [holder, closer], _key
+    )
     margin = relevance.FEATURES.index("margin")
     assert {row["file_path"]: values[margin] for row, values in scored}["a.md"] == pytest.approx(-0.15)

@@ -293,6 +293,14 @@ class Store:
         """file_path, file_hash and doc_vector of every note, for the all-pairs duplicate scan."""
         yield from self._iterate(METADATA, ["file_path", "file_hash", "doc_vector"])
 
+    def doc_vectors_of(self, paths: Sequence[str]) -> np.ndarray:
+        """The document vectors of these indexed notes, one row each (a failed note has none)."""
+        found: list[Any] = []
+        for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
+            expr = f'{in_filter("doc_id", batch)} and status == "indexed"'
+            found += [row["doc_vector"] for row in self._query(METADATA, expr, ["doc_vector"])]
+        return np.asarray(found, dtype=np.float32)
+
     def search_doc_vectors(self, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
         """The notes whose document vector is nearest (`distance` is the cosine)."""
         result = self._call(

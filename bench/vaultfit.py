@@ -1,0 +1,270 @@
+"""Fit the relevance score on the vaults' questions (train split), report it on the sealed split.
+
+    python -m bench.vaultfit DUMP.jsonl ... [--modes hybrid] [--out bench/results/vaults.json]
+
+Each DUMP is a `python -m bench.fit dump --set VAULT` (every candidate's evidence, each row
+carrying its question's split). Four ways to score, each fitted on the `train` questions only and
+reported on the train split (held out by 5 folds where something is fitted), on the sealed split
+of the four fitted-on folders (`test`: all of otel, a quarter of the others) and on the unseen
+vault (hugo), every rate with its Wilson 95% interval:
+- `scifact`: the per-hit constants fitted on SciFact (mdrag/relevance.py's WEIGHTS) alone;
+- `named`: SciFact's constants with one weight fitted here, the shift of a query that names
+  something no candidate holds (the bias moved by as much, so other queries score as before;
+  the smallest weight that reaches the best balanced rate on train);
+- `refit`: every weight refitted per candidate (relevant or not), as bench.fit does on SciFact;
+- `decision`: a query-level logistic over the best hit's evidence (label: the question is
+  answerable and a right note is in the first DEPTH), each other hit lowered by its SciFact
+  logit gap to the best, so the order stays SciFact's. This is what mdrag ships: its constants
+  are relevance.DECISION.
+Weights stay >= 0 (more evidence never lowers a score); each bias is placed so that 0.7 is where
+answered and silent balance on train.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.answerability import DEPTH
+from bench.fit import anchor, fit_weights, load, scores_of
+from bench.metrics import ndcg_at_k, wilson
+from mdrag import relevance
+
+THRESHOLD = 0.7
+UNSEEN = "hugo"
+
+
+def figures(rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5) -> dict[str, Any]:
+    """Rates at the default threshold over these rows, each with its count and 95% interval.
+
+    `constants(row)` gives the (bias, coef) that scores a row. Per question: its candidates in
+    score order; a right note kept (>= 0.7, within DEPTH) answers; nothing kept is silent; the
+    first distinct notes at threshold 0 give "right first" and "right in 3"; `related` is the
+    floor of the "possibly related" band under the threshold.
+    """
+    counts = {k: [0, 0] for k in ("answered", "silent", "right_first", "right_in_3", "related_or_better")}
+    ndcg = []
+    for row in rows:
+        bias, coef = constants(row)
+        scored = sorted(scores_of(row, bias, coef), key=lambda t: -t[2])[:DEPTH]
+        if row["version"] == "answerable":
+            notes: list[tuple[str, int]] = []
+            for doc, label, _ in scored:
+                if all(doc != d for d, _ in notes):
+                    notes.append((doc, label))
+            hit = any(label and score >= THRESHOLD for _, label, score in scored)
+            _count(counts["answered"], hit)
+            _count(counts["right_first"], bool(notes) and bool(notes[0][1]))
+            _count(counts["right_in_3"], any(label for _, label in notes[:3]))
+            _count(counts["related_or_better"], any(label and score >= related for _, label, score in scored))
+            ndcg.append(ndcg_at_k([d for d, _ in notes], {d: 1 for d, lab in notes if lab}, 10))
+        else:
+            _count(counts["silent"], not any(score >= THRESHOLD for _, _, score in scored))
+    out: dict[str, Any] = {
+        key: {"rate": round(k / n, 4) if n else None, "of": n, "ci95": wilson(k, n)}
+        for key, (k, n) in counts.items()
+    }
+    out["ndcg@10_of_candidates"] = round(float(np.mean(ndcg)), 4) if ndcg else None
+    return out
+
+
+def _count(cell: list[int], ok: bool) -> None:
+    cell[0] += int(ok)
+    cell[1] += 1
+
+
+def _split(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "train": [r for r in rows if r["split"] == "train"],
+        "sealed": [r for r in rows if r["split"] == "test" and r["set"] != UNSEEN],
+        "unseen": [r for r in rows if r["set"] == UNSEEN],
+    }
+
+
+def _folds(train: Sequence[dict[str, Any]], folds: int = 5) -> list[set[tuple[str, str]]]:
+    questions = sorted({(r["set"], r["q"]) for r in train})
+    order = [questions[i] for i in np.random.default_rng(0).permutation(len(questions))]
+    return [set(order[f::folds]) for f in range(folds)]
+
+
+def _report(parts: dict[str, list[dict[str, Any]]], constants: Any, held: Any = None) -> dict[str, Any]:
+    """Figures per split; `held` scores the train split with constants that never saw each row."""
+    return {
+        "train": figures(parts["train"], held or constants),
+        "sealed": figures(parts["sealed"], constants),
+        "unseen": figures(parts["unseen"], constants),
+    }
+
+
+NAMED = relevance.FEATURES.index("named")
+NAMED_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def named_shift(
+    rows: list[dict[str, Any]], mode: str, scifact: tuple[float, tuple[float, ...]]
+) -> dict[str, Any]:
+    """SciFact's constants (`scifact`: bias and weights before any shift) and the `named` weight
+    that balances best on train."""
+    bias0, weights0 = scifact
+    parts = _split(rows)
+
+    def constants(w: float) -> tuple[float, np.ndarray]:
+        coef = np.asarray(weights0, dtype=float)
+        coef[NAMED] = w
+        return bias0 - w, coef
+
+    def balanced(w: float, train: list[dict[str, Any]]) -> float:
+        f = figures(train, lambda _: constants(w))
+        return min(f["answered"]["rate"] or 0.0, f["silent"]["rate"] or 0.0)
+
+    def choose(train: list[dict[str, Any]]) -> float:
+        scores = [balanced(w, train) for w in NAMED_GRID]
+        return NAMED_GRID[scores.index(max(scores))]  # the smallest weight at the best rate
+
+    held: dict[tuple[str, str], tuple[float, np.ndarray]] = {}
+    for fold in _folds(parts["train"]):
+        w = choose([r for r in parts["train"] if (r["set"], r["q"]) not in fold])
+        held.update(dict.fromkeys(fold, constants(w)))
+    w = choose(parts["train"])
+    bias, coef = constants(w)
+    return {
+        "weight": w,
+        "bias": round(bias, 4),
+        **_report(parts, lambda _: (bias, coef), lambda r: held[(r["set"], r["q"])]),
+    }
+
+
+def refit(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    parts = _split(rows)
+    held: dict[tuple[str, str], tuple[float, np.ndarray]] = {}
+    for fold in _folds(parts["train"]):
+        fitting = [r for r in parts["train"] if (r["set"], r["q"]) not in fold]
+        bias, coef = fit_weights(fitting)
+        held.update(dict.fromkeys(fold, (anchor(fitting, bias, coef, THRESHOLD), coef)))
+    bias, coef = fit_weights(parts["train"])
+    bias = anchor(parts["train"], bias, coef, THRESHOLD)
+    return {
+        "bias": round(float(bias), 4),
+        "weights": dict(zip(relevance.FEATURES, (round(float(c), 4) for c in coef), strict=True)),
+        **_report(parts, lambda _: (bias, coef), lambda r: held[(r["set"], r["q"])]),
+    }
+
+
+# The query-level decision's evidence: the best hit's SciFact logit and these of its features.
+DECISION = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread", "named")
+
+
+def decision(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    bias0, weights0 = relevance.WEIGHTS[mode]
+    coef0 = np.asarray(weights0)
+    picks = [relevance.FEATURES.index(name) for name in DECISION]
+    parts = _split(rows)
+
+    def logits(row: dict[str, Any]) -> list[float]:
+        return [bias0 + float(np.dot(coef0, values)) for _, _, values in row["cands"]]
+
+    def evidence(row: dict[str, Any]) -> list[float]:
+        z = logits(row)
+        best = int(np.argmax(z))
+        return [z[best], *(row["cands"][best][2][i] for i in picks)]
+
+    def fitted(train: list[dict[str, Any]]) -> tuple[float, np.ndarray]:
+        asked = []
+        for row in train:
+            if not row["cands"]:
+                continue
+            top = sorted(scores_of(row, bias0, coef0), key=lambda t: -t[2])[:DEPTH]
+            found = row["version"] == "answerable" and any(label for _, label, _ in top)
+            asked.append({"version": row["version"], "cands": [["q", int(found), evidence(row)]]})
+        bias, coef = fit_weights(asked)
+        return anchor(asked, bias, coef, THRESHOLD), coef
+
+    def rescored(row: dict[str, Any], bias: float, coef: np.ndarray) -> dict[str, Any]:
+        if not row["cands"]:
+            return row
+        z = logits(row)
+        d = bias + float(np.dot(coef, evidence(row)))
+        return {
+            **row,
+            "cands": [
+                [doc, lab, [d + zi - max(z)]] for (doc, lab, _), zi in zip(row["cands"], z, strict=True)
+            ],
+        }
+
+    one = (0.0, np.asarray([1.0]))
+    held: list[dict[str, Any]] = []
+    for fold in _folds(parts["train"]):
+        b, c = fitted([r for r in parts["train"] if (r["set"], r["q"]) not in fold])
+        held += [rescored(r, b, c) for r in parts["train"] if (r["set"], r["q"]) in fold]
+    bias, coef = fitted(parts["train"])
+    return {
+        "bias": round(float(bias), 4),
+        "weights": dict(zip(("logit", *DECISION), (round(float(c), 4) for c in coef), strict=True)),
+        "train": figures(held, lambda _: one),
+        "sealed": figures([rescored(r, bias, coef) for r in parts["sealed"]], lambda _: one),
+        "unseen": figures([rescored(r, bias, coef) for r in parts["unseen"]], lambda _: one),
+    }
+
+
+SCIFACT = relevance.WEIGHTS  # what named_shift starts from: the order's constants alone
+
+
+def fit_mode(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    mine = [r for r in rows if r["mode"] == mode]
+    return {
+        "scifact": {
+            "bias": SCIFACT[mode][0],
+            **_report(_split(mine), lambda _: (SCIFACT[mode][0], np.asarray(SCIFACT[mode][1]))),
+        },
+        "named": named_shift(mine, mode, SCIFACT[mode]),
+        "refit": refit(mine),
+        "decision": decision(mine, mode),
+    }
+
+
+def line(name: str, f: dict[str, Any]) -> str:
+    parts = []
+    for key in ("answered", "silent", "right_first", "right_in_3", "related_or_better"):
+        cell = f[key]
+        if cell["rate"] is None:
+            continue
+        lo, hi = cell["ci95"]
+        parts.append(f"{key} {cell['rate']:.2f} [{lo:.2f}-{hi:.2f}] /{cell['of']}")
+    return f"  {name:<16} " + "; ".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("dumps", type=Path, nargs="+")
+    parser.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"])
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    rows = [row for path in args.dumps for row in load(path)]
+    result: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "dumps": [p.name for p in args.dumps],
+        "modes": {},
+    }
+    for mode in args.modes:
+        result["modes"][mode] = fitted = fit_mode(rows, mode)
+        for way, figures_ in fitted.items():
+            extra = {k: v for k, v in figures_.items() if k in ("weight", "weights", "bias")}
+            print(f"{mode} {way}: {json.dumps(extra)}", file=sys.stderr)
+            for split in ("train", "sealed", "unseen"):
+                print(line(split, figures_[split]), file=sys.stderr)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
