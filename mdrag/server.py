@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
 import threading
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -12,17 +11,12 @@ from typing import Any
 
 from loguru import logger
 
-from mdrag import protocol
+from mdrag import protocol, trust
 from mdrag.errors import AlreadyRunningError, MdragError, QueryError
 from mdrag.lobby import Lobby, reply
+from mdrag.trust import peer_uid
 
 Handler = Callable[[str, dict[str, Any]], Any]
-
-
-def peer_uid(conn: socket.socket) -> int:
-    """The uid of the process on the other end (SO_PEERCRED: pid, uid, gid)."""
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
 
 
 class SocketServer:
@@ -52,9 +46,9 @@ class SocketServer:
         self._lobby: Lobby | None = None
 
     def claim(self) -> None:
-        """Create the socket: a live one means another daemon; a dead one is replaced."""
-        if not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, mode=0o700)
+        """Create the socket: a live one means another daemon; a dead one is replaced. Its folder
+        is made 0700, and one that is not this user's alone is refused (see trust)."""
+        trust.check_folder(self.path.parent, create=True)
         if self.path.exists() or self.path.is_symlink():
             if not self.path.is_socket():
                 raise AlreadyRunningError(
