@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from mdrag import indexlock, paths
+from mdrag import indexlock, paths, private
 from mdrag.config import Config, load_config
 from mdrag.errors import (
     AlreadyRunningError,
@@ -42,6 +42,7 @@ class LocalBackend:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
+        private.restrict_umask()  # what this command (and the Lite servers it starts) makes is private
         # The index's lock before any Lite server starts: a refused command touches nothing.
         self._lock = indexlock.acquire(
             indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
