@@ -30,6 +30,7 @@ from mdrag.milvus import Store
 from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.pathtext import to_fs, to_text
 from mdrag.progress import ProgressMeter
+from mdrag.rebuild import remove_leftovers
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
@@ -88,6 +89,13 @@ class Service:
 
     def _open(self, config: Config, embedder: Embedder | None, pending: Callable[[], bool]) -> None:
         self.config = config
+        if is_lite_uri(config.milvus_uri):
+            removed = remove_leftovers(config.milvus_uri)  # we hold the lock: no rebuild runs
+            if removed:
+                logger.warning(
+                    "removed what a rebuild that did not finish left beside the index: {}",
+                    ", ".join(str(path) for path in removed),
+                )
         # What an older mdrag or a umask of 022 left readable by others: the notes' text is in there.
         private.tighten(private.beside(beside_index(config, ".db")))
         # True while notes wait to be indexed (the daemon's queue or a run under way): a search
