@@ -53,7 +53,7 @@ class Daemon:
             )
         self.config = config
         self.notifier = SystemdNotifier()
-        self.queue = WorkQueue(config.watch_debounce_ms / 1000)
+        self.queue = WorkQueue(config.watch_debounce_ms / 1000, config.watch_max_wait_ms / 1000)
         self.server = SocketServer(config.server_socket_path, self.handle)
         self._progress_logged_at = 0.0
         self._progress_logged_for: ProgressMeter | None = None  # the run those log lines are about

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,32 @@ def test_a_removed_socket_is_bound_again_within_seconds_and_searches_succeed(dae
     assert Path(daemon.socket_path).parent.stat().st_mode & 0o777 == 0o700
     assert seconds < 15
     print(f"socket bound again after {seconds:.1f} s")  # measured: within the main loop's 1 s tick
+
+
+def test_a_note_rewritten_every_300_ms_becomes_searchable_while_it_is_still_being_written(daemon):
+    note = daemon.notes / "ticker.md"
+    stop = threading.Event()
+
+    def keep_writing() -> None:
+        tick = 0
+        while not stop.is_set():
+            note.write_text(f"# Ticker\n\nThe lamp keeper counts wick trims, tick {tick}.\n")
+            tick += 1
+            stop.wait(0.3)
+
+    writer = threading.Thread(target=keep_writing)
+    started = time.monotonic()
+    writer.start()
+    try:
+        # The daemon's max wait here is 3 s (5 s by default); the writing goes on for up to 20 s.
+        seconds = wait_until(lambda: found(daemon, "ticker.md"), timeout=20, interval=0.25)
+        still_writing = writer.is_alive() and not stop.is_set()
+    finally:
+        stop.set()
+        writer.join()
+    assert still_writing
+    print(f"searchable {seconds:.1f} s after the first of its saves every 300 ms")
+    assert time.monotonic() - started < 20
 
 
 def test_sighup_stops_the_daemon_cleanly_and_the_next_start_repairs_nothing(tmp_path):
