@@ -107,6 +107,10 @@ class Lobby:
             self._wake_w.close()
             while not self._returned.empty():
                 self._returned.get()[0].close()
+            if not self._listeners.empty():  # a listener bound again, never swapped in
+                self._listener.close()
+                while not self._listeners.empty():
+                    self._listeners.get().close()
 
     def _accept(self) -> None:
         while True:
