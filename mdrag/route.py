@@ -19,6 +19,7 @@ from mdrag.errors import (
     NoIndexError,
     ServerNotRunningError,
     StoreLockedError,
+    UnsafePathError,
 )
 from mdrag.milvus import index_exists, start_early
 from mdrag.progress import OnProgress, progress_line, short_eta
@@ -257,6 +258,8 @@ def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
 
         try:
             serving = DaemonClient(config.server_socket_path).alive()
+        except UnsafePathError:
+            raise  # a socket we may not trust: say so, not "already running"
         except MdragError:
             serving = True  # it answered, busy: a daemon all the same
         if serving:

@@ -89,6 +89,9 @@ class Service:
 
     def _open(self, config: Config, embedder: Embedder | None, pending: Callable[[], bool]) -> None:
         self.config = config
+        # Before anything opens: a link there is refused with nothing started or repaired.
+        private.refuse_link(dirty_marker(config), "the crash marker")
+        private.refuse_link(gap_log_path(config), "the gap log")
         if is_lite_uri(config.milvus_uri):
             removed = remove_leftovers(config.milvus_uri)  # we hold the lock: no rebuild runs
             if removed:

@@ -88,5 +88,6 @@ def test_a_file_of_mdrags_that_is_a_link_to_a_note_is_refused_and_the_note_is_un
     assert f"{tmp_path / 'index' / name} is a symbolic link (to {victim})" in result.stderr
     assert "remove the link" in result.stderr
     assert "Traceback" not in result.stderr
+    assert "not closed cleanly" not in result.stderr  # refused before anything is opened or repaired
     assert victim.read_text() == VICTIM
     assert victim.stat().st_mtime_ns == before.st_mtime_ns
