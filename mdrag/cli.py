@@ -45,6 +45,9 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 @click.pass_context
 def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> None:
     """Run the daemon in the foreground: watch the roots, keep the index fresh, answer on the socket."""
+    from mdrag import private
+
+    private.restrict_umask()  # before anything is made: the index, its logs, the socket's folder
     config = command_config(
         ctx,
         need_roots=True,

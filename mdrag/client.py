@@ -6,9 +6,10 @@ import json
 import socket
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-from mdrag import protocol
+from mdrag import protocol, trust
 from mdrag.errors import DaemonBusyError, QueryError, RemoteError, ServerNotRunningError
 
 CONNECT_TIMEOUT_S = 2.0
@@ -63,6 +64,9 @@ class DaemonClient:
         on_progress: Callable[[dict[str, Any]], None] | None,
         **params: Any,
     ) -> Any:
+        # The folder first: a socket in a folder another user can write may be theirs.
+        if not trust.check_folder(Path(self.socket_path).expanduser().parent):
+            raise ServerNotRunningError(f"no mdrag daemon answers on {self.socket_path} (no such folder)")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(CONNECT_TIMEOUT_S)
         try:
@@ -79,6 +83,7 @@ class DaemonClient:
                 ) from None
             except OSError as exc:
                 raise ServerNotRunningError(f"cannot reach the daemon on {self.socket_path}: {exc}") from None
+            trust.check_server(sock, self.socket_path)  # before a word is sent or read
             sock.settimeout(timeout if timeout is not None else self.timeout)
             sock.sendall(protocol.encode(protocol.request(op, **params)))
             reply = b""

@@ -61,6 +61,7 @@ class Config:
     search_mode: str = "hybrid"
     server_socket_path: str = field(default_factory=default_socket_path)
     watch_debounce_ms: int = 500
+    watch_max_wait_ms: int = 5000  # or watch_debounce_ms when that is longer and this is not set
     watch_sweep_interval_s: float = 600.0
     log_level: str = "INFO"
     log_progress_interval_s: float = 10.0
@@ -106,6 +107,7 @@ KEYS: dict[str, str] = {
     "search.mode": "search_mode",
     "server.socket_path": "server_socket_path",
     "watch.debounce_ms": "watch_debounce_ms",
+    "watch.max_wait_ms": "watch_max_wait_ms",
     "watch.sweep_interval_s": "watch_sweep_interval_s",
     "log.level": "log_level",
     "log.progress_interval_s": "log_progress_interval_s",
@@ -194,6 +196,9 @@ def _build(raw: dict[str, Any], origin: dict[str, str], source: str) -> Config:
         where = origin.get(attr, source)
         values[attr] = _coerce(attr, value, where)
     config = replace(Config(), **values, source=source)
+    if "watch_max_wait_ms" not in values and config.watch_max_wait_ms < config.watch_debounce_ms:
+        # A debounce set longer than the default maximum wait: the wait follows it.
+        config = replace(config, watch_max_wait_ms=config.watch_debounce_ms)
     _validate(config, origin)
     return config
 
@@ -288,6 +293,14 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
         )
     if not 0 <= config.watch_debounce_ms <= 60_000:
         raise _fail("watch_debounce_ms", where("watch_debounce_ms"), "must be 0-60000")
+    if not 0 < config.watch_max_wait_ms <= 600_000:
+        raise _fail("watch_max_wait_ms", where("watch_max_wait_ms"), "must be 1-600000")
+    if config.watch_max_wait_ms < config.watch_debounce_ms:
+        raise _fail(
+            "watch_max_wait_ms",
+            where("watch_max_wait_ms"),
+            f"must be at least watch.debounce_ms ({config.watch_debounce_ms})",
+        )
     if config.watch_sweep_interval_s < 0:
         raise _fail("watch_sweep_interval_s", where("watch_sweep_interval_s"), "must be >= 0 (0 = off)")
     if config.log_level.upper() not in LOG_LEVELS:

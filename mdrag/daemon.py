@@ -53,7 +53,7 @@ class Daemon:
             )
         self.config = config
         self.notifier = SystemdNotifier()
-        self.queue = WorkQueue(config.watch_debounce_ms / 1000)
+        self.queue = WorkQueue(config.watch_debounce_ms / 1000, config.watch_max_wait_ms / 1000)
         self.server = SocketServer(config.server_socket_path, self.handle)
         self._progress_logged_at = 0.0
         self._progress_logged_for: ProgressMeter | None = None  # the run those log lines are about
@@ -74,7 +74,8 @@ class Daemon:
     def run(self) -> int:
         """Serve until SIGTERM or SIGINT; returns the exit code."""
         self.server.claim()  # fail fast, before the model loads, if another daemon runs
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        # SIGHUP (the terminal closed, or `kill -HUP`) stops it cleanly as well: there is no reload.
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._on_signal)
         try:
             # Serve at once, so a client never mistakes a starting daemon for none and opens
@@ -177,6 +178,7 @@ class Daemon:
                 self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
                 self.watcher.start()
                 self.request_sweep()
+            self.server.rebind_if_gone()
             self._log_progress()
             self.notifier.status(self._status_line())
 

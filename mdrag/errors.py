@@ -12,6 +12,7 @@ MdragError                  anything the CLI reports as "Error: ..." with exit 1
 ├── ServerNotRunningError   no daemon answers on the socket
 │   └── NoIndexError        ... and a read command finds no index to open
 ├── AlreadyRunningError     a live daemon already serves the socket
+├── UnsafePathError         a file or folder mdrag would use is not safely its user's own
 └── RemoteError             the daemon answered a request with an error
     └── DaemonBusyError     a live daemon had no free client slot (never a reason to open the index here)
 """
@@ -74,6 +75,12 @@ class NoIndexError(ServerNotRunningError):
 
 class AlreadyRunningError(MdragError):
     """Another daemon already serves the configured socket."""
+
+
+class UnsafePathError(MdragError):
+    """A path mdrag would use could let another user in or redirect a write: a socket folder owned
+    by someone else or open to others, a socket served by another user, a symbolic link where mdrag
+    writes a file of its own."""
 
 
 class RemoteError(MdragError):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
+from mdrag import private
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.params import GAP_STATUSES
 
@@ -45,6 +46,7 @@ class GapLog:
         self._lock = threading.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mdrag-gap-log")
         path.parent.mkdir(parents=True, exist_ok=True)
+        private.refuse_link(path, "the gap log")  # SQLite would write through it
         with self._db() as db:
             db.execute(_SCHEMA)
 

@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from mdrag import private
 from mdrag.config import is_lite_uri
 from mdrag.errors import StoreLockedError
 
@@ -110,7 +111,8 @@ def acquire(path: Path, index: str | None = None, role: str = COMMAND, socket: s
             lock._holds += 1
             return lock
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # Never through a link: the record below would truncate whatever it points to.
+        fd = private.open_file(path, os.O_RDWR | os.O_CREAT, "the index lock")
         try:
             holder = _lock_or_holder(fd)
         except BaseException:

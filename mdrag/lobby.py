@@ -50,6 +50,7 @@ class Lobby:
         self.max_waiting = max_waiting
         self._waiting: dict[socket.socket, _Waiting] = {}  # oldest first
         self._returned: queue.SimpleQueue[tuple[socket.socket, bytes]] = queue.SimpleQueue()
+        self._listeners: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()  # to swap in
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -58,6 +59,12 @@ class Lobby:
     def hand_back(self, conn: socket.socket, rest: bytes) -> None:
         """A connection whose request was answered waits here for its next one (any thread)."""
         self._returned.put((conn, rest))
+        self.wake()
+
+    def replace_listener(self, listener: socket.socket) -> None:
+        """Accept on `listener` from now on, closing the one before (any thread): the socket was
+        bound again after its file was removed."""
+        self._listeners.put(listener)
         self.wake()
 
     def wake(self) -> None:
@@ -100,6 +107,10 @@ class Lobby:
             self._wake_w.close()
             while not self._returned.empty():
                 self._returned.get()[0].close()
+            if not self._listeners.empty():  # a listener bound again, never swapped in
+                self._listener.close()
+                while not self._listeners.empty():
+                    self._listeners.get().close()
 
     def _accept(self) -> None:
         while True:
@@ -126,6 +137,13 @@ class Lobby:
                 pass
         except (BlockingIOError, InterruptedError):
             pass
+        while not self._listeners.empty():
+            listener = self._listeners.get()
+            self._selector.unregister(self._listener)
+            self._listener.close()
+            listener.setblocking(False)
+            self._selector.register(listener, selectors.EVENT_READ, "listener")
+            self._listener = listener
         while not self._returned.empty():
             conn, rest = self._returned.get()
             if self._stopping.is_set():

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from mdrag import __version__
 from mdrag.client import DaemonClient
-from mdrag.errors import MdragError, ServerNotRunningError
+from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
 
 INSTRUCTIONS = (
     "mdrag searches the user's own markdown notes by meaning. Use `search` to find what the notes say "
@@ -144,8 +144,13 @@ def build_server(socket_path: str) -> MCPServer:
         that failed to index and the model. Use it when a search finds less than expected."""
         return ask("status")
 
-    if not client.alive():
-        logger.warning("no mdrag daemon answers on {} yet; tools fail until `mdrag serve` runs", socket_path)
+    try:
+        if not client.alive():
+            logger.warning(
+                "no mdrag daemon answers on {} yet; tools fail until `mdrag serve` runs", socket_path
+            )
+    except UnsafePathError as exc:  # every tool refuses too, saying the same
+        logger.error("{}", exc)
     return server
 
 

@@ -4,7 +4,8 @@ Dropping the collections in place left every search during the rebuild failing (
 found") or answering from a half-filled index. Here the new index is built in databases of its
 own beside the old one (`NAME.rebuild.db`, ...) while searches go on answering from the old;
 once it is complete, the old databases are replaced by the new ones in one short pause, under
-the caller's exclusive gate (searches wait for it, they never fail).
+the caller's exclusive gate (searches wait for it, they never fail). What a rebuild killed
+midway leaves beside the index is removed by the next process that opens it to write.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loguru import logger
 
@@ -21,7 +23,9 @@ from mdrag.catalog import Catalog
 from mdrag.indexer import Indexer, IndexReport
 from mdrag.milvus import Store, database_files
 from mdrag.progress import ProgressMeter
-from mdrag.service import Service
+
+if TYPE_CHECKING:  # the service removes a killed rebuild's leftovers (below) when it opens
+    from mdrag.service import Service
 
 
 def side_uri(uri: str) -> str:
@@ -43,7 +47,7 @@ def rebuild_beside(
     """
     config = service.config
     side = side_uri(config.milvus_uri)
-    _remove(database_files(side))  # left by a rebuild that was interrupted
+    remove_leftovers(config.milvus_uri)  # left by a rebuild that was interrupted
     logger.info("rebuilding the index beside the live one, in {}", side)
     store = Store(side, config.milvus_token, service.embedder.dimension, service.embedder.model_id)
     try:
@@ -52,7 +56,7 @@ def rebuild_beside(
     finally:
         store.close()
     if cancel is not None and cancel.is_set():
-        _remove(database_files(side))
+        remove_leftovers(config.milvus_uri)
         return report
     with exclusive():
         service.store.close()
@@ -64,6 +68,16 @@ def rebuild_beside(
     return report
 
 
-def _remove(paths: list[Path]) -> None:
-    for path in paths:
-        path.unlink(missing_ok=True)
+def remove_leftovers(uri: str) -> list[Path]:
+    """Remove the side index of a rebuild that did not finish (its databases, and the logs and
+    lock files of their Lite servers); returns what was there. Only for a process that holds
+    the index's lock, so that no rebuild can be under way."""
+    removed = []
+    for db in database_files(side_uri(uri)):
+        for path in (db, db.parent / f"{db.name}.log", db.parent / f".{db.name}.lock"):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+    return removed

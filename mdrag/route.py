@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from mdrag import indexlock, paths
+from mdrag import indexlock, paths, private
 from mdrag.config import Config, load_config
 from mdrag.errors import (
     AlreadyRunningError,
@@ -19,6 +19,7 @@ from mdrag.errors import (
     NoIndexError,
     ServerNotRunningError,
     StoreLockedError,
+    UnsafePathError,
 )
 from mdrag.milvus import index_exists, start_early
 from mdrag.progress import OnProgress, progress_line, short_eta
@@ -42,6 +43,7 @@ class LocalBackend:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
+        private.restrict_umask()  # what this command (and the Lite servers it starts) makes is private
         # The index's lock before any Lite server starts: a refused command touches nothing.
         self._lock = indexlock.acquire(
             indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
@@ -256,6 +258,8 @@ def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
 
         try:
             serving = DaemonClient(config.server_socket_path).alive()
+        except UnsafePathError:
+            raise  # a socket we may not trust: say so, not "already running"
         except MdragError:
             serving = True  # it answered, busy: a daemon all the same
         if serving:

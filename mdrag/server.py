@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
+import stat
 import threading
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -12,17 +12,12 @@ from typing import Any
 
 from loguru import logger
 
-from mdrag import protocol
+from mdrag import protocol, trust
 from mdrag.errors import AlreadyRunningError, MdragError, QueryError
 from mdrag.lobby import Lobby, reply
+from mdrag.trust import peer_uid
 
 Handler = Callable[[str, dict[str, Any]], Any]
-
-
-def peer_uid(conn: socket.socket) -> int:
-    """The uid of the process on the other end (SO_PEERCRED: pid, uid, gid)."""
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
 
 
 class SocketServer:
@@ -50,11 +45,13 @@ class SocketServer:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._lobby: Lobby | None = None
+        self._bound: tuple[int, int] | None = None  # (device, inode) of the socket file bound
+        self._rebind_problem: str | None = None  # said once, not every second
 
     def claim(self) -> None:
-        """Create the socket: a live one means another daemon; a dead one is replaced."""
-        if not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, mode=0o700)
+        """Create the socket: a live one means another daemon; a dead one is replaced. Its folder
+        is made 0700, and one that is not this user's alone is refused (see trust)."""
+        trust.check_folder(self.path.parent, create=True)
         if self.path.exists() or self.path.is_symlink():
             if not self.path.is_socket():
                 raise AlreadyRunningError(
@@ -71,15 +68,65 @@ class SocketServer:
                 raise AlreadyRunningError(f"an mdrag daemon is already running on {self.path}")
             finally:
                 probe.close()
+        self._listener = self._bind()
+
+    def _bind(self) -> socket.socket:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        previous = os.umask(0o177)  # the socket is born 0600: no moment where others may connect
         try:
-            listener.bind(str(self.path))
-        finally:
-            os.umask(previous)
-        os.chmod(self.path, 0o600)
-        listener.listen(128)
+            previous = os.umask(0o177)  # the socket is born 0600: no moment where others may connect
+            try:
+                listener.bind(str(self.path))
+            finally:
+                os.umask(previous)
+            os.chmod(self.path, 0o600)
+            info = os.lstat(self.path)
+            listener.listen(128)
+        except BaseException:
+            listener.close()
+            raise
+        self._bound = (info.st_dev, info.st_ino)
+        return listener
+
+    def rebind_if_gone(self) -> None:
+        """Bind the socket again if its file was removed (a /tmp cleaner, logind at logout) or
+        replaced by a dead one: without it every client would fail for good. Called every second
+        or so; a live socket of another process at the path is left alone (and said once)."""
+        if self._lobby is None or self._stopping.is_set():
+            return
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            info = None
+        except OSError as exc:
+            self._say_once(f"cannot check the socket {self.path}: {exc}")
+            return
+        if info is not None and (info.st_dev, info.st_ino) == self._bound:
+            self._rebind_problem = None
+            return
+        what = "removed" if info is None else "replaced"
+        if info is not None:
+            if not stat.S_ISSOCK(info.st_mode):
+                self._say_once(f"the socket {self.path} was replaced by a file, not a socket; remove it")
+                return
+            if _answers(self.path):
+                self._say_once(f"another process now serves {self.path}; this daemon is unreachable there")
+                return
+            self.path.unlink(missing_ok=True)  # a dead socket in our own folder
+        try:
+            trust.check_folder(self.path.parent, create=True)  # the folder may have gone with it
+            listener = self._bind()
+        except (OSError, MdragError) as exc:
+            self._say_once(f"the socket {self.path} was {what} and cannot be bound again: {exc}")
+            return
         self._listener = listener
+        self._lobby.replace_listener(listener)
+        self._rebind_problem = None
+        logger.warning("the socket {} was {} (a temp cleaner? a logout?); bound it again", self.path, what)
+
+    def _say_once(self, problem: str) -> None:
+        if problem != self._rebind_problem:
+            self._rebind_problem = problem
+            logger.warning("{}", problem)
 
     def start(self) -> None:
         if self._listener is None:
@@ -112,8 +159,11 @@ class SocketServer:
         if self._thread is not None:
             self._thread.join(timeout=2)
         try:
-            if self.path.is_socket():
+            info = os.lstat(self.path)
+            if (info.st_dev, info.st_ino) == self._bound:  # ours: never another daemon's socket
                 self.path.unlink()
+        except FileNotFoundError:
+            pass
         except OSError as exc:
             logger.warning("could not remove the socket {}: {}", self.path, exc)
 
@@ -184,3 +234,16 @@ class SocketServer:
         except Exception as exc:  # a bug answers this request with an error, never the daemon's life
             logger.exception("request failed")
             yield protocol.error("InternalError", f"internal error: {exc!r}")
+
+
+def _answers(path: Path) -> bool:
+    """Whether a process accepts connections on the socket at `path`."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from mdrag import __version__, indexlock
+from mdrag import __version__, indexlock, private
 from mdrag.carried import CarriedVectors
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config, is_lite_uri
@@ -30,6 +30,7 @@ from mdrag.milvus import Store
 from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.pathtext import to_fs, to_text
 from mdrag.progress import ProgressMeter
+from mdrag.rebuild import remove_leftovers
 from mdrag.related import related_notes
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
@@ -88,6 +89,18 @@ class Service:
 
     def _open(self, config: Config, embedder: Embedder | None, pending: Callable[[], bool]) -> None:
         self.config = config
+        # Before anything opens: a link there is refused with nothing started or repaired.
+        private.refuse_link(dirty_marker(config), "the crash marker")
+        private.refuse_link(gap_log_path(config), "the gap log")
+        if is_lite_uri(config.milvus_uri):
+            removed = remove_leftovers(config.milvus_uri)  # we hold the lock: no rebuild runs
+            if removed:
+                logger.warning(
+                    "removed what a rebuild that did not finish left beside the index: {}",
+                    ", ".join(str(path) for path in removed),
+                )
+        # What an older mdrag or a umask of 022 left readable by others: the notes' text is in there.
+        private.tighten(private.beside(beside_index(config, ".db")))
         # True while notes wait to be indexed (the daemon's queue or a run under way): a search
         # that finds nothing then may only be early, and is no gap.
         self.pending = pending
@@ -121,7 +134,7 @@ class Service:
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
             self.indexer.repair()
         self._marker.parent.mkdir(parents=True, exist_ok=True)
-        self._marker.write_text(f"{os.getpid()}\n")
+        private.write_text(self._marker, f"{os.getpid()}\n", "the crash marker")
 
     def stored_records(self) -> dict[str, FileRecord]:
         """The catalog as the store holds it (at open, and after the store comes back)."""

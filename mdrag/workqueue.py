@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,11 +43,21 @@ class FileChanges:
 class WorkQueue:
     """Thread-safe; the watcher and the server put work in, the writer takes it out."""
 
-    def __init__(self, debounce_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        debounce_s: float = 0.5,
+        max_wait_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.debounce_s = debounce_s
+        # A path saved more often than the debounce would never be due: past this wait from its
+        # first event it is due all the same (None: no limit).
+        self.max_wait_s = max_wait_s
+        self._clock = clock
         self._cond = threading.Condition()
         self._files: dict[str, float] = {}  # path -> when it is due (its last event + debounce)
         self._directories: dict[str, float] = {}
+        self._first: dict[tuple[str, str], float] = {}  # (kind, path) -> its first event still pending
         self._commands: deque[Command] = deque()
         self._busy = False
         self.last_applied_at: float | None = None
@@ -55,13 +66,20 @@ class WorkQueue:
         with self._cond:
             # Re-adding moves the due time: a burst of saves to one note becomes one job.
             self._files.pop(path, None)
-            self._files[path] = time.monotonic() + self.debounce_s
+            self._files[path] = self._due("file", path)
             self._cond.notify_all()
 
     def add_directory(self, path: str) -> None:
         with self._cond:
-            self._directories[path] = time.monotonic() + self.debounce_s
+            self._directories[path] = self._due("directory", path)
             self._cond.notify_all()
+
+    def _due(self, kind: str, path: str) -> float:
+        """Its quiet time after this event, but never past max_wait_s after its first one."""
+        now = self._clock()
+        first = self._first.setdefault((kind, path), now)
+        due = now + self.debounce_s
+        return due if self.max_wait_s is None else min(due, first + self.max_wait_s)
 
     def submit(self, command: Command) -> Command:
         with self._cond:
@@ -73,17 +91,19 @@ class WorkQueue:
 
     def take(self, timeout: float) -> FileChanges | Command | None:
         """The next unit of work, waiting up to `timeout`; due file changes go before commands."""
-        deadline = time.monotonic() + timeout
+        deadline = self._clock() + timeout
         with self._cond:
             while True:
-                now = time.monotonic()
+                now = self._clock()
                 due_files = [p for p, due in self._files.items() if due <= now][:MAX_FILES_PER_TAKE]
                 due_dirs = [p for p, due in self._directories.items() if due <= now]
                 if due_files or due_dirs:
                     for path in due_files:
                         del self._files[path]
+                        self._first.pop(("file", path), None)
                     for path in due_dirs:
                         del self._directories[path]
+                        self._first.pop(("directory", path), None)
                     self._busy = True
                     return FileChanges(due_files, due_dirs)
                 if self._commands:
@@ -99,7 +119,7 @@ class WorkQueue:
         """Whether changes past their quiet time, or a reindex a client waits for, are queued:
         a long job may yield to them."""
         with self._cond:
-            now = time.monotonic()
+            now = self._clock()
             return (
                 any(due <= now for due in self._files.values())
                 or any(due <= now for due in self._directories.values())

@@ -128,3 +128,14 @@ def test_bad_environment_value_names_the_variable(monkeypatch, tmp_path):
     monkeypatch.setenv("MDRAG_SEARCH_TOP_K", "many")
     with pytest.raises(ConfigError, match=r"MDRAG_SEARCH_TOP_K: search\.top_k"):
         load_config(tmp_path / "empty.yaml")
+
+
+def test_the_maximum_wait_follows_a_longer_debounce_unless_set_and_is_refused_below_it(tmp_path):
+    assert Config().watch_max_wait_ms == 5000
+    longer = tmp_path / "longer.yaml"
+    longer.write_text("watch:\n  debounce_ms: 8000\n")
+    assert load_config(longer).watch_max_wait_ms == 8000
+    both = tmp_path / "both.yaml"
+    both.write_text("watch:\n  debounce_ms: 8000\n  max_wait_ms: 6000\n")
+    with pytest.raises(ConfigError, match=r"watch.max_wait_ms: must be at least watch.debounce_ms \(8000\)"):
+        load_config(both)

@@ -282,7 +282,7 @@ def cli_env(notes: Path, state: Path) -> dict[str, str]:
         **os.environ,
         "MDRAG_CONFIG": str(state / "config.yaml"),
         "MDRAG_MILVUS_URI": str(state / "milvus.db"),
-        "MDRAG_SERVER_SOCKET_PATH": f"/tmp/mdrag-hostile-{os.getpid()}.sock",
+        "MDRAG_SERVER_SOCKET_PATH": f"/tmp/mdrag-hostile-{os.getpid()}/none.sock",  # no daemon there
         "MDRAG_ROOTS": str(notes),
         "HF_HUB_OFFLINE": "1",
     }

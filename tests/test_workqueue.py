@@ -75,3 +75,43 @@ def test_wait_idle_returns_once_everything_taken_is_finished():
     threading.Thread(target=writer).start()
     assert queue.wait_idle(5) is True
     assert queue.last_applied_at is not None
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_path_saved_more_often_than_the_debounce_is_due_at_the_latest_max_wait_after_its_first_save():
+    clock = FakeClock()
+    queue = WorkQueue(debounce_s=0.5, max_wait_s=5.0, clock=clock)
+    taken_at = None
+    while clock.now < 1010.0:  # a save every 300 ms for 10 s: never 500 ms of quiet
+        queue.add_file("/n/log.md")
+        work = queue.take(timeout=0)
+        if work is not None:
+            assert isinstance(work, FileChanges) and work.files == ["/n/log.md"]
+            queue.finish()
+            taken_at = taken_at or clock.now
+        clock.now += 0.3
+    assert taken_at is not None and 5.0 <= taken_at - 1000.0 < 5.3  # the first save after its 5 s
+    # Once taken, the next save starts a new wait: a quiet time after a save is still honoured.
+    clock.now += 10
+    assert isinstance(queue.take(timeout=0), FileChanges)  # the last save, after its quiet time
+    queue.finish()
+    queue.add_file("/n/log.md")
+    assert queue.take(timeout=0) is None
+    clock.now += 0.5
+    assert isinstance(queue.take(timeout=0), FileChanges)
+
+
+def test_without_a_maximum_wait_a_path_saved_faster_than_the_debounce_is_never_due():
+    clock = FakeClock()
+    queue = WorkQueue(debounce_s=0.5, clock=clock)
+    for _ in range(30):
+        queue.add_file("/n/log.md")
+        assert queue.take(timeout=0) is None
+        clock.now += 0.3

@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from mdrag import private
 from mdrag.config import is_lite_uri
 from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
@@ -180,7 +181,11 @@ def _server_class() -> Any:
     class LoggedServer(lite_server.Server):  # type: ignore[misc]
         def start(self) -> bool:
             # milvus-lite 2.5.1's Server.start, with the child's stdout and stderr redirected.
-            self._lock_fd = open(self._lock_path, "a")  # noqa: SIM115 - held while the server runs
+            # Held while the server runs; never opened through a link (see mdrag.private).
+            lock_fd = private.open_file(
+                Path(self._lock_path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a lock"
+            )
+            self._lock_fd = os.fdopen(lock_fd, "a")
             try:
                 fcntl.lockf(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -192,7 +197,11 @@ def _server_class() -> Any:
             env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")}
             library_path = str(self._bin_path) + ":" + os.environ.get("LD_LIBRARY_PATH", "")
             env = {"LD_LIBRARY_PATH": library_path, "DYLD_LIBRARY_PATH": library_path, **env}
-            with open(server_log(Path(self._db_file)), "ab") as log:
+            log_path = server_log(Path(self._db_file))
+            log_fd = private.open_file(
+                log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "the Lite server log"
+            )
+            with os.fdopen(log_fd, "ab") as log:
                 process = subprocess.Popen(
                     args=self.args,
                     env=env,
