@@ -17,6 +17,7 @@ import click
 
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
 from mdrag.errors import MdragError, QueryError
+from mdrag.opener import add_uris, file_uri, hyperlink, hyperlinks_wanted
 from mdrag.progress import progress_line, search_banner
 from mdrag.route import (
     LocalBackend,
@@ -117,6 +118,7 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
 @click.option(
     "--explain", is_flag=True, help="Show each hit's dense score and ranks, and what the threshold cut."
 )
+@click.option("--open", "open_n", type=int, metavar="N", help="Open the Nth hit in your editor.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as one JSON object.")
 @click.pass_context
 def search(
@@ -130,6 +132,7 @@ def search(
     wait_fresh: float | None,
     selected: str | None,
     explain: bool,
+    open_n: int | None,
     as_json: bool,
 ) -> None:
     """Find the sections of your notes closest in meaning to QUERY (or to a --selected passage)."""
@@ -158,7 +161,7 @@ def search(
             params["wait_fresh"] = wait_fresh  # a local index is as fresh as it gets
         response = backend.search(params)
     if as_json:
-        click.echo(json.dumps(response, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(add_uris(response), indent=2, ensure_ascii=False))
     else:
         if response.get("indexing") and response["results"]:
             # Beside the hits; with nothing to give, the reason says how far indexing is.
@@ -170,6 +173,47 @@ def search(
                 _print_hits(response)
     if not response["results"]:
         nothing_to_give()
+    if open_n is not None:
+        _open_hit(ctx, response, open_n)
+
+
+@cli.command("open")
+@click.argument("query")
+@click.argument("n", type=int, default=1)
+@click.option("--print", "print_only", is_flag=True, help="Print the command (one word a line), run nothing.")
+@click.pass_context
+def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> None:
+    """Open the Nth hit (default 1) of QUERY in your editor: `open.command` in the config
+    (e.g. `code --goto {path}:{line}`), else $VISUAL, else $EDITOR, else xdg-open."""
+    config = command_config(ctx)
+    with open_backend(config, quiet=True) as backend:
+        response = backend.search({"query": query, "top_k": max(n, 1)})
+    if not response["results"]:
+        with contextlib.redirect_stdout(sys.stderr):
+            _print_hits(response)
+        nothing_to_give()
+    _open_hit(ctx, response, n, print_only)
+
+
+def _open_hit(ctx: click.Context, response: dict[str, Any], n: int, print_only: bool = False) -> None:
+    """Run the editor on hit N (1-based) at its matched line: one argv, never a shell."""
+    from mdrag.opener import editor_argv, run_editor
+
+    hits = response["results"]
+    if not 1 <= n <= len(hits):
+        raise click.UsageError(f"there is no hit {n}: the search gave {len(hits)}")
+    hit = hits[n - 1]
+    line = (hit.get("snippet") or {}).get("start_line") or hit["start_line"]
+    argv = editor_argv(hit["file_path"], line, ctx.obj["config"].open_command)
+    if print_only:
+        click.echo("\n".join(argv))
+        return
+    try:
+        code = run_editor(argv, wait=True)
+    except OSError as exc:
+        raise MdragError(f"cannot run {argv[0]!r} to open the hit: {exc.strerror or exc}") from None
+    if code:
+        raise MdragError(f"{argv[0]} exited with {code}")
 
 
 def _print_hits(response: dict[str, Any]) -> None:
@@ -185,7 +229,7 @@ def _print_hits(response: dict[str, Any]) -> None:
         heading = hit["heading_path"] or hit["metadata"].get("title", "")
         click.echo(
             _style(f"{hit['confidence_score']:.3f}", fg="green")
-            + f"  {shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}"  # editors open path:line
+            + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
             + (_style(f"  {heading}", fg="cyan") if heading else "")
         )
         if hit.get("explain"):
@@ -228,6 +272,12 @@ def _colour() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
+def _link(text: str, path: str) -> str:
+    """Two spaces, then `text` (editors open path:line), a clickable link to the note on a
+    terminal that draws OSC 8 links."""
+    return "  " + (hyperlink(text, file_uri(path)) if hyperlinks_wanted() else text)
+
+
 def _style(text: str, **style: Any) -> str:
     return click.style(text, **style) if _colour() else text
 
@@ -238,7 +288,7 @@ def _print_closest(closest: list[dict[str, Any]]) -> None:
         heading = f"  {note['heading_path']}" if note["heading_path"] else ""
         click.echo(
             _style(f"{note['score']:.3f}", fg="yellow")
-            + f"  {shown(note['path'])}"
+            + _link(shown(note["path"]), note["path"])
             + _style(heading, fg="cyan")
         )
 
