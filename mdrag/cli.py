@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
+from mdrag.confidence import explain_lines, nothing_line, results_line
 from mdrag.errors import MdragError, QueryError
 from mdrag.opener import add_uris, file_uri, hyperlink, hyperlinks_wanted
 from mdrag.progress import progress_line, search_banner
@@ -218,11 +219,9 @@ def _open_hit(ctx: click.Context, response: dict[str, Any], n: int, print_only: 
 
 def _print_hits(response: dict[str, Any]) -> None:
     results = response["results"]
-    level = response.get("confidence", {}).get("level", "none")
     if not results:
-        closest = response.get("closest") or []
-        click.echo((response.get("message") or "nothing matched") + ("; closest notes:" if closest else ""))
-        _print_closest(closest)
+        click.echo(nothing_line(response))
+        _print_closest(response.get("closest") or [])
         _print_dropped(response)
         return
     for hit in results:
@@ -232,27 +231,11 @@ def _print_hits(response: dict[str, Any]) -> None:
             + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
             + (_style(f"  {heading}", fg="cyan") if heading else "")
         )
-        if hit.get("explain"):
-            e = hit["explain"]
-            click.echo(
-                f"       similarity {e['similarity']}, dense rank {e['dense_rank'] or '-'}, "
-                f"keyword rank {e['keyword_rank'] or '-'}, score rank {e['score_rank']}"
-            )
-            click.echo(
-                "       evidence "
-                + ", ".join(f"{_EVIDENCE.get(k, k)} {v:g}" for k, v in e["evidence"].items())
-            )
+        for line in explain_lines(hit["explain"]) if hit.get("explain") else []:
+            click.echo("       " + line)
         click.echo("       " + _snippet_line(hit))
-    count = len(results)
-    click.echo(
-        f"({count} result{'s' * (count != 1)}, {level} confidence, in {response['execution_time_ms']:.0f} ms)"
-    )
+    click.echo(f"({results_line(response)})")
     _print_dropped(response)
-
-
-# The rank features are reciprocal ranks (0 when a list did not find the hit): say so, beside the
-# ranks themselves on the line above.
-_EVIDENCE = {"dense_rank": "1/dense_rank", "keyword_rank": "1/keyword_rank"}
 
 
 def _snippet_line(hit: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 
 from mdrag import relevance
 from mdrag.catalog import Catalog
+from mdrag.confidence import NO_ANSWER, confidence_level
 from mdrag.embedder import Embedder
 from mdrag.hittext import attach_texts
 from mdrag.milvus import Store, quote
@@ -20,22 +21,7 @@ from mdrag.params import SearchParams
 from mdrag.snippets import snippet
 
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
-NO_ANSWER = "no confident answer in your notes"
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
-# Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
-CONFIDENCE_LEVELS = (("high", 0.9, 1), ("medium", 0.70, 1), ("low", 0.50, 1))
-
-
-def confidence_level(best_score: float | None, hits: int) -> str:
-    """high, medium, low or none, from the best returned hit's relevance score.
-
-    With the default threshold 0.7 a returned hit is at least medium; low needs a lower
-    threshold; none means no hit was kept (the `closest` notes may still be worth a look).
-    """
-    for level, lowest, fewest_hits in CONFIDENCE_LEVELS:
-        if best_score is not None and best_score >= lowest and hits >= fewest_hits:
-            return level
-    return "none"
 
 
 def source_reference(row: dict[str, Any]) -> dict[str, Any]:
