@@ -365,6 +365,22 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
+@cli.command("ui")
+@click.option("--no-browser", is_flag=True, help="Print the page's address instead of opening it.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (0: a free one).")
+@click.pass_context
+def ui_command(ctx: click.Context, no_browser: bool, port: int) -> None:
+    """A search page in your browser, served on this machine only (127.0.0.1, a key per run).
+
+    Its own process, a client of the running daemon; with no daemon it opens the index itself, as
+    `mdrag search` does, and holds it until stopped."""
+    config = command_config(ctx)
+    with open_backend(config, quiet=True) as backend:
+        from mdrag.ui.serve import serve  # the web framework loads only for this command
+
+        serve(backend, config, open_browser=not no_browser, port=port)
+
+
 @cli.command("mcp")
 @click.pass_context
 def mcp_command(ctx: click.Context) -> None:
