@@ -21,9 +21,9 @@ MAX_WIKILINK_CHARS = 500
 _FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
-def note_href(path: str, line: int | None = None) -> str:
-    """The page's preview of a note (at a line)."""
-    query = {"path": path, **({"line": str(line)} if line else {})}
+def note_href(path: str, line: int | None = None, end: int | None = None) -> str:
+    """The page's preview of a note (at lines line-end, the match)."""
+    query = {"path": path, **({"line": str(line)} if line else {}), **({"end": str(end)} if end else {})}
     return "/note?" + urllib.parse.urlencode(query) + ("#match" if line else "")
 
 

@@ -74,7 +74,12 @@
 
   function setupNote() {
     const match = document.getElementById("match");
-    if (match) match.scrollIntoView({ block: "center" });
+    if (!match) return;
+    // After the browser's own jump to #match: a quarter of the window above it, for the context.
+    window.addEventListener("load", () => {
+      match.scrollIntoView({ block: "start" });
+      window.scrollBy(0, -Math.round(window.innerHeight / 4));
+    });
   }
 
   document.addEventListener("DOMContentLoaded", () => {
