@@ -182,9 +182,22 @@ def request(base: str, path: str, method: str = "GET", headers: dict[str, str] |
     return response.status, dict(response.getheaders()), text
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses a socket listens on at `port` (from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, state = row.split()[1], row.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
 def test_the_page_listens_on_loopback_only_and_refuses_requests_without_its_token(page):
     base, url, _ = page
     assert urllib.parse.urlparse(base).hostname == "127.0.0.1"
+    assert listening_addresses(urllib.parse.urlparse(base).port) == {"0100007F"}  # 127.0.0.1, nothing else
     token = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["token"][0]
     cookie = f"mdrag_ui_{urllib.parse.urlparse(base).port}={token}"
     assert request(base, "/?q=backup")[0] == 403
