@@ -13,14 +13,14 @@ from typing import Any
 
 from mdrag.errors import ConfigError
 
-FIELDS = ("path", "line")
+FIELDS = ("path", "line", "uri", "obsidian_uri")
 # Editors that take `+LINE` before the file; any other $EDITOR gets the path alone.
 PLUS_LINE = {"vi", "vim", "nvim", "nano", "emacs", "emacsclient", "micro", "kak", "ne", "mg", "joe"}
 
 
 def check_template(template: str) -> str | None:
     """What is wrong with an `open.command` template, or None: it must split like a shell line
-    and name {path}; only {path} and {line} may be substituted."""
+    and name the note ({path}, {uri} or {obsidian_uri}); {line} may go with them."""
     try:
         words = shlex.split(template)
     except ValueError as exc:
@@ -31,9 +31,9 @@ def check_template(template: str) -> str | None:
         try:
             word.format_map(dict.fromkeys(FIELDS, ""))
         except (KeyError, IndexError, ValueError) as exc:
-            return f"{word!r}: only {{path}} and {{line}} may be filled in ({exc})"
-    if not any("{path}" in word for word in words):
-        return "must name {path} (e.g. code --goto {path}:{line})"
+            return f"{word!r}: only {{path}}, {{line}}, {{uri}} and {{obsidian_uri}} may be filled in ({exc})"
+    if not any(f"{{{name}}}" in word for word in words for name in ("path", "uri", "obsidian_uri")):
+        return "must name {path} (e.g. code --goto {path}:{line}), {uri} or {obsidian_uri}"
     return None
 
 
@@ -46,8 +46,16 @@ def editor_argv(
         problem = check_template(template)
         if problem:
             raise ConfigError(f"open.command: {problem}")
-        values = {"path": path, "line": str(max(1, int(line)))}
-        return [word.format_map(values) for word in shlex.split(template)]
+        words = shlex.split(template)
+        values = {"path": path, "line": str(max(1, int(line))), "uri": file_uri(path), "obsidian_uri": ""}
+        if any("{obsidian_uri}" in word for word in words):
+            values["obsidian_uri"] = obsidian_uri(path) or ""
+            if not values["obsidian_uri"]:
+                raise ConfigError(
+                    f"open.command names {{obsidian_uri}}, but {path} is in no Obsidian vault "
+                    "(no folder above it holds .obsidian/)"
+                )
+        return [word.format_map(values) for word in words]
     editor = environ.get("VISUAL") or environ.get("EDITOR")
     if editor:
         words = shlex.split(editor)

@@ -59,7 +59,7 @@ def test_editor_from_the_environment_gets_plus_line_only_when_it_understands_it(
     ("template", "problem"),
     [
         ("code --goto", "must name {path}"),
-        ("code {path} {user}", "only {path} and {line}"),
+        ("code {path} {user}", "only {path}, {line}"),
         ("code 'unclosed {path}", "cannot split"),
     ],
 )
@@ -78,6 +78,18 @@ def test_a_note_in_an_obsidian_vault_gets_an_obsidian_uri(tmp_path):
     query = urllib.parse.parse_qs(urllib.parse.urlparse(obsidian_uri(str(note)) or "").query)
     assert query == {"vault": ["My Vault"], "file": ["sub dir/a & b.md"]}
     assert obsidian_uri(str(tmp_path / "elsewhere.md")) is None
+
+
+def test_the_command_can_open_the_obsidian_uri_of_a_note_in_a_vault(tmp_path):
+    (tmp_path / "vault" / ".obsidian").mkdir(parents=True)
+    note = str(tmp_path / "vault" / "a b.md")
+    assert editor_argv(note, 1, "xdg-open {obsidian_uri}") == [
+        "xdg-open",
+        "obsidian://open?vault=vault&file=a%20b.md",
+    ]
+    assert editor_argv(note, 1, "browser {uri}") == ["browser", file_uri(note)]
+    with pytest.raises(ConfigError, match="in no Obsidian vault"):
+        editor_argv(str(tmp_path / "loose.md"), 1, "xdg-open {obsidian_uri}")
 
 
 def test_search_json_hits_and_closest_notes_carry_uris(tmp_path):
