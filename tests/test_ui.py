@@ -328,6 +328,21 @@ def test_a_preview_renders_markdown_and_wikilinks_lead_to_their_notes(browser, p
     assert "linked from" in browser.find_element(By.TAG_NAME, "main").text
 
 
+def test_the_preview_s_open_button_runs_the_configured_editor_at_the_match(browser, page, world):
+    from selenium.webdriver.common.by import By
+
+    daemon, record = world
+    _type(browser, page[0], "spring tide tables harbour")
+    browser.find_element(By.CSS_SELECTOR, "#results .hit-link").click()
+    _wait(browser, lambda d: "/note?" in d.current_url)
+    before = len(opened(record))
+    browser.find_element(By.ID, "open").click()
+    _wait(browser, lambda d: "opened=1" in d.current_url)
+    assert "Opened in your editor at line 3." in browser.find_element(By.TAG_NAME, "main").text
+    wait_until(lambda: len(opened(record)) == before + 1, 10)
+    assert opened(record)[-1] == ["--line", "3", str(daemon.notes / ODD_NAME)]
+
+
 def test_the_status_view_shows_roots_counts_gaps_and_duplicate_groups(browser, page, world, tmp_path):
     from selenium.webdriver.common.by import By
 
