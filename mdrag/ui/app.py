@@ -15,6 +15,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -195,8 +196,6 @@ def _int(text: str | None) -> int | None:
 
 async def _threaded(function: Any, *args: Any, **kwargs: Any) -> Any:
     """A blocking backend call off the event loop (a socket round trip, or a search run here)."""
-    from starlette.concurrency import run_in_threadpool
-
     return await run_in_threadpool(function, *args, **kwargs)
 
 
