@@ -358,7 +358,7 @@ def test_the_status_view_shows_roots_counts_gaps_and_duplicate_groups(browser, p
 
 
 def test_with_no_confident_answer_the_page_says_so_in_the_clis_words_and_lists_the_closest(
-    browser, page, world
+    browser, page, world, tmp_path
 ):
     from selenium.webdriver.common.by import By
 
@@ -368,6 +368,7 @@ def test_with_no_confident_answer_the_page_says_so_in_the_clis_words_and_lists_t
     assert browser.find_element(By.CLASS_NAME, "nothing").text == cli
     assert cli.startswith("no confident answer in your notes") and cli.endswith("closest notes:")
     assert len(browser.find_elements(By.CSS_SELECTOR, ".closest .hit-link")) == 3
+    browser.save_screenshot(str(tmp_path / "ui-no-answer.png"))
 
 
 def test_a_hostile_note_runs_no_script_in_the_page(browser, page):
