@@ -328,6 +328,21 @@ def test_a_preview_renders_markdown_and_wikilinks_lead_to_their_notes(browser, p
     assert "linked from" in browser.find_element(By.TAG_NAME, "main").text
 
 
+def test_similar_notes_are_a_click_away_from_a_preview(browser, page, world):
+    from selenium.webdriver.common.by import By
+
+    daemon, _ = world
+    browser.get(
+        page[0]
+        + "/note?"
+        + urllib.parse.urlencode({"path": str(daemon.notes / "archive" / "sourdough-2023.md")})
+    )
+    browser.find_element(By.LINK_TEXT, "Similar notes").click()
+    _wait(browser, lambda d: "/similar?" in d.current_url)
+    first = browser.find_element(By.CSS_SELECTOR, "main ol.list li").text
+    assert "near-duplicate" in first and "notes/cooking/sourdough-bread-baking.md" in first
+
+
 def test_the_preview_s_open_button_runs_the_configured_editor_at_the_match(browser, page, world):
     from selenium.webdriver.common.by import By
 
