@@ -18,7 +18,7 @@ import click
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
 from mdrag.confidence import explain_lines, nothing_line, results_line
 from mdrag.errors import MdragError, QueryError
-from mdrag.opener import add_uris, file_uri, hyperlink, hyperlinks_wanted
+from mdrag.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
 from mdrag.progress import progress_line, search_banner
 from mdrag.route import (
     LocalBackend,
@@ -198,8 +198,6 @@ def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> No
 
 def _open_hit(ctx: click.Context, response: dict[str, Any], n: int, print_only: bool = False) -> None:
     """Run the editor on hit N (1-based) at its matched line: one argv, never a shell."""
-    from mdrag.opener import editor_argv, run_editor
-
     hits = response["results"]
     if not 1 <= n <= len(hits):
         raise click.UsageError(f"there is no hit {n}: the search gave {len(hits)}")

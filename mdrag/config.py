@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from mdrag.errors import ConfigError
+from mdrag.opener import check_template
 
 SEARCH_MODES = ("hybrid", "dense", "keyword")
 EMBEDDING_BACKENDS = ("torch", "onnx", "onnx-int8")  # as mdrag.embedder.BACKENDS, without importing it
@@ -64,8 +65,8 @@ class Config:
     watch_sweep_interval_s: float = 600.0
     log_level: str = "INFO"
     log_progress_interval_s: float = 10.0
-    # How a hit opens in the user's editor: a command template ({path}, {line}); empty means
-    # $VISUAL, else $EDITOR, else the system's opener (see mdrag/opener.py).
+    # How a hit opens in the user's editor: a command template ({path}, {line}, {uri},
+    # {obsidian_uri}); empty means $VISUAL, else $EDITOR, else the system's opener (opener.py).
     open_command: str = ""
     source: str = "defaults"  # where the values came from, for error messages
 
@@ -299,8 +300,6 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
     if not 0.5 <= config.log_progress_interval_s <= 3600:
         raise _fail("log_progress_interval_s", where("log_progress_interval_s"), "must be 0.5-3600 seconds")
     if config.open_command:
-        from mdrag.opener import check_template
-
         problem = check_template(config.open_command)
         if problem:
             raise _fail("open_command", where("open_command"), problem)
