@@ -8,7 +8,7 @@ NOTES   ?= examples/notes
 TORCH_INDEX ?=
 RUN_DIR := .run
 
-.PHONY: install run check test lint clean eval bench compose-tool
+.PHONY: install run check test lint clean eval bench compose-tool browser-tool
 
 install: $(VENV)/.installed
 
@@ -32,7 +32,7 @@ check: install
 	$(PY) -m pytest -q -m "not slow and not server"
 
 # CI: lint, then every test (the real model, Milvus Lite and server, daemon processes).
-test: lint compose-tool
+test: lint compose-tool browser-tool
 	$(PY) -m pytest -q
 
 # The compose file is validated by Debian's docker-compose (no Docker engine needed).
@@ -41,6 +41,13 @@ compose-tool:
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null; }; }; } || \
 	  echo "docker-compose is missing (apt-get install docker-compose); the compose test will fail"
+
+# The page's tests drive Debian's headless Chromium through chromedriver (selenium, from .[dev]).
+browser-tool:
+	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { [ "$$(id -u)" = 0 ] && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; }; }; } || \
+	  echo "chromium or chromedriver is missing (apt-get install chromium chromium-driver); the page's browser tests will fail"
 
 lint: install
 	$(VENV)/bin/ruff check mdrag tests bench

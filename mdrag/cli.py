@@ -16,7 +16,9 @@ from typing import Any
 import click
 
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
+from mdrag.confidence import explain_lines, nothing_line, results_line
 from mdrag.errors import MdragError, QueryError
+from mdrag.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
 from mdrag.progress import progress_line, search_banner
 from mdrag.route import (
     LocalBackend,
@@ -120,6 +122,7 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
 @click.option(
     "--explain", is_flag=True, help="Show each hit's dense score and ranks, and what the threshold cut."
 )
+@click.option("--open", "open_n", type=int, metavar="N", help="Open the Nth hit in your editor.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as one JSON object.")
 @click.pass_context
 def search(
@@ -133,6 +136,7 @@ def search(
     wait_fresh: float | None,
     selected: str | None,
     explain: bool,
+    open_n: int | None,
     as_json: bool,
 ) -> None:
     """Find the sections of your notes closest in meaning to QUERY (or to a --selected passage)."""
@@ -161,7 +165,7 @@ def search(
             params["wait_fresh"] = wait_fresh  # a local index is as fresh as it gets
         response = backend.search(params)
     if as_json:
-        click.echo(json.dumps(response, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(add_uris(response), indent=2, ensure_ascii=False))
     else:
         if response.get("indexing") and response["results"]:
             # Beside the hits; with nothing to give, the reason says how far indexing is.
@@ -173,45 +177,66 @@ def search(
                 _print_hits(response)
     if not response["results"]:
         nothing_to_give()
+    if open_n is not None:
+        _open_hit(ctx, response, open_n)
+
+
+@cli.command("open")
+@click.argument("query")
+@click.argument("n", type=int, default=1)
+@click.option("--print", "print_only", is_flag=True, help="Print the command (one word a line), run nothing.")
+@click.pass_context
+def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> None:
+    """Open the Nth hit (default 1) of QUERY in your editor: `open.command` in the config
+    (e.g. `code --goto {path}:{line}`), else $VISUAL, else $EDITOR, else xdg-open."""
+    config = command_config(ctx)
+    with open_backend(config, quiet=True) as backend:
+        response = backend.search({"query": query, "top_k": max(n, 1)})
+    if not response["results"]:
+        with contextlib.redirect_stdout(sys.stderr):
+            _print_hits(response)
+        nothing_to_give()
+    _open_hit(ctx, response, n, print_only)
+
+
+def _open_hit(ctx: click.Context, response: dict[str, Any], n: int, print_only: bool = False) -> None:
+    """Run the editor on hit N (1-based) at its matched line: one argv, never a shell."""
+    hits = response["results"]
+    if not 1 <= n <= len(hits):
+        raise click.UsageError(f"there is no hit {n}: the search gave {len(hits)}")
+    hit = hits[n - 1]
+    line = (hit.get("snippet") or {}).get("start_line") or hit["start_line"]
+    argv = editor_argv(hit["file_path"], line, ctx.obj["config"].open_command)
+    if print_only:
+        click.echo("\n".join(argv))
+        return
+    try:
+        code = run_editor(argv, wait=True)
+    except OSError as exc:
+        raise MdragError(f"cannot run {argv[0]!r} to open the hit: {exc.strerror or exc}") from None
+    if code:
+        raise MdragError(f"{argv[0]} exited with {code}")
 
 
 def _print_hits(response: dict[str, Any]) -> None:
     results = response["results"]
-    level = response.get("confidence", {}).get("level", "none")
     if not results:
-        closest = response.get("closest") or []
-        click.echo((response.get("message") or "nothing matched") + ("; closest notes:" if closest else ""))
-        _print_closest(closest)
+        click.echo(nothing_line(response))
+        _print_closest(response.get("closest") or [])
         _print_dropped(response)
         return
     for hit in results:
         heading = hit["heading_path"] or hit["metadata"].get("title", "")
         click.echo(
             _style(f"{hit['confidence_score']:.3f}", fg="green")
-            + f"  {shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}"  # editors open path:line
+            + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
             + (_style(f"  {heading}", fg="cyan") if heading else "")
         )
-        if hit.get("explain"):
-            e = hit["explain"]
-            click.echo(
-                f"       similarity {e['similarity']}, dense rank {e['dense_rank'] or '-'}, "
-                f"keyword rank {e['keyword_rank'] or '-'}, score rank {e['score_rank']}"
-            )
-            click.echo(
-                "       evidence "
-                + ", ".join(f"{_EVIDENCE.get(k, k)} {v:g}" for k, v in e["evidence"].items())
-            )
+        for line in explain_lines(hit["explain"]) if hit.get("explain") else []:
+            click.echo("       " + line)
         click.echo("       " + _snippet_line(hit))
-    count = len(results)
-    click.echo(
-        f"({count} result{'s' * (count != 1)}, {level} confidence, in {response['execution_time_ms']:.0f} ms)"
-    )
+    click.echo(f"({results_line(response)})")
     _print_dropped(response)
-
-
-# The rank features are reciprocal ranks (0 when a list did not find the hit): say so, beside the
-# ranks themselves on the line above.
-_EVIDENCE = {"dense_rank": "1/dense_rank", "keyword_rank": "1/keyword_rank"}
 
 
 def _snippet_line(hit: dict[str, Any]) -> str:
@@ -231,6 +256,12 @@ def _colour() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
+def _link(text: str, path: str) -> str:
+    """Two spaces, then `text` (editors open path:line), a clickable link to the note on a
+    terminal that draws OSC 8 links."""
+    return "  " + (hyperlink(text, file_uri(path)) if hyperlinks_wanted() else text)
+
+
 def _style(text: str, **style: Any) -> str:
     return click.style(text, **style) if _colour() else text
 
@@ -241,7 +272,7 @@ def _print_closest(closest: list[dict[str, Any]]) -> None:
         heading = f"  {note['heading_path']}" if note["heading_path"] else ""
         click.echo(
             _style(f"{note['score']:.3f}", fg="yellow")
-            + f"  {shown(note['path'])}"
+            + _link(shown(note["path"]), note["path"])
             + _style(heading, fg="cyan")
         )
 
@@ -333,6 +364,22 @@ def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+@cli.command("ui")
+@click.option("--no-browser", is_flag=True, help="Print the page's address instead of opening it.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (0: a free one).")
+@click.pass_context
+def ui_command(ctx: click.Context, no_browser: bool, port: int) -> None:
+    """A search page in your browser, served on this machine only (127.0.0.1, a key per run).
+
+    Its own process, a client of the running daemon; with no daemon it opens the index itself, as
+    `mdrag search` does, and holds it until stopped."""
+    config = command_config(ctx)
+    with open_backend(config, quiet=True) as backend:
+        from mdrag.ui.serve import serve  # the web framework loads only for this command
+
+        serve(backend, config, open_browser=not no_browser, port=port)
 
 
 @cli.command("mcp")

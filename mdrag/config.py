@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from mdrag.errors import ConfigError
+from mdrag.opener import check_template
 
 SEARCH_MODES = ("hybrid", "dense", "keyword")
 EMBEDDING_BACKENDS = ("torch", "onnx", "onnx-int8")  # as mdrag.embedder.BACKENDS, without importing it
@@ -65,6 +66,9 @@ class Config:
     watch_sweep_interval_s: float = 600.0
     log_level: str = "INFO"
     log_progress_interval_s: float = 10.0
+    # How a hit opens in the user's editor: a command template ({path}, {line}, {uri},
+    # {obsidian_uri}); empty means $VISUAL, else $EDITOR, else the system's opener (opener.py).
+    open_command: str = ""
     source: str = "defaults"  # where the values came from, for error messages
 
     @property
@@ -111,6 +115,7 @@ KEYS: dict[str, str] = {
     "watch.sweep_interval_s": "watch_sweep_interval_s",
     "log.level": "log_level",
     "log.progress_interval_s": "log_progress_interval_s",
+    "open.command": "open_command",
 }
 _ATTRS = {f.name for f in fields(Config)} - {"source"}
 _KEY_OF = {attr: key for key, attr in KEYS.items()}
@@ -233,7 +238,7 @@ def _coerce(attr: str, value: Any, where: str) -> Any:
         except ValueError:
             raise _fail(attr, where, f"expected a number, got {value!r}") from None
     text = str(value).strip()
-    if not text and attr != "milvus_token":
+    if not text and attr not in ("milvus_token", "open_command"):
         raise _fail(attr, where, "must not be empty")
     return text
 
@@ -307,6 +312,10 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
         raise _fail("log_level", where("log_level"), f"must be one of {', '.join(LOG_LEVELS)}")
     if not 0.5 <= config.log_progress_interval_s <= 3600:
         raise _fail("log_progress_interval_s", where("log_progress_interval_s"), "must be 0.5-3600 seconds")
+    if config.open_command:
+        problem = check_template(config.open_command)
+        if problem:
+            raise _fail("open_command", where("open_command"), problem)
     if len(config.server_socket_path.encode()) > 100:
         raise _fail(
             "server_socket_path",

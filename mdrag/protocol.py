@@ -18,6 +18,7 @@ OPERATIONS = (
     "duplicates",
     "related",
     "context",
+    "note",
     "gaps",
     "gap_status",
 )

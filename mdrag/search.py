@@ -14,6 +14,7 @@ import numpy as np
 from mdrag import relevance
 from mdrag.baseline import VaultBaseline
 from mdrag.catalog import Catalog
+from mdrag.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
 from mdrag.embedder import Embedder
 from mdrag.hittext import attach_texts
 from mdrag.milvus import Store, quote
@@ -21,33 +22,7 @@ from mdrag.params import SearchParams
 from mdrag.snippets import snippet
 
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
-NO_ANSWER = "no confident answer in your notes"
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
-# Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
-CONFIDENCE_LEVELS = (("high", 0.9, 1), ("medium", 0.70, 1), ("low", 0.50, 1))
-# "Possibly related": when nothing reaches the threshold, the sections this close under it are
-# shown as hits under that heading (0.5 to 0.7 at the default), not as an answer.
-RELATED_BAND = 0.2
-RELATED_MAX = 5  # related hits shown at most: a lead to follow, not a list to read
-# The three outcomes of a search, the same in the terminal, --json, MCP and context.
-ANSWER, RELATED, NONE = "answer", "related", "none"
-
-
-def outcome_of(hits: int, related: int) -> str:
-    """answer (hits passed the threshold), related (none did, some came close) or none."""
-    return ANSWER if hits else RELATED if related else NONE
-
-
-def confidence_level(best_score: float | None, hits: int) -> str:
-    """high, medium, low or none, from the best returned hit's relevance score.
-
-    With the default threshold 0.7 a returned hit is at least medium; low needs a lower
-    threshold; none means no hit was kept (the `closest` notes may still be worth a look).
-    """
-    for level, lowest, fewest_hits in CONFIDENCE_LEVELS:
-        if best_score is not None and best_score >= lowest and hits >= fewest_hits:
-            return level
-    return "none"
 
 
 def source_reference(row: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport
 from mdrag.milvus import Store
+from mdrag.notetext import note_text
 from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.pathtext import to_fs, to_text
 from mdrag.progress import ProgressMeter
@@ -149,6 +150,7 @@ class Service:
             "duplicates": self.duplicates,
             "related": self.related,
             "context": self.context,
+            "note": lambda p: note_text(self._note(p), self.catalog),
             "gaps": lambda p: {"gaps": self.gaps.entries(p.get("status") or None)},
             "gap_status": lambda p: self.gaps.set_status(
                 text_param(p, "query", 1000), p.get("status") or "addressed"

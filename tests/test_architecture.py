@@ -17,13 +17,17 @@ HOMES = {
     "onnxruntime": {"runners.py", "export_model.py"},
     "tokenizers": {"embedder.py", "runners.py"},
     "watchdog": {"watcher.py"},
-    "markdown_it": {"sections.py", "links.py"},
+    "markdown_it": {"sections.py", "links.py", "ui/render.py"},
     "frontmatter": {"document.py"},
     "click": {"cli.py", "cli_explore.py"},
     "tqdm": {"route.py"},
     "pathspec": {"scanner.py"},
     "mcp": {"mcp_server.py"},
     "pydantic": {"mcp_server.py"},
+    "starlette": {"ui/app.py", "ui/guard.py"},
+    "uvicorn": {"ui/serve.py"},
+    "jinja2": {"ui/app.py"},
+    "markupsafe": {"ui/app.py"},
 }
 
 
@@ -52,7 +56,7 @@ WIRE = {
     "mcp_server.py",
 }
 # Read features answer from the index; they never import the writer's modules.
-READ_FEATURES = {"search.py", "similarity.py", "related.py", "context.py", "gaps.py"}
+READ_FEATURES = {"search.py", "similarity.py", "related.py", "context.py", "gaps.py", "notetext.py"}
 WRITER = {
     "mdrag.indexer",
     "mdrag.rows",
@@ -128,6 +132,23 @@ def test_importing_the_cli_loads_neither_torch_nor_pymilvus():
 def test_the_mcp_server_loads_neither_torch_nor_pymilvus():
     """`mdrag mcp` is a client of the daemon, never a second owner of the index."""
     code = "import sys, mdrag.mcp_server; print([m for m in ('torch', 'pymilvus', 'sentence_transformers') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_page_is_its_own_process_the_daemon_and_cli_never_load_the_web_framework():
+    """`mdrag ui` talks to the daemon over its socket: the daemon imports no web code, and the CLI
+    (a search, a status) loads Starlette and uvicorn only when the `ui` command runs."""
+    code = "import sys, mdrag.cli, mdrag.daemon; print([m for m in ('starlette', 'uvicorn', 'jinja2', 'mdrag.ui') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    for module in modules():
+        if not name(module).startswith("ui/") and name(module) != "cli.py":  # the `ui` command, lazily
+            assert not {m for m in imported_modules(module) if m.startswith("mdrag.ui")}, name(module)
+
+
+def test_the_page_loads_neither_torch_nor_pymilvus():
+    code = "import sys, mdrag.ui.serve; print([m for m in ('torch', 'pymilvus', 'sentence_transformers', 'onnxruntime') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

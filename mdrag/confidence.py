@@ -1,0 +1,70 @@
+"""Confidence in words: a score's level and the lines that sum up an answer (CLI and page alike)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NO_ANSWER = "no confident answer in your notes"
+# Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
+CONFIDENCE_LEVELS = (("high", 0.9, 1), ("medium", 0.70, 1), ("low", 0.50, 1))
+
+
+# "Possibly related": when nothing reaches the threshold, the sections this close under it are
+# shown as hits under that heading (0.5 to 0.7 at the default), not as an answer.
+RELATED_BAND = 0.2
+RELATED_MAX = 5  # related hits shown at most: a lead to follow, not a list to read
+# The three outcomes of a search, the same in the terminal, --json, MCP and context.
+ANSWER, RELATED, NONE = "answer", "related", "none"
+OUTCOME_WORDS = {
+    ANSWER: "answer in your notes",
+    RELATED: "possibly related (not a confident answer)",
+    NONE: "no confident answer; closest notes",
+}
+
+
+def outcome_of(hits: int, related: int) -> str:
+    """answer (hits passed the threshold), related (none did, some came close) or none."""
+    return ANSWER if hits else RELATED if related else NONE
+
+
+def confidence_level(best_score: float | None, hits: int) -> str:
+    """high, medium, low or none, from the best returned hit's relevance score.
+
+    With the default threshold 0.7 a returned hit is at least medium; low needs a lower
+    threshold; none means no hit was kept (the `closest` notes may still be worth a look).
+    """
+    for level, lowest, fewest_hits in CONFIDENCE_LEVELS:
+        if best_score is not None and best_score >= lowest and hits >= fewest_hits:
+            return level
+    return "none"
+
+
+def results_line(response: dict[str, Any]) -> str:
+    """'2 results, high confidence, in 21 ms'."""
+    count = len(response["results"])
+    level = response.get("confidence", {}).get("level", "none")
+    return (
+        f"{count} result{'s' * (count != 1)}, {level} confidence, in {response['execution_time_ms']:.0f} ms"
+    )
+
+
+def nothing_line(response: dict[str, Any]) -> str:
+    """Why nothing is shown: 'no confident answer in your notes: no section scored 0.7 or more;
+    closest notes:' (the daemon's message while it indexes)."""
+    closest = response.get("closest") or []
+    return (response.get("message") or "nothing matched") + ("; closest notes:" if closest else "")
+
+
+# The rank features are reciprocal ranks (0 when a list did not find the hit): say so, beside the
+# ranks themselves on the line above.
+_EVIDENCE = {"dense_rank": "1/dense_rank", "keyword_rank": "1/keyword_rank"}
+
+
+def explain_lines(explain: dict[str, Any]) -> list[str]:
+    """A hit's --explain: its similarity and ranks, then the evidence its score weighed."""
+    e = explain
+    return [
+        f"similarity {e['similarity']}, dense rank {e['dense_rank'] or '-'}, "
+        f"keyword rank {e['keyword_rank'] or '-'}, score rank {e['score_rank']}",
+        "evidence " + ", ".join(f"{_EVIDENCE.get(k, k)} {v:g}" for k, v in e["evidence"].items()),
+    ]

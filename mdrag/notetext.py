@@ -1,0 +1,36 @@
+"""Note text: one indexed note's text and its resolved links, for a preview (read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mdrag.catalog import Catalog
+from mdrag.document import DocumentError, decode_text, hash_bytes, read_bytes
+from mdrag.errors import NotFoundError
+from mdrag.links import LinkResolver
+
+MAX_NOTE_BYTES = 5_000_000  # as index.max_file_mb's default: a preview of more helps nobody
+
+
+def note_text(path: str, catalog: Catalog) -> dict[str, Any]:
+    """The note's text as it is on disk now, whether the index holds that version (`fresh`), and
+    each link it makes with the indexed note it resolves to (None when broken).
+
+    Only an indexed note is read: the operation never becomes a way to read any file."""
+    record = catalog.get(path)
+    if record is None:
+        raise NotFoundError(f"{path} is not an indexed note")
+    try:
+        data = read_bytes(path, MAX_NOTE_BYTES)
+        text = decode_text(data)
+    except DocumentError as exc:
+        raise NotFoundError(f"{path}: {exc}") from None
+    resolver = LinkResolver(catalog.paths())
+    links = [{**link, "path": resolver.resolve(path, link)} for link in record.links]
+    return {
+        "path": path,
+        "text": text,
+        "fresh": hash_bytes(data) == record.file_hash,
+        "status": record.status,
+        "links": links,
+    }

@@ -1,0 +1,217 @@
+"""App: the page's routes (search, results, preview, similar, related, status, open) over a Backend.
+
+Every answer is HTML rendered here, escaped by Jinja's autoescape: the plain form works without
+JavaScript, and the page's script only fetches the same results fragment as the user types.
+Every operation is one the CLI has, asked of the daemon (or the index opened here) through the
+same Backend; nothing here reads a note the index does not hold.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from mdrag.confidence import confidence_level, explain_lines, nothing_line, results_line
+from mdrag.config import Config
+from mdrag.errors import MdragError
+from mdrag.opener import editor_argv, run_editor, uris
+from mdrag.paths import shown, typed
+from mdrag.progress import progress_line, search_banner
+from mdrag.route import Backend
+from mdrag.ui.guard import Guard, form_token_ok
+from mdrag.ui.render import marked_snippet, note_href, render_note
+
+HERE = Path(__file__).resolve().parent
+MODES = ("hybrid", "dense", "keyword")
+DUPLICATE_GROUPS_SHOWN = 20
+
+
+def search_params(query: dict[str, Any]) -> dict[str, Any]:
+    """The CLI's search flags from the form's fields; empty ones are left to the config."""
+    params: dict[str, Any] = {"query": (query.get("q") or "").strip(), "explain": True}
+    if query.get("mode") in MODES:
+        params["mode"] = query["mode"]
+    tags = [t.strip() for t in (query.get("tags") or "").replace(",", " ").split() if t.strip()]
+    if tags:
+        params["tags"] = tags
+    if (query.get("path") or "").strip():
+        params["path_prefix"] = typed(query["path"].strip())
+    for field, key, kind in (("threshold", "threshold", float), ("k", "top_k", int)):
+        text = (query.get(field) or "").strip()
+        if text:
+            try:
+                params[key] = kind(text)
+            except ValueError:
+                raise MdragError(f"{field} must be a number, got {text!r}") from None
+    return params
+
+
+class Page:
+    """The routes, holding the backend, the config (for the editor command) and this run's token."""
+
+    def __init__(self, backend: Backend, config: Config, token: str) -> None:
+        self.backend = backend
+        self.config = config
+        self.token = token
+        self.templates = Environment(
+            loader=FileSystemLoader(HERE / "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+        )
+        self.templates.globals.update(
+            shown=shown,
+            note_href=note_href,
+            level=lambda score: confidence_level(score, 1),
+            explain_lines=explain_lines,
+            snippet_html=lambda hit: Markup(marked_snippet(*_snippet(hit))),
+            token=token,
+        )
+
+    def render(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+        return HTMLResponse(self.templates.get_template(name).render(**values), status_code=status_code)
+
+    def answer(self, query: dict[str, Any]) -> dict[str, Any]:
+        """The values a results fragment shows: the hits, or why none, and indexing progress."""
+        if not (query.get("q") or "").strip():
+            return {"response": None, "error": None}
+        try:
+            response = self.backend.search(search_params(query))
+        except MdragError as exc:
+            return {"response": None, "error": str(exc)}
+        indexing = response.get("indexing")
+        return {
+            "response": response,
+            "error": None,
+            "summary": results_line(response) if response["results"] else nothing_line(response),
+            "banner": search_banner(indexing) if indexing and response["results"] else "",
+            "indexing": bool(indexing),
+        }
+
+    async def home(self, request: Request) -> Response:
+        query = dict(request.query_params)
+        started = time.perf_counter()
+        values = await _threaded(self.answer, query)
+        return self.render(
+            "search.html",
+            form=query,
+            modes=MODES,
+            served_ms=(time.perf_counter() - started) * 1000,
+            **values,
+        )
+
+    async def results(self, request: Request) -> Response:
+        values = await _threaded(self.answer, dict(request.query_params))
+        return self.render("results.html", **values)
+
+    async def note(self, request: Request) -> Response:
+        path = request.query_params.get("path") or ""
+        line = _int(request.query_params.get("line"))
+        end = _int(request.query_params.get("end"))
+        try:
+            note = await _threaded(self.backend.call, "note", note=path)
+        except MdragError as exc:
+            return self.render("error.html", status_code=404, message=str(exc))
+        body, toc = render_note(note["text"], note["links"], line, end or line)
+        return self.render(
+            "note.html",
+            note=note,
+            body=Markup(body),
+            toc=toc,
+            line=line or 1,
+            links=uris(note["path"]),
+            opened=request.query_params.get("opened"),
+        )
+
+    async def similar(self, request: Request) -> Response:
+        path = request.query_params.get("note") or ""
+        try:
+            result = await _threaded(self.backend.call, "similar", note=path, k=10)
+        except MdragError as exc:
+            return self.render("error.html", status_code=404, message=str(exc))
+        return self.render("similar.html", result=result)
+
+    async def related(self, request: Request) -> Response:
+        path = request.query_params.get("note") or ""
+        try:
+            result = await _threaded(self.backend.call, "related", note=path, k=10)
+        except MdragError as exc:
+            return self.render("error.html", status_code=404, message=str(exc))
+        return self.render("related.html", result=result)
+
+    async def status(self, request: Request) -> Response:
+        def gather() -> dict[str, Any]:
+            report = self.backend.status()
+            gaps = self.backend.call("gaps", status="open")["gaps"]
+            try:
+                duplicates = self.backend.call("duplicates", min_score=90, limit=DUPLICATE_GROUPS_SHOWN)
+            except MdragError as exc:  # the index may be unavailable for a scan; the rest still shows
+                duplicates = {"groups": [], "error": str(exc)}
+            return {"report": report, "gaps": gaps, "duplicates": duplicates}
+
+        try:
+            values = await _threaded(gather)
+        except MdragError as exc:
+            return self.render("error.html", status_code=503, message=str(exc))
+        daemon = values["report"].get("daemon") or {}
+        progress = daemon.get("indexing")
+        return self.render("status.html", progress=progress_line(progress) if progress else "", **values)
+
+    async def open(self, request: Request) -> Response:
+        """Open an indexed note in the configured editor: one argv, the path one argument of it."""
+        form = await request.form()
+        if not form_token_ok(form, self.token):
+            return Response("refused: the request does not carry this page's token\n", status_code=403)
+        path = str(form.get("path") or "")
+        line = _int(str(form.get("line") or "")) or 1
+        try:
+            note = await _threaded(self.backend.call, "note", note=path)  # only an indexed note
+            argv = editor_argv(note["path"], line, self.config.open_command)
+            run_editor(argv, wait=False)
+        except (MdragError, OSError) as exc:
+            return self.render("error.html", status_code=404, message=f"cannot open {path}: {exc}")
+        back = note_href(note["path"], line).replace("#match", "") + "&opened=1#match"
+        return RedirectResponse(back, status_code=303)
+
+
+def _snippet(hit: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
+    part = hit.get("snippet") or {"text": hit.get("section_text", ""), "highlights": []}
+    return part["text"], [(a, b) for a, b in part["highlights"]]
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return max(1, int(text)) if text else None
+    except ValueError:
+        return None
+
+
+async def _threaded(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """A blocking backend call off the event loop (a socket round trip, or a search run here)."""
+    return await run_in_threadpool(function, *args, **kwargs)
+
+
+def build_app(backend: Backend, config: Config, token: str, port: int) -> Guard:
+    """The page behind its guard."""
+    page = Page(backend, config, token)
+    app = Starlette(
+        routes=[
+            Route("/", page.home),
+            Route("/results", page.results),
+            Route("/note", page.note),
+            Route("/similar", page.similar),
+            Route("/related", page.related),
+            Route("/status", page.status),
+            Route("/open", page.open, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+    )
+    return Guard(app, token, port)

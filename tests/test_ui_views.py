@@ -1,0 +1,150 @@
+"""The page's views over a stand-in backend: indexing progress and results so far, failures, errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mdrag.config import Config
+from mdrag.errors import QueryError
+from mdrag.ui.app import Page, search_params
+
+INDEXING = {
+    "state": "embedding",
+    "notes_done": 412,
+    "notes_total": 994,
+    "done": 5210,
+    "total": 12400,
+    "unit": "texts",
+    "eta_s": 170.0,
+    "rate": 30.0,
+}
+HIT = {
+    "file_path": "/n/a.md",
+    "section_heading": "A",
+    "heading_level": 1,
+    "chunk_index": 0,
+    "confidence_score": 0.81,
+    "section_text": "# A\n\nthe <lighthouse>",
+    "start_line": 1,
+    "end_line": 3,
+    "snippet": {"text": "the <lighthouse>", "start_line": 3, "end_line": 3, "highlights": [[4, 16]]},
+    "heading_path": "A",
+    "metadata": {"title": "A <note>"},
+}
+
+
+class Backend:
+    """Answers as the daemon would, from canned responses."""
+
+    def __init__(self, response: dict[str, Any] | None = None, error: Exception | None = None) -> None:
+        self.response = response
+        self.error = error
+        self.asked: list[dict[str, Any]] = []
+
+    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.asked.append(params)
+        if self.error:
+            raise self.error
+        assert self.response is not None
+        return self.response
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "daemon": {"pid": 7, "state": "indexing", "queue_depth": 3, "indexing": INDEXING},
+            "roots": ["/n"],
+            "documents": {"indexed": 5, "failed": 1},
+            "sections": 40,
+            "failed": [{"file_path": "/n/bad.md", "error": "binary file: contains NUL bytes"}],
+            "warnings": [],
+            "model": "m",
+            "store": {"uri": "/s/milvus.db"},
+        }
+
+    def call(self, op: str, **params: Any) -> Any:
+        return {
+            "gaps": {
+                "gaps": [
+                    {
+                        "query": "fishing <licence>",
+                        "count": 2,
+                        "status": "open",
+                        "possibly_addressed_by": None,
+                    }
+                ]
+            },
+            "duplicates": {"groups": [{"notes": ["/n/a.md", "/n/b.md"], "best_score": 95}]},
+        }[op]
+
+
+def fragment(backend: Backend, **query: str) -> str:
+    page = Page(backend, Config(), "t0ken")  # type: ignore[arg-type]
+    return page.templates.get_template("results.html").render(**page.answer(query))
+
+
+def test_while_indexing_the_page_shows_progress_eta_and_the_results_so_far():
+    html = fragment(
+        Backend(
+            {
+                "query": "q",
+                "results": [HIT],
+                "closest": [],
+                "confidence": {"level": "medium"},
+                "execution_time_ms": 12.0,
+                "indexing": INDEXING,
+            }
+        ),
+        q="lighthouse",
+    )
+    assert "indexing: 412 of 994 notes done, about 3 min left; results so far:" in html
+    assert 'data-indexing="1"' in html  # the page's script asks again until indexing is done
+    assert "<mark>&lt;lighthouse&gt;</mark>" in html and "A &lt;note&gt;" in html
+    assert "0.810 · medium confidence" in html and "1 result, medium confidence, in 12 ms" in html
+
+
+def test_with_nothing_found_while_indexing_the_page_says_why():
+    message = "nothing found in the 412 of 994 notes indexed so far; the rest are still being indexed (about 3 min left)"
+    html = fragment(
+        Backend(
+            {
+                "query": "q",
+                "results": [],
+                "closest": [],
+                "confidence": {"level": "none"},
+                "execution_time_ms": 5.0,
+                "indexing": INDEXING,
+                "message": message,
+            }
+        ),
+        q="x",
+    )
+    assert f'<p class="nothing">{message}</p>' in html
+
+
+def test_the_forms_filters_become_the_clis_search_parameters():
+    params = search_params(
+        {"q": " backup ", "mode": "keyword", "tags": "runbook, pg", "threshold": "0.5", "k": "3"}
+    )
+    assert params == {
+        "query": "backup",
+        "explain": True,
+        "mode": "keyword",
+        "tags": ["runbook", "pg"],
+        "threshold": 0.5,
+        "top_k": 3,
+    }
+    assert "mode" not in search_params({"q": "x", "mode": "<script>"})
+
+
+def test_a_refused_search_shows_the_reason_escaped():
+    html = fragment(Backend(error=QueryError("query is too long <b>")), q="x" * 10)
+    assert '<p class="error">Error: query is too long &lt;b&gt;</p>' in html
+
+
+def test_the_status_view_lists_failures_with_reasons_progress_gaps_and_duplicates():
+    page = Page(Backend(), Config(), "t0ken")  # type: ignore[arg-type]
+    response = asyncio.run(page.status(None))  # type: ignore[arg-type]
+    html = bytes(response.body).decode()
+    assert "n/bad.md</span>: binary file: contains NUL bytes" in html
+    assert "indexing 412/994 notes, 5210/12400 texts, ~3 min left" in html
+    assert "fishing &lt;licence&gt;" in html and "95" in html and "6 (failed 1, indexed 5)" in html
