@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
-from mdrag.confidence import explain_lines, nothing_line, results_line
+from mdrag.confidence import explain_lines, nothing_line, related_line, results_line
 from mdrag.errors import MdragError, QueryError
 from mdrag.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
 from mdrag.progress import progress_line, search_banner
@@ -222,21 +222,30 @@ def _print_hits(response: dict[str, Any]) -> None:
     results = response["results"]
     if not results:
         click.echo(nothing_line(response))
+        related = response.get("related") or []
+        for hit in related:  # close under the bar: hits to look at, not an answer
+            _print_hit(hit, "yellow")
+        if related:
+            click.echo(f"({related_line(response)})")
         _print_closest(response.get("closest") or [])
         _print_dropped(response)
         return
     for hit in results:
-        heading = hit["heading_path"] or hit["metadata"].get("title", "")
-        click.echo(
-            _style(f"{hit['confidence_score']:.3f}", fg="green")
-            + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
-            + (_style(f"  {heading}", fg="cyan") if heading else "")
-        )
-        for line in explain_lines(hit["explain"]) if hit.get("explain") else []:
-            click.echo("       " + line)
-        click.echo("       " + _snippet_line(hit))
+        _print_hit(hit, "green")
     click.echo(f"({results_line(response)})")
     _print_dropped(response)
+
+
+def _print_hit(hit: dict[str, Any], colour: str) -> None:
+    heading = hit["heading_path"] or hit["metadata"].get("title", "")
+    click.echo(
+        _style(f"{hit['confidence_score']:.3f}", fg=colour)
+        + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
+        + (_style(f"  {heading}", fg="cyan") if heading else "")
+    )
+    for line in explain_lines(hit["explain"]) if hit.get("explain") else []:
+        click.echo("       " + line)
+    click.echo("       " + _snippet_line(hit))
 
 
 def _snippet_line(hit: dict[str, Any]) -> str:

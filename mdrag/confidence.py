@@ -49,10 +49,22 @@ def results_line(response: dict[str, Any]) -> str:
 
 
 def nothing_line(response: dict[str, Any]) -> str:
-    """Why nothing is shown: 'no confident answer in your notes: no section scored 0.7 or more;
-    closest notes:' (the daemon's message while it indexes)."""
-    closest = response.get("closest") or []
-    return (response.get("message") or "nothing matched") + ("; closest notes:" if closest else "")
+    """Why no answer is shown: 'no confident answer in your notes: no section scored 0.7 or more;
+    closest notes:', '...: no note mentions loki; possibly related:' (the daemon's message while
+    it indexes)."""
+    message = response.get("message") or "nothing matched"
+    if response.get("related"):
+        return message + "; possibly related:"
+    return message + ("; closest notes:" if response.get("closest") else "")
+
+
+def related_line(response: dict[str, Any]) -> str:
+    """'(2 possibly related, none at 0.7 or more, in 21 ms)'."""
+    threshold = response.get("search_parameters", {}).get("threshold", 0.7)
+    return (
+        f"{len(response.get('related') or [])} possibly related, none at {threshold:g} or more, "
+        f"in {response['execution_time_ms']:.0f} ms"
+    )
 
 
 # The rank features are reciprocal ranks (0 when a list did not find the hit): say so, beside the

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mdrag.confidence import outcome_of
+
 TokenCounter = Callable[[Sequence[str]], list[int]]
 DEFAULT_MAX_TOKENS = 2000
 SEARCH_DEPTH = 30  # hits fetched to fill the budget; the pack takes them best first
@@ -23,7 +25,9 @@ def citation(hit: dict[str, Any], short: bool = False) -> str:
     return f"{where}: {source['heading_path']}" if source["heading_path"] else where
 
 
-def build_context(response: dict[str, Any], max_tokens: int, count_tokens: TokenCounter) -> dict[str, Any]:
+def build_context(
+    response: dict[str, Any], max_tokens: int, count_tokens: TokenCounter, answer_at: float = 0.7
+) -> dict[str, Any]:
     """Pack the response's hits, best first, skipping repeats, until the budget is spent.
 
     A section whose text appears twice (a note copied into two places) goes in once; a hit
@@ -34,6 +38,10 @@ def build_context(response: dict[str, Any], max_tokens: int, count_tokens: Token
     When no section reaches the threshold a script gets `context` "", `sources` [],
     `confidence.level` "none", a `message` saying so, and `closest`: up to 3 nearest notes
     (path, heading path, score, similarity, source), the same list `search --json` gives.
+
+    `confidence.outcome` is a search's at its usual bar (`answer_at`, the configured threshold),
+    not the pack's lower one: "answer" when a section reaches it, "related" when the pack holds
+    only sections under it (an assistant should say they may not answer), else "none".
     """
     blocks: list[str] = []
     sources: list[dict[str, Any]] = []
@@ -64,9 +72,11 @@ def build_context(response: dict[str, Any], max_tokens: int, count_tokens: Token
         sources.append({"n": len(sources) + 1, "score": hit["confidence_score"], **hit["source"]})
         used += header_cost + size
     context = "\n\n".join(blocks)
+    best = max((source["score"] for source in sources), default=None)
+    outcome = outcome_of(int(best is not None and best >= answer_at), len(sources))
     return {
         "query": response["query"],
-        "confidence": response["confidence"],
+        "confidence": {**response["confidence"], "outcome": outcome},
         "message": response.get("message", ""),
         # Nothing passed: the nearest notes (path, heading path, score), so a script or an
         # assistant can say what the notes hold rather than that they hold nothing.

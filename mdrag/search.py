@@ -149,7 +149,7 @@ class Searcher:
         # After the catalog dropped other versions' rows: only the candidates scored are read.
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
-        ordered, pool = _score(
+        ordered, evidence = _score(
             params, lists.get("dense", []), lists.get("keyword", []), self.baseline.stats(vector)
         )
         chosen, best, dropped = _pass_threshold(ordered, params)
@@ -165,8 +165,8 @@ class Searcher:
             floor = params.threshold - RELATED_BAND
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-            if pool.absent:
-                reason = "no note mentions " + " or ".join(pool.absent)
+            if evidence.absent:
+                reason = "no note mentions " + " or ".join(evidence.absent)
             message = reason or (
                 f"no section scored {params.threshold:g} or more"
                 if best is not None

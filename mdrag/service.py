@@ -224,7 +224,9 @@ class Service:
         search = {k: v for k, v in params.items() if k != "max_tokens"}
         search.setdefault("top_k", SEARCH_DEPTH)
         search.setdefault("threshold", CONTEXT_THRESHOLD)
-        return build_context(self.search(search), max_tokens, self.embedder.count_tokens)
+        return build_context(
+            self.search(search), max_tokens, self.embedder.count_tokens, self.config.search_threshold
+        )
 
     def _note(self, params: dict[str, Any]) -> str:
         """The note's path as the catalog knows it: as written (a symlink stays one), else resolved."""
