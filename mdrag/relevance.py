@@ -54,9 +54,9 @@ WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
 # that 0.7 balances answered and silent there.
 DECISION_FEATURES = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread", "named")
 DECISION: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-16.8655, (0.0, 18.3395, 0.0, 8.5964, 0.0, 0.0, 0.2266, 0.0, 1.2213)),
-    "keyword": (-15.7276, (0.0, 15.792, 0.0, 7.6866, 0.0, 0.0, 0.4341, 0.0, 1.3728)),
-    "hybrid": (-16.9957, (0.0, 20.4998, 0.0, 4.5582, 0.0, 1.1957, 0.3205, 0.0, 0.8918)),
+    "dense": (-16.8453, (0.0, 18.2789, 0.0, 8.686, 0.0, 0.0, 0.2251, 0.0, 1.2041)),
+    "keyword": (-15.7132, (0.0, 15.7409, 0.0, 7.7703, 0.0, 0.0, 0.4314, 0.0, 1.3623)),
+    "hybrid": (-16.592, (0.0, 19.9513, 0.0, 4.7169, 0.0005, 1.137, 0.3206, 0.0, 0.7703)),
 }
 MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
 COPY_SHARE = 0.8  # sections sharing this share of their distinct words are copies of each other
@@ -348,10 +348,12 @@ def _copies(a: dict[str, Any], b: dict[str, Any], cache: dict[int, frozenset[str
 
 def _share(words: frozenset[str], lowered: str) -> float:
     """The share of the query's words found in the text. A substring test, not a tokenizer: it
-    costs microseconds per section, and "restore" finding "restored" is the match wanted."""
+    costs microseconds per section, and "restore" finding "restored" is the match wanted. A
+    hyphen is no boundary for it: "wifi" is in "Wi-Fi", "email" in "e-mail", "setup" in "set-up"."""
     if not words:
         return 0.0
-    return sum(word in lowered for word in words) / len(words)
+    joined = lowered.replace("-", "") if "-" in lowered else lowered
+    return sum(word in lowered or word in joined for word in words) / len(words)
 
 
 def _stem(word: str) -> str:
