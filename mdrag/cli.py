@@ -281,6 +281,14 @@ def _print_status(report: dict[str, Any]) -> None:
     else:
         click.echo("daemon:    not running (read the index directly)")
     click.echo(f"roots:     {', '.join(report['roots']) or '(none configured)'}")
+    for away in report.get("unavailable_roots") or []:
+        click.echo(
+            click.style(
+                f"           UNAVAILABLE: {away['root']} ({away['reason']}); "
+                f"its {away['notes_kept']} note(s) are kept until it returns",
+                fg="yellow",
+            )
+        )
     docs = report["documents"]
     click.echo(
         f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")"

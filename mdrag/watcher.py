@@ -106,17 +106,56 @@ class Watcher:
         self.filter = note_filter
         self.queue = queue
         self._handler = NoteEventHandler(note_filter, queue, on_folder=self._folder_arrived)
-        self._observer = self._observe()
+        self._observer = Observer()
         self._overflow = _OverflowListener(on_overflow)
         self._lock = threading.Lock()
         self._arrived: set[str] = set()
         self._renew_at: float | None = None  # monotonic time the watches are due for renewal
+        # Each root's watch and the folder it watches ((st_dev, st_ino)): a root re-created,
+        # swapped in by a rename or remounted is another folder, and its old watch sees nothing.
+        self._roots: dict[Path, tuple[Any, tuple[int, int] | None]] = {}
 
-    def _observe(self) -> Any:
-        observer = Observer()
-        for root in self.filter.roots:
-            observer.schedule(self._handler, str(root), recursive=True)
-        return observer
+    def watch_root(self, root: Path) -> bool:
+        """Watch the folder now at `root`'s path, in place of the one watched before (if any);
+        False when there is none to watch (the root is missing: its return is watched then)."""
+        with self._lock:
+            old = self._roots.pop(root, None)
+        if old is not None:
+            try:
+                self._observer.unschedule(old[0])
+            except (KeyError, RuntimeError, OSError) as exc:  # its emitter may have stopped itself
+                logger.debug("unwatching {}: {}", root, exc)
+        try:
+            identity = _identity(root)
+            if identity is None:
+                return False
+            watch = self._observer.schedule(self._handler, str(root), recursive=True)
+        except OSError as exc:
+            logger.warning("cannot watch root {}: {}; the sweeps cover it", root, exc)
+            return False
+        with self._lock:
+            self._roots[root] = (watch, identity)
+        return True
+
+    def lost(self, root: Path) -> bool:
+        """True when the watch on `root` no longer sees the folder at its path: none was set,
+        the folder was deleted (watchdog ends the watch) or unmounted (the kernel drops it), or
+        another folder is there now (swapped in by a rename, or remounted). A folder re-created
+        may reuse the old one's inode number, so the watch's own state is asked too."""
+        with self._lock:
+            entry = self._roots.get(root)
+        if entry is None:
+            return True
+        watch, identity = entry
+        if _identity(root) != identity:
+            return True
+        emitter = next((e for e in self._observer.emitters if e.watch == watch), None)
+        if emitter is None or not emitter.is_alive():
+            return True
+        group = getattr(emitter, "_inotify", None)  # watchdog's inotify watch group (see _watch_again)
+        if group is None:
+            return not hasattr(emitter, "_inotify")  # another observer (macOS, Windows): alive is enough
+        return os.fsencode(str(root)) not in group._active_callbacks_by_path
 
     def start(self) -> None:
         # A folder tree arriving at once (cp -r, tar, a move) has its subfolders watched twice:
@@ -125,6 +164,8 @@ class Watcher:
         warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
         logging.getLogger("watchdog").addHandler(self._overflow)
         self._observer.start()
+        for root in self.filter.roots:  # on the running observer: a root that fails is the only one lost
+            self.watch_root(root)
         logger.info("watching {} root(s): {}", len(self.filter.roots), ", ".join(map(str, self.filter.roots)))
 
     def _folder_arrived(self, folder: str) -> None:
@@ -169,6 +210,14 @@ class Watcher:
         self._observer.stop()
         if self._observer.is_alive():
             self._observer.join(timeout=5)
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 def _outermost(folders: set[str]) -> list[str]:
