@@ -25,6 +25,7 @@ class RootState:
     identity: Identity | None = None  # the folder at the path now; None while nothing is there
     reason: str | None = None  # why it is unavailable; None while it is available
     since: float | None = None  # wall time it became unavailable
+    seen: Identity | None = None  # the folder last seen available at the path
     looked: bool = False  # False until the first look
 
     @property
@@ -38,8 +39,10 @@ class Roots:
     A root is *unavailable*, never emptied, when nothing is at its path (renamed away, deleted, a
     drive's folder unmounted), when it lies again on the file system its drive was mounted over
     (the bare mount point an unmount leaves), or when it is an empty folder where the index holds
-    notes of it (a mount point, or a folder re-created empty). Its notes stay in the index and
-    searchable; a root that returns is reconciled, so only what changed meanwhile is embedded.
+    notes of it, other than the folder last seen there (a mount point; a folder re-created empty;
+    any empty root at start, since nothing tells a drive not mounted yet from notes deleted). Its
+    notes stay in the index and searchable; a root that returns is reconciled, so only what
+    changed meanwhile is embedded.
     Nothing forgets an unavailable root's notes but a person: `mdrag reindex ROOT` naming it,
     `reindex --rebuild`, or taking it out of `roots` (a drive unplugged for a month is still a
     drive, and rebuilding its notes costs far more than keeping them).
@@ -59,7 +62,7 @@ class Roots:
         """Look at every root now; log each change of availability once."""
         with self._lock:
             for root, state in self._states.items():
-                identity, reason = self._look(root)
+                identity, reason = self._look(root, state.seen)
                 self._record(state, identity, reason)
             return dict(self._states)
 
@@ -102,7 +105,7 @@ class Roots:
             if state.reason is not None
         ]
 
-    def _look(self, root: Path) -> tuple[Identity | None, str | None]:
+    def _look(self, root: Path, seen: Identity | None) -> tuple[Identity | None, str | None]:
         try:
             found = os.stat(root)
         except (FileNotFoundError, NotADirectoryError):
@@ -115,7 +118,8 @@ class Roots:
         below = self._below.get(root)
         if below is not None and found.st_dev == below:
             return identity, "unmounted (its folder is the bare mount point)"
-        if _empty(root) and self._notes_under(root) > 0:
+        # Emptied in place (the folder last seen available): a person deleted every note.
+        if identity != seen and _empty(root) and self._notes_under(root) > 0:
             return identity, EMPTY
         return identity, None
 
@@ -141,6 +145,8 @@ class Roots:
         elif reason is None:
             state.since = None
         state.identity, state.reason, state.looked = identity, reason, True
+        if reason is None:
+            state.seen = identity
 
 
 def _empty(folder: Path) -> bool:
