@@ -22,6 +22,10 @@ from mdrag.service import Service
 from mdrag.workqueue import Command, FileChanges, WorkQueue
 
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
+# An idle writer asks the engine this often whether it answers, and gives it this long: a Milvus
+# Lite server that is stuck (stopped, deadlocked) is alive, so only a call that goes unanswered
+# shows it, and otherwise nothing would until a search or a write had waited out its deadline.
+PING_EVERY_S, PING_DEADLINE_S = 5.0, 10.0
 
 
 class Writer:
@@ -52,6 +56,7 @@ class Writer:
         self.store_down_since: float | None = None  # monotonic time store_error was first set
         self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
         self.reopens: deque[dict[str, Any]] = deque(maxlen=5)  # the last few, for status
+        self._ping_at = 0.0  # monotonic time of the next health ping
 
     def run(self) -> None:
         """The writer thread's loop, until the stop event: take work, apply it, mind the store."""
@@ -72,6 +77,7 @@ class Writer:
                 backoff = BACKOFF_MIN_S
             work = self.queue.take(timeout=0.5)
             if work is None:
+                self._ping_if_due()
                 self._reopen_if_due()
                 continue
             applied = False
@@ -117,6 +123,17 @@ class Writer:
             work.error = exc  # a client waits for this reindex: tell it now
             self.queue.submit(Command("reconcile"))
 
+    def _ping_if_due(self) -> None:
+        """Every PING_EVERY_S while idle: an engine that does not answer is an outage, reported
+        (status, log) and, for Milvus Lite, restarted by _reconnect like a dead one."""
+        if self.store_error is not None or self.service is None or time.monotonic() < self._ping_at:
+            return
+        try:
+            self.service.store.ping(PING_DEADLINE_S)
+        except StoreError as exc:
+            self._store_failed(exc, None)
+        self._ping_at = time.monotonic() + PING_EVERY_S
+
     def _reopen_if_due(self) -> None:
         """Reopen a Milvus Lite index that has taken many writes since it opened, once requests
         have paused: Lite searches the rows written since the open slower than those it loaded."""
@@ -153,7 +170,9 @@ class Writer:
         assert self.service is not None
         try:
             store = self.service.store
-            if store.closed or not store.engine_alive():  # a reopen failed halfway, or a server died
+            # A reopen failed halfway, a server died, or a Lite server is alive and stuck: a
+            # server of ours that does not answer is restarted (a remote one is waited for).
+            if store.closed or not store.engine_alive() or (store.is_lite and not _answers(store)):
                 logger.info("restarting the Milvus Lite server(s) and reopening the index")
                 with self.gate.exclusive():
                     self.service.store.reopen()
@@ -266,6 +285,14 @@ class _Turn(threading.Event):
         if time.monotonic() - self.started >= TURN_MIN_S and self.queue.others_waiting():
             self.yielded = True
         return self.yielded
+
+
+def _answers(store: Any) -> bool:
+    try:
+        store.ping()
+    except StoreError:
+        return False
+    return True
 
 
 def _size(path: str) -> int:

@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import grpc
 import numpy as np
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
@@ -37,6 +38,10 @@ MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
 # docs/benchmarks.md). Reopening is due once the rows written since the open are this share of
 # the index (and a floor).
 REOPEN_SHARE = 0.2
+# Every call has a deadline: a Milvus Lite server that stops answering (stuck, not dead) made
+# calls without one wait for ever, searches and the writer alike. Loading reads every row, so it
+# may take minutes on a large index.
+LOAD_DEADLINE_S = 600.0
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -97,6 +102,7 @@ class Store:
         self.model_id = model_id
         self.full_text = True  # BM25 sparse field present; False on servers without it
         self._db = Databases(uri, token, timeout_s)
+        self._timeout_s = timeout_s  # each call's deadline
         self.is_lite = self._db.is_lite
         self._db.open()
         # Whether each shard holds rows (None: not known since a delete or the open): BM25 over
@@ -193,7 +199,7 @@ class Store:
         return VECTORS
 
     def _load(self, client: MilvusClient) -> None:
-        self._call(client.load_collection, VECTORS)
+        self._call(client.load_collection, VECTORS, timeout=LOAD_DEADLINE_S)
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -367,7 +373,10 @@ class Store:
                     filter=filter,
                     output_fields=[*HIT_FIELDS, "embedding"],
                     search_params={"metric_type": "BM25"},
+                    timeout=self._timeout_s,
                 )
+            except grpc.RpcError as exc:
+                raise self._unanswered("search", exc) from exc
             except MilvusException as exc:
                 # With no rows yet (in this shard), BM25's average document length is 0 and
                 # Milvus Lite fails on the NaN instead of matching nothing.
@@ -421,19 +430,36 @@ class Store:
             iterator.close()
 
     def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(getattr(method, "__self__", None), MilvusClient):
+            kwargs.setdefault("timeout", self._timeout_s)  # (an iterator's calls take its own)
         try:
             return method(*args, **kwargs)
         except MilvusException as exc:
             raise StoreError(
                 f"Milvus {getattr(method, '__name__', 'call')} failed on {self.uri}: {exc.message}"
             ) from exc
+        except grpc.RpcError as exc:  # pymilvus passes a missed deadline on as gRPC raised it
+            raise self._unanswered(getattr(method, "__name__", "call"), exc, kwargs.get("timeout")) from exc
+
+    def _unanswered(self, name: str, exc: grpc.RpcError, timeout: float | None = None) -> StoreError:
+        """A call the engine did not answer: an outage (the writer restarts a Lite engine)."""
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return StoreError(
+                f"the Milvus engine at {self.uri} did not answer a {name} within "
+                f"{timeout or self._timeout_s:.0f} s (stuck or overloaded)"
+            )
+        return StoreError(f"Milvus {name} failed on {self.uri}: {code.name if code else exc}")
 
     def _write(self, method: Any, *args: Any, **kwargs: Any) -> Any:
         """A write whose failure says which it was: RowsRejectedError when the engine still
         answers (the rows' content was refused: a bad string, a JSON value out of range),
         StoreError when it cannot be reached (the writer then waits and replays)."""
+        kwargs.setdefault("timeout", self._timeout_s)
         try:
             return method(*args, **kwargs)
+        except grpc.RpcError as exc:
+            raise self._unanswered(getattr(method, "__name__", "write"), exc, kwargs["timeout"]) from exc
         except MilvusException as exc:
             failure = f"Milvus {getattr(method, '__name__', 'write')} failed on {self.uri}: {exc.message}"
             if isinstance(exc, _CONNECTION_ERRORS) or not self._answers():
