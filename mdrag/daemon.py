@@ -195,6 +195,7 @@ class Daemon:
                 self.queue.add_directory(to_text(str(root)))  # after the watch: a change lands in either
         for root, _ in roots.changes():
             self.queue.add_directory(to_text(str(root)))
+        self.watcher.poll_unwatched()  # folders the inotify watch limit left unwatched
 
     def feeds_watchdog(self) -> bool:
         """False once a Milvus Lite index has been down LITE_GIVE_UP_S with every restart failing:
@@ -359,6 +360,8 @@ class Daemon:
             "state": self.writer.state,
             "socket": str(self.server.path),
             "index_reopens": list(self.writer.reopens),
+            # Folders past the inotify watch limit: polled, not watched (see Watcher.poll_unwatched).
+            "unwatched_folders": self.watcher.unwatched if self.watcher is not None else 0,
             "indexing": self.indexing(),
             **self.freshness(),
         }
