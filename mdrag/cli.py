@@ -312,6 +312,8 @@ def _print_status(report: dict[str, Any]) -> None:
         click.echo(
             click.style(f"           UNAVAILABLE: {daemon['store_error']} (changes are queued)", fg="red")
         )
+    if daemon and daemon.get("index_full"):
+        click.echo(click.style(f"           FULL: {daemon['index_full']}", fg="red"))
     if report["failed"]:
         click.echo(f"failed files ({len(report['failed'])}):")
         for failure in report["failed"]:

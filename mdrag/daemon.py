@@ -355,6 +355,7 @@ class Daemon:
         return {
             "store_available": self.writer.store_error is None,
             "store_error": self.writer.store_error,
+            "index_full": self.writer.index_full,  # no room to write: changes wait, searches go on
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),
             "state": self.writer.state,

@@ -13,7 +13,7 @@ from typing import Any
 from loguru import logger
 
 from mdrag.config import Config
-from mdrag.errors import MdragError, RowsRejectedError, StoreError
+from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
 from mdrag.gate import Gate
 from mdrag.pathtext import to_fs
 from mdrag.progress import ProgressMeter
@@ -57,6 +57,7 @@ class Writer:
         self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
         self.reopens: deque[dict[str, Any]] = deque(maxlen=5)  # the last few, for status
         self._ping_at = 0.0  # monotonic time of the next health ping
+        self.index_full: str | None = None  # set while the index's file system has no room to write
 
     def run(self) -> None:
         """The writer thread's loop, until the stop event: take work, apply it, mind the store."""
@@ -75,6 +76,9 @@ class Writer:
                     backoff = min(backoff * 2, BACKOFF_MAX_S)
                     continue
                 backoff = BACKOFF_MIN_S
+            if self.index_full is not None and not self._room_again():
+                self._stop.wait(1.0)  # a look at the free space costs nothing: catch up within a second
+                continue
             work = self.queue.take(timeout=0.5)
             if work is None:
                 self._ping_if_due()
@@ -84,6 +88,11 @@ class Writer:
             try:
                 self._apply(work)
                 applied = True
+            except IndexFullError as exc:  # nothing written: searches go on, changes wait for room
+                if self.index_full is None:
+                    logger.error("{}", exc)
+                self.index_full = str(exc)
+                self._requeue(exc, work)
             except RowsRejectedError as exc:  # what a note holds, not an outage: never replayed
                 logger.warning("index update refused: {}", exc)
                 if isinstance(work, Command):
@@ -110,6 +119,9 @@ class Writer:
         if self.store_down_since is None:
             self.store_down_since = time.monotonic()
         logger.error("the store is unavailable, changes are queued and retried: {}", exc)
+        self._requeue(exc, work)
+
+    def _requeue(self, exc: StoreError, work: FileChanges | Command | None) -> None:
         if work is None:
             return
         if isinstance(work, FileChanges):
@@ -122,6 +134,18 @@ class Writer:
         else:
             work.error = exc  # a client waits for this reindex: tell it now
             self.queue.submit(Command("reconcile"))
+
+    def _room_again(self) -> bool:
+        """Whether the index's file system has room again (then the queued changes go in)."""
+        assert self.service is not None
+        try:
+            self.service.store.check_room()
+        except IndexFullError as exc:
+            self.index_full = str(exc)
+            return False
+        logger.info("the index has room again; applying {} queued change(s)", self.queue.depth())
+        self.index_full = None
+        return True
 
     def _ping_if_due(self) -> None:
         """Every PING_EVERY_S while idle: an engine that does not answer is an outage, reported

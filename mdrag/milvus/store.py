@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -23,7 +24,7 @@ from pymilvus.exceptions import (
 )
 
 from mdrag.carried import CarriedVectors
-from mdrag.errors import LayoutOutdatedError, RowsRejectedError, StoreError
+from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import in_filter
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
@@ -42,6 +43,11 @@ REOPEN_SHARE = 0.2
 # calls without one wait for ever, searches and the writer alike. Loading reads every row, so it
 # may take minutes on a large index.
 LOAD_DEADLINE_S = 600.0
+# Milvus Lite takes writes it cannot keep: on a full file system an insert succeeds, searches
+# find the rows, and none of them is on disk when the index is opened again (nothing is
+# reported, not even in its log, which is on the same disk). So no write is made with less room
+# than this: a write batch (2048 windows, ~4 MB) and the engine's own files fit many times over.
+MIN_FREE_BYTES = 16 * 1024 * 1024
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -210,6 +216,7 @@ class Store:
         self._write_vectors("upsert", rows)
 
     def _write_vectors(self, how: str, rows: list[dict[str, Any]]) -> None:
+        self.check_room()  # before a note's first write: its metadata follows only if its vectors went in
         collection = self._vectors()
         for shard, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
             write = getattr(client, how)
@@ -491,6 +498,25 @@ class Store:
         if not due:
             self._reopen_checked_at = self.rows_written
         return due
+
+    def free_bytes(self) -> int | None:
+        """Room left on the file system of a Milvus Lite index; None for a server (its own business)."""
+        if not self.is_lite:
+            return None
+        try:
+            found = os.statvfs(os.path.dirname(os.path.abspath(os.path.expanduser(self.uri))))
+        except OSError:
+            return None
+        return found.f_bavail * found.f_frsize
+
+    def check_room(self) -> None:
+        """Raises IndexFullError when a Milvus Lite index has too little room to write."""
+        free = self.free_bytes()
+        if free is not None and free < MIN_FREE_BYTES:
+            raise IndexFullError(
+                f"the file system holding the index {self.uri} is full ({free // 1024} KB free, "
+                f"{MIN_FREE_BYTES // 2**20} MB needed); changes wait until space is freed"
+            )
 
     def engine_alive(self) -> bool:
         """False when a Milvus Lite server process of this index has died: only a reopen helps."""
