@@ -324,6 +324,14 @@ def _print_status(report: dict[str, Any]) -> None:
     else:
         click.echo("daemon:    not running (read the index directly)")
     click.echo(f"roots:     {', '.join(report['roots']) or '(none configured)'}")
+    for away in report.get("unavailable_roots") or []:
+        click.echo(
+            click.style(
+                f"           UNAVAILABLE: {away['root']} ({away['reason']}); "
+                f"its {away['notes_kept']} note(s) are kept until it returns",
+                fg="yellow",
+            )
+        )
     docs = report["documents"]
     click.echo(
         f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")"
@@ -347,6 +355,8 @@ def _print_status(report: dict[str, Any]) -> None:
         click.echo(
             click.style(f"           UNAVAILABLE: {daemon['store_error']} (changes are queued)", fg="red")
         )
+    if daemon and daemon.get("index_full"):
+        click.echo(click.style(f"           FULL: {daemon['index_full']}", fg="red"))
     if report["failed"]:
         click.echo(f"failed files ({len(report['failed'])}):")
         for failure in report["failed"]:

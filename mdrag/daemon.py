@@ -18,6 +18,7 @@ from mdrag.gate import Gate
 from mdrag.liveness import Liveness, PulsingEvent
 from mdrag.milvus import index_held
 from mdrag.notify import SystemdNotifier
+from mdrag.pathtext import to_text
 from mdrag.progress import ProgressMeter, early_message, progress_line
 from mdrag.server import SocketServer
 from mdrag.service import Service
@@ -172,6 +173,7 @@ class Daemon:
                 next_sweep = time.monotonic() + interval
             if self.watcher is not None:
                 self.watcher.renew_if_due()
+                self._mind_roots()
             if self.watcher is not None and not self.watcher.alive:
                 logger.error("the file watcher stopped; restarting it and sweeping the roots")
                 assert self.service is not None
@@ -181,6 +183,21 @@ class Daemon:
             self.server.rebind_if_gone()
             self._log_progress()
             self.notifier.status(self._status_line())
+
+    def _mind_roots(self) -> None:
+        """Once a second: a root whose watch is lost (its folder deleted and re-created, another
+        one swapped in by a rename, a drive remounted) is watched afresh and reconciled, and a
+        root that came back is reconciled, so only what changed meanwhile is indexed (roots.py)."""
+        assert self.service is not None and self.watcher is not None
+        roots = self.service.roots
+        roots.check()
+        for root in self.service.filter.roots:
+            if self.watcher.lost(root) and self.watcher.watch_root(root):
+                logger.info("root {} is another folder than the one watched; watching it again", root)
+                self.queue.add_directory(to_text(str(root)))  # after the watch: a change lands in either
+        for root, _ in roots.changes():
+            self.queue.add_directory(to_text(str(root)))
+        self.watcher.poll_unwatched()  # folders the inotify watch limit left unwatched
 
     def feeds_watchdog(self) -> bool:
         """False once a Milvus Lite index has been down LITE_GIVE_UP_S with every restart failing:
@@ -234,7 +251,12 @@ class Daemon:
         if self.writer.state == "reconciling":  # not begun yet: the catalog may hold another folder's notes
             return "reconciling: listing the notes"
         roots, notes = len(self.service.filter.roots), len(self.service.catalog)
-        return f"watching {roots} root{'s' * (roots != 1)}, {notes} note{'s' * (notes != 1)}"
+        line = f"watching {roots} root{'s' * (roots != 1)}, {notes} note{'s' * (notes != 1)}"
+        away = self.service.roots.unavailable(look=False)
+        if away:
+            named = ", ".join(f"{root} ({why})" for root, why in away.items())
+            line += f"; {len(away)} unavailable (notes kept): {named}"
+        return line
 
     # ---- requests from the socket -----------------------------------------------------------------
 
@@ -335,11 +357,14 @@ class Daemon:
         return {
             "store_available": self.writer.store_error is None,
             "store_error": self.writer.store_error,
+            "index_full": self.writer.index_full,  # no room to write: changes wait, searches go on
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),
             "state": self.writer.state,
             "socket": str(self.server.path),
             "index_reopens": list(self.writer.reopens),
+            # Folders past the inotify watch limit: polled, not watched (see Watcher.poll_unwatched).
+            "unwatched_folders": self.watcher.unwatched if self.watcher is not None else 0,
             "indexing": self.indexing(),
             **self.freshness(),
         }

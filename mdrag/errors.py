@@ -8,6 +8,7 @@ MdragError                  anything the CLI reports as "Error: ..." with exit 1
 ├── StoreError              Milvus could not be opened or answered with an error
 │   ├── StoreLockedError    the embedded database is held by another process
 │   ├── RowsRejectedError   the store answers but refused these rows (their file fails, not the store)
+│   ├── IndexFullError      the file system holding a Milvus Lite index is (nearly) full: writes wait
 │   └── SchemaMismatchError the collections were built with another model or layout
 ├── ServerNotRunningError   no daemon answers on the socket
 │   └── NoIndexError        ... and a read command finds no index to open
@@ -50,6 +51,11 @@ class StoreLockedError(StoreError):
 
 class RowsRejectedError(StoreError):
     """The store is up but refused a write for what the rows hold: a per-file failure, not an outage."""
+
+
+class IndexFullError(StoreError):
+    """The file system holding a Milvus Lite index has no room: the engine would accept writes it
+    cannot keep, so none is made until space is freed."""
 
 
 class SchemaMismatchError(StoreError):

@@ -32,6 +32,7 @@ from mdrag.milvus import Store
 from mdrag.pathtext import to_fs, to_text
 from mdrag.progress import ProgressMeter
 from mdrag.readahead import ReadCancelled, read_ahead
+from mdrag.roots import Roots, under
 from mdrag.rows import PreparedNote, store_each, store_notes
 from mdrag.scanner import NoteFilter
 from mdrag.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
@@ -103,12 +104,15 @@ class Indexer:
         note_filter: NoteFilter,
         max_tokens: int = 1000,
         carried: CarriedVectors | None = None,
+        roots: Roots | None = None,
     ) -> None:
         self.embedder = embedder
         self.store = store
         self.catalog = catalog
         self.filter = note_filter
         self.carried = carried
+        # Which roots are there: an unavailable one's notes are kept, never taken as deleted.
+        self.roots = roots or Roots(note_filter.roots, lambda root: len(catalog.paths_under(to_text(root))))
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
         self.listeners: list[Listener] = []
         self.max_file_bytes = MAX_FILE_BYTES  # `index.max_file_mb`
@@ -122,12 +126,20 @@ class Indexer:
         force: bool = False,
         progress: ProgressMeter | None = None,
         cancel: threading.Event | None = None,
+        forget: bool = False,
     ) -> IndexReport:
-        """Index every note under `paths` (default: all roots) and drop what vanished there."""
+        """Index every note under `paths` (default: all roots) and drop what vanished there.
+
+        A root that is unavailable (see roots.py) is neither scanned nor emptied: its notes stay
+        as indexed, unless `forget` (a person named it: `mdrag reindex ROOT`).
+        """
         started = time.monotonic()
         scope = None if paths is None else [Path(p).expanduser().resolve() for p in paths]
+        report = IndexReport()
+        away = self._away(scope, forget, report)
+        reachable = [t for t in (self.filter.roots if scope is None else scope) if not _in(t, away)]
         # Paths as stored: valid UTF-8 whatever bytes the names hold (see pathtext).
-        files = [to_text(p) for p in self.filter.scan(scope)]
+        files = [to_text(p) for p in self.filter.scan(reachable)]
         seen = set(files)
         if scope is None:
             gone = [p for p in self.catalog.paths() if p not in seen]
@@ -138,7 +150,7 @@ class Indexer:
                 if self.catalog.get(to_text(target)) is not None:
                     candidates.add(to_text(target))
             gone = sorted(p for p in candidates if p not in seen)
-        report = IndexReport()
+        gone = [p for p in gone if not under(p, away)]
         if self.filter.unreadable:
             gone = self._keep_unreadable(gone, report)
         report = self.index_files(files, force=force, progress=progress, cancel=cancel, report=report)
@@ -167,7 +179,7 @@ class Indexer:
         started = time.monotonic()
         report = report or IndexReport()
         missing = [p for p in paths if not _may_be_note(p) or not self.filter.accepts(to_fs(p))]
-        report.deleted += self.remove(missing)
+        report.deleted += self.remove(self._kept_while_away(missing))
         gone = set(missing)
         present = [p for p in paths if p not in gone]
         present = list(dict.fromkeys(present))  # read-ahead must never see one path twice
@@ -205,9 +217,30 @@ class Indexer:
             meter.finish()
             # Also when a write fails: no file may stay "processing" for ever.
             self.catalog.clear_marks(present)
-        report.deleted += self.remove(vanished)
+        report.deleted += self.remove(self._kept_while_away(vanished))
         report.seconds = time.monotonic() - started
         return report
+
+    def _away(self, scope: list[Path] | None, forget: bool, report: IndexReport) -> list[Path]:
+        """The unavailable roots this run must leave alone, each reported as a failure."""
+        away = []
+        for root, reason in self.roots.unavailable().items():
+            if scope is not None and forget and any(_in(target, [root]) for target in scope):
+                continue  # named by a person: what is not there goes
+            if scope is not None and not any(_in(target, [root]) or _in(root, [target]) for target in scope):
+                continue
+            away.append(root)
+            kept = len(self.catalog.paths_under(to_text(root)))
+            error = f"root unavailable ({reason}); its {kept} indexed note(s) are kept until it returns"
+            report.failed.append({"file_path": to_text(root), "error": error})
+        return away
+
+    def _kept_while_away(self, paths: list[str]) -> list[str]:
+        """These paths, less those in an unavailable root: their files are not gone, their drive is."""
+        if not paths:
+            return paths
+        away = self.roots.gone()
+        return [p for p in paths if not under(p, away)] if away else paths
 
     def _keep_unreadable(self, gone: list[str], report: IndexReport) -> list[str]:
         """A folder that cannot be read is a failure, not a delete: its notes stay as indexed."""
@@ -414,6 +447,10 @@ class Indexer:
         report.sections_embedded += len({sid for sid, _ in missing})
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors
+
+
+def _in(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
 
 
 def _may_be_note(path: str) -> bool:

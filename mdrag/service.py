@@ -33,6 +33,7 @@ from mdrag.pathtext import to_fs, to_text
 from mdrag.progress import ProgressMeter
 from mdrag.rebuild import remove_leftovers
 from mdrag.related import related_notes
+from mdrag.roots import Roots
 from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
 from mdrag.similarity import SIMILAR_FLOOR, Similarity, duplicate_groups
@@ -122,8 +123,15 @@ class Service:
         )
         self.catalog = Catalog(self.stored_records())
         self.filter = NoteFilter(config.roots, config.exclude)
+        self.roots = Roots(self.filter.roots, lambda root: len(self.catalog.paths_under(to_text(root))))
         self.indexer = Indexer(
-            self.embedder, self.store, self.catalog, self.filter, config.sections_max_tokens, carried
+            self.embedder,
+            self.store,
+            self.catalog,
+            self.filter,
+            config.sections_max_tokens,
+            carried,
+            self.roots,
         )
         self.indexer.max_file_bytes = int(config.index_max_file_mb * 1_000_000)
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
@@ -268,7 +276,10 @@ class Service:
                     f"{', '.join(outside)} is not under a configured root "
                     f"({', '.join(map(str, self.filter.roots)) or 'none configured'}); add it to `roots`"
                 )
-        return self.indexer.reconcile(targets, force=force, progress=progress, cancel=cancel)
+        # Folders a person named are the truth, even a root that is gone: its notes go with it.
+        return self.indexer.reconcile(
+            targets, force=force, progress=progress, cancel=cancel, forget=targets is not None
+        )
 
     def status(self) -> dict[str, Any]:
         return {
@@ -287,6 +298,7 @@ class Service:
                 "full_text_search": self.store.full_text,
             },
             "roots": [str(r) for r in self.filter.roots],
+            "unavailable_roots": self.roots.report(),
             "open_gaps": self._open_gaps(),
         }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -21,6 +22,8 @@ from mdrag.workqueue import WorkQueue
 
 # Quiet time after the last folder arrived before the watches are renewed (see Watcher).
 RENEW_AFTER_S = 1.0
+# How often the folders inotify could not watch (its watch limit reached) are polled for changes.
+POLL_UNWATCHED_S = 10.0
 
 
 class NoteEventHandler(FileSystemEventHandler):
@@ -77,6 +80,64 @@ def _text(path: str | bytes) -> str:
 DOUBLE_WATCH = r"Callback with id .* already exists for watch"
 
 
+class _Refusals:
+    """Folders whose inotify watch the kernel refused for its watch limit (ENOSPC), as watched."""
+
+    def __init__(self) -> None:
+        self._folders: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, folder: str) -> None:
+        with self._lock:
+            self._folders.add(folder)
+
+    def take(self) -> set[str]:
+        with self._lock:
+            folders, self._folders = self._folders, set()
+        return folders
+
+
+_REFUSED = _Refusals()
+
+
+def _count_refusals() -> None:
+    """Make watchdog's inotify tell us of each watch refused for the watch limit.
+
+    watchdog adds a subfolder's watch and swallows its failure (only the root's reaches the
+    caller): past fs.inotify.max_user_watches whole trees went unwatched without a word, their
+    edits waiting for the next sweep. Patched once per process; no inotify (macOS): nothing to do.
+    """
+    try:
+        from watchdog.observers.inotify_c import InotifyFD
+    except ImportError:
+        return
+    if getattr(InotifyFD, "_mdrag_counted", False):
+        return
+    original = InotifyFD.add_callback
+
+    def add_callback(self: Any, path: bytes, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, path, *args, **kwargs)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                _REFUSED.add(os.fsdecode(path))
+            raise
+
+    setattr(InotifyFD, "add_callback", add_callback)  # noqa: B010 - a method replaced, as mypy allows
+    setattr(InotifyFD, "_mdrag_counted", True)  # noqa: B010
+
+
+def watch_limit() -> int | None:
+    """This user's inotify watch limit (its user namespace's, where that is lower), if known."""
+    limits = []
+    for name in ("/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"):
+        try:
+            limits.append(int(Path(name).read_text()))
+        except (OSError, ValueError):
+            continue
+    return min(limits, default=None)
+
+
 class _OverflowListener(logging.Handler):
     """watchdog rebuilds its watches after an inotify queue overflow but tells only its log;
     events were lost, so the overflow also asks for a full safety sweep."""
@@ -106,17 +167,61 @@ class Watcher:
         self.filter = note_filter
         self.queue = queue
         self._handler = NoteEventHandler(note_filter, queue, on_folder=self._folder_arrived)
-        self._observer = self._observe()
+        self._observer = Observer()
         self._overflow = _OverflowListener(on_overflow)
         self._lock = threading.Lock()
         self._arrived: set[str] = set()
         self._renew_at: float | None = None  # monotonic time the watches are due for renewal
+        # Each root's watch and the folder it watches ((st_dev, st_ino)): a root re-created,
+        # swapped in by a rename or remounted is another folder, and its old watch sees nothing.
+        self._roots: dict[Path, tuple[Any, tuple[int, int] | None]] = {}
+        # Folders left unwatched by the inotify watch limit, polled instead (see poll_unwatched).
+        self._unwatched: set[str] = set()
+        self._polled: dict[str, tuple[int, int]] = {}  # their notes' (mtime_ns, size) at the last poll
+        self._poll_at = 0.0
+        self._limit_told = False
 
-    def _observe(self) -> Any:
-        observer = Observer()
-        for root in self.filter.roots:
-            observer.schedule(self._handler, str(root), recursive=True)
-        return observer
+    def watch_root(self, root: Path) -> bool:
+        """Watch the folder now at `root`'s path, in place of the one watched before (if any);
+        False when there is none to watch (the root is missing: its return is watched then)."""
+        with self._lock:
+            old = self._roots.pop(root, None)
+        if old is not None:
+            try:
+                self._observer.unschedule(old[0])
+            except (KeyError, RuntimeError, OSError) as exc:  # its emitter may have stopped itself
+                logger.debug("unwatching {}: {}", root, exc)
+        try:
+            identity = _identity(root)
+            if identity is None:
+                return False
+            watch = self._observer.schedule(self._handler, str(root), recursive=True)
+        except OSError as exc:
+            logger.warning("cannot watch root {}: {}; the sweeps cover it", root, exc)
+            return False
+        with self._lock:
+            self._roots[root] = (watch, identity)
+        return True
+
+    def lost(self, root: Path) -> bool:
+        """True when the watch on `root` no longer sees the folder at its path: none was set,
+        the folder was deleted (watchdog ends the watch) or unmounted (the kernel drops it), or
+        another folder is there now (swapped in by a rename, or remounted). A folder re-created
+        may reuse the old one's inode number, so the watch's own state is asked too."""
+        with self._lock:
+            entry = self._roots.get(root)
+        if entry is None:
+            return True
+        watch, identity = entry
+        if _identity(root) != identity:
+            return True
+        emitter = next((e for e in self._observer.emitters if e.watch == watch), None)
+        if emitter is None or not emitter.is_alive():
+            return True
+        group = getattr(emitter, "_inotify", None)  # watchdog's inotify watch group (see _watch_again)
+        if group is None:
+            return not hasattr(emitter, "_inotify")  # another observer (macOS, Windows): alive is enough
+        return os.fsencode(str(root)) not in group._active_callbacks_by_path
 
     def start(self) -> None:
         # A folder tree arriving at once (cp -r, tar, a move) has its subfolders watched twice:
@@ -124,7 +229,10 @@ class Watcher:
         # watch replaces the first, so nothing is lost, yet watchdog warns about it each time.
         warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
         logging.getLogger("watchdog").addHandler(self._overflow)
+        _count_refusals()
         self._observer.start()
+        for root in self.filter.roots:  # on the running observer: a root that fails is the only one lost
+            self.watch_root(root)
         logger.info("watching {} root(s): {}", len(self.filter.roots), ", ".join(map(str, self.filter.roots)))
 
     def _folder_arrived(self, folder: str) -> None:
@@ -161,6 +269,42 @@ class Watcher:
                     group._add_all_callbacks(os.fsencode(folder))
 
     @property
+    def unwatched(self) -> int:
+        """How many folders the inotify watch limit leaves unwatched (polled instead)."""
+        return len(self._unwatched)
+
+    def poll_unwatched(self) -> None:
+        """Once a second: take the folders inotify refused to watch; every POLL_UNWATCHED_S try
+        to watch them again (the limit may have been raised) and queue the notes changed in those
+        still unwatched since the last poll (a stat of each, no read)."""
+        refused = {f for f in _REFUSED.take() if self.filter.root_of(Path(f)) is not None}
+        if refused and not self._limit_told:
+            self._limit_told = True
+            logger.error(
+                "the inotify watch limit is reached (fs.inotify.max_user_watches = {}): {} folder(s) under "
+                "the roots are not watched, and are polled every {:.0f} s instead. Raise the limit: "
+                "`sudo sysctl fs.inotify.max_user_watches=524288`, and in /etc/sysctl.d/ to keep it",
+                watch_limit(),
+                len(refused),
+                POLL_UNWATCHED_S,
+            )
+        self._unwatched |= refused
+        if not self._unwatched or time.monotonic() < self._poll_at:
+            return
+        self._poll_at = time.monotonic() + POLL_UNWATCHED_S
+        folders, self._unwatched = _outermost(self._unwatched), set()
+        for folder in folders:
+            self._watch_again(folder)  # a watch refused again is counted again
+        self._unwatched = {f for f in _REFUSED.take() if self.filter.root_of(Path(f)) is not None}
+        if not self._unwatched:
+            logger.info("every folder under the roots is watched again")
+        polled = _note_stats(folders)
+        changed = {path for path in polled if self._polled.get(path) != polled[path]}
+        for path in sorted(changed | (set(self._polled) - set(polled))):  # saved, added or deleted
+            self.queue.add_file(_text(path))
+        self._polled = polled if self._unwatched else {}
+
+    @property
     def alive(self) -> bool:
         return self._observer.is_alive()
 
@@ -169,6 +313,30 @@ class Watcher:
         self._observer.stop()
         if self._observer.is_alive():
             self._observer.join(timeout=5)
+
+
+def _note_stats(folders: list[str]) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every file named like a note under these folders."""
+    found: dict[str, tuple[int, int]] = {}
+    for folder in folders:
+        for where, _, files in os.walk(folder):
+            for name in files:
+                if name.lower().endswith(NOTE_SUFFIXES):
+                    path = os.path.join(where, name)
+                    try:
+                        info = os.stat(path)
+                    except OSError:
+                        continue
+                    found[path] = (info.st_mtime_ns, info.st_size)
+    return found
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 def _outermost(folders: set[str]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 from loguru import logger
 
 from mdrag.config import Config
-from mdrag.errors import MdragError, RowsRejectedError, StoreError
+from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
 from mdrag.gate import Gate
 from mdrag.pathtext import to_fs
 from mdrag.progress import ProgressMeter
@@ -22,6 +22,10 @@ from mdrag.service import Service
 from mdrag.workqueue import Command, FileChanges, WorkQueue
 
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
+# An idle writer asks the engine this often whether it answers, and gives it this long: a Milvus
+# Lite server that is stuck (stopped, deadlocked) is alive, so only a call that goes unanswered
+# shows it, and otherwise nothing would until a search or a write had waited out its deadline.
+PING_EVERY_S, PING_DEADLINE_S = 5.0, 10.0
 
 
 class Writer:
@@ -52,6 +56,8 @@ class Writer:
         self.store_down_since: float | None = None  # monotonic time store_error was first set
         self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
         self.reopens: deque[dict[str, Any]] = deque(maxlen=5)  # the last few, for status
+        self._ping_at = 0.0  # monotonic time of the next health ping
+        self.index_full: str | None = None  # set while the index's file system has no room to write
 
     def run(self) -> None:
         """The writer thread's loop, until the stop event: take work, apply it, mind the store."""
@@ -70,14 +76,23 @@ class Writer:
                     backoff = min(backoff * 2, BACKOFF_MAX_S)
                     continue
                 backoff = BACKOFF_MIN_S
+            if self.index_full is not None and not self._room_again():
+                self._stop.wait(1.0)  # a look at the free space costs nothing: catch up within a second
+                continue
             work = self.queue.take(timeout=0.5)
             if work is None:
+                self._ping_if_due()
                 self._reopen_if_due()
                 continue
             applied = False
             try:
                 self._apply(work)
                 applied = True
+            except IndexFullError as exc:  # nothing written: searches go on, changes wait for room
+                if self.index_full is None:
+                    logger.error("{}", exc)
+                self.index_full = str(exc)
+                self._requeue(exc, work)
             except RowsRejectedError as exc:  # what a note holds, not an outage: never replayed
                 logger.warning("index update refused: {}", exc)
                 if isinstance(work, Command):
@@ -104,6 +119,9 @@ class Writer:
         if self.store_down_since is None:
             self.store_down_since = time.monotonic()
         logger.error("the store is unavailable, changes are queued and retried: {}", exc)
+        self._requeue(exc, work)
+
+    def _requeue(self, exc: StoreError, work: FileChanges | Command | None) -> None:
         if work is None:
             return
         if isinstance(work, FileChanges):
@@ -116,6 +134,29 @@ class Writer:
         else:
             work.error = exc  # a client waits for this reindex: tell it now
             self.queue.submit(Command("reconcile"))
+
+    def _room_again(self) -> bool:
+        """Whether the index's file system has room again (then the queued changes go in)."""
+        assert self.service is not None
+        try:
+            self.service.store.check_room()
+        except IndexFullError as exc:
+            self.index_full = str(exc)
+            return False
+        logger.info("the index has room again; applying {} queued change(s)", self.queue.depth())
+        self.index_full = None
+        return True
+
+    def _ping_if_due(self) -> None:
+        """Every PING_EVERY_S while idle: an engine that does not answer is an outage, reported
+        (status, log) and, for Milvus Lite, restarted by _reconnect like a dead one."""
+        if self.store_error is not None or self.service is None or time.monotonic() < self._ping_at:
+            return
+        try:
+            self.service.store.ping(PING_DEADLINE_S)
+        except StoreError as exc:
+            self._store_failed(exc, None)
+        self._ping_at = time.monotonic() + PING_EVERY_S
 
     def _reopen_if_due(self) -> None:
         """Reopen a Milvus Lite index that has taken many writes since it opened, once requests
@@ -153,7 +194,9 @@ class Writer:
         assert self.service is not None
         try:
             store = self.service.store
-            if store.closed or not store.engine_alive():  # a reopen failed halfway, or a server died
+            # A reopen failed halfway, a server died, or a Lite server is alive and stuck: a
+            # server of ours that does not answer is restarted (a remote one is waited for).
+            if store.closed or not store.engine_alive() or (store.is_lite and not _answers(store)):
                 logger.info("restarting the Milvus Lite server(s) and reopening the index")
                 with self.gate.exclusive():
                     self.service.store.reopen()
@@ -266,6 +309,14 @@ class _Turn(threading.Event):
         if time.monotonic() - self.started >= TURN_MIN_S and self.queue.others_waiting():
             self.yielded = True
         return self.yielded
+
+
+def _answers(store: Any) -> bool:
+    try:
+        store.ping()
+    except StoreError:
+        return False
+    return True
 
 
 def _size(path: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -11,6 +12,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import grpc
 import numpy as np
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
@@ -22,7 +24,7 @@ from pymilvus.exceptions import (
 )
 
 from mdrag.carried import CarriedVectors
-from mdrag.errors import LayoutOutdatedError, RowsRejectedError, StoreError
+from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import in_filter
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
@@ -37,6 +39,15 @@ MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
 # docs/benchmarks.md). Reopening is due once the rows written since the open are this share of
 # the index (and a floor).
 REOPEN_SHARE = 0.2
+# Every call has a deadline: a Milvus Lite server that stops answering (stuck, not dead) made
+# calls without one wait for ever, searches and the writer alike. Loading reads every row, so it
+# may take minutes on a large index.
+LOAD_DEADLINE_S = 600.0
+# Milvus Lite takes writes it cannot keep: on a full file system an insert succeeds, searches
+# find the rows, and none of them is on disk when the index is opened again (nothing is
+# reported, not even in its log, which is on the same disk). So no write is made with less room
+# than this: a write batch (2048 windows, ~4 MB) and the engine's own files fit many times over.
+MIN_FREE_BYTES = 16 * 1024 * 1024
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81); its deprecation notice is noise.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -97,6 +108,7 @@ class Store:
         self.model_id = model_id
         self.full_text = True  # BM25 sparse field present; False on servers without it
         self._db = Databases(uri, token, timeout_s)
+        self._timeout_s = timeout_s  # each call's deadline
         self.is_lite = self._db.is_lite
         self._db.open()
         # Whether each shard holds rows (None: not known since a delete or the open): BM25 over
@@ -193,7 +205,7 @@ class Store:
         return VECTORS
 
     def _load(self, client: MilvusClient) -> None:
-        self._call(client.load_collection, VECTORS)
+        self._call(client.load_collection, VECTORS, timeout=LOAD_DEADLINE_S)
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -204,6 +216,7 @@ class Store:
         self._write_vectors("upsert", rows)
 
     def _write_vectors(self, how: str, rows: list[dict[str, Any]]) -> None:
+        self.check_room()  # before a note's first write: its metadata follows only if its vectors went in
         collection = self._vectors()
         for shard, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
             write = getattr(client, how)
@@ -375,7 +388,10 @@ class Store:
                     filter=filter,
                     output_fields=[*HIT_FIELDS, "embedding"],
                     search_params={"metric_type": "BM25"},
+                    timeout=self._timeout_s,
                 )
+            except grpc.RpcError as exc:
+                raise self._unanswered("search", exc) from exc
             except MilvusException as exc:
                 # With no rows yet (in this shard), BM25's average document length is 0 and
                 # Milvus Lite fails on the NaN instead of matching nothing.
@@ -429,19 +445,36 @@ class Store:
             iterator.close()
 
     def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(getattr(method, "__self__", None), MilvusClient):
+            kwargs.setdefault("timeout", self._timeout_s)  # (an iterator's calls take its own)
         try:
             return method(*args, **kwargs)
         except MilvusException as exc:
             raise StoreError(
                 f"Milvus {getattr(method, '__name__', 'call')} failed on {self.uri}: {exc.message}"
             ) from exc
+        except grpc.RpcError as exc:  # pymilvus passes a missed deadline on as gRPC raised it
+            raise self._unanswered(getattr(method, "__name__", "call"), exc, kwargs.get("timeout")) from exc
+
+    def _unanswered(self, name: str, exc: grpc.RpcError, timeout: float | None = None) -> StoreError:
+        """A call the engine did not answer: an outage (the writer restarts a Lite engine)."""
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return StoreError(
+                f"the Milvus engine at {self.uri} did not answer a {name} within "
+                f"{timeout or self._timeout_s:.0f} s (stuck or overloaded)"
+            )
+        return StoreError(f"Milvus {name} failed on {self.uri}: {code.name if code else exc}")
 
     def _write(self, method: Any, *args: Any, **kwargs: Any) -> Any:
         """A write whose failure says which it was: RowsRejectedError when the engine still
         answers (the rows' content was refused: a bad string, a JSON value out of range),
         StoreError when it cannot be reached (the writer then waits and replays)."""
+        kwargs.setdefault("timeout", self._timeout_s)
         try:
             return method(*args, **kwargs)
+        except grpc.RpcError as exc:
+            raise self._unanswered(getattr(method, "__name__", "write"), exc, kwargs["timeout"]) from exc
         except MilvusException as exc:
             failure = f"Milvus {getattr(method, '__name__', 'write')} failed on {self.uri}: {exc.message}"
             if isinstance(exc, _CONNECTION_ERRORS) or not self._answers():
@@ -473,6 +506,25 @@ class Store:
         if not due:
             self._reopen_checked_at = self.rows_written
         return due
+
+    def free_bytes(self) -> int | None:
+        """Room left on the file system of a Milvus Lite index; None for a server (its own business)."""
+        if not self.is_lite:
+            return None
+        try:
+            found = os.statvfs(os.path.dirname(os.path.abspath(os.path.expanduser(self.uri))))
+        except OSError:
+            return None
+        return found.f_bavail * found.f_frsize
+
+    def check_room(self) -> None:
+        """Raises IndexFullError when a Milvus Lite index has too little room to write."""
+        free = self.free_bytes()
+        if free is not None and free < MIN_FREE_BYTES:
+            raise IndexFullError(
+                f"the file system holding the index {self.uri} is full ({free // 1024} KB free, "
+                f"{MIN_FREE_BYTES // 2**20} MB needed); changes wait until space is freed"
+            )
 
     def engine_alive(self) -> bool:
         """False when a Milvus Lite server process of this index has died: only a reopen helps."""
