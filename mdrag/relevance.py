@@ -14,6 +14,13 @@ the default threshold 0.7 is the point where a search answers as many answerable
 stays silent on unanswerable ones (held out on SciFact: about 55% each). So the score orders
 and thresholds like a probability without being a calibrated one: fitted as a plain
 probability, the same evidence balances answered and silent near 0.2, not 0.7.
+
+One piece of evidence is about the query as a whole: whether every name it holds (an
+identifier, a capitalized word past the first: Loki, MySQL, ERC-1155) is in some candidate. A
+name no candidate holds is a thing the vault never mentions (the keyword search would have
+found a note holding a rare name), so every candidate of such a query scores lower; that weight
+is fitted on the judged vaults (bench/data/vaults), where such queries were nearly all
+unanswerable.
 """
 
 from __future__ import annotations
@@ -40,23 +47,15 @@ FEATURES = (
     "named",
 )
 
-# How each candidate's evidence weighs against the others of its query, fitted by bench/fit.py
-# on SciFact (python -m bench.fit): (bias, weights in FEATURES order) per mode. This orders the
-# hits; how confident the best of them is comes from DECISION.
+# Fitted by bench/fit.py on SciFact test (python -m bench.fit): (bias, weights in FEATURES order)
+# per mode, except `named`: its weight, and the same amount off the bias (so a query that names
+# nothing absent scores as before), is fitted on the judged vaults' train questions (python -m
+# bench.vaultfit). vault_z and spread are evidence measured there that did not pay (weight 0;
+# --explain shows them).
 WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-2.0696, (0.3373, 15.07, 0.2783, 0.0, 0.0, 0.0, 3.667, 1.287, 0.8645, 0.0, 0.0, 0.0)),
-    "keyword": (-2.485, (1.388, 13.39, 0.0, 1.486, 0.0, 0.0, 1.856, 0.7382, 0.738, 0.0, 0.0, 0.0)),
-    "hybrid": (-2.3126, (0.0034, 12.87, 0.0, 1.216, 0.0, 1.119, 1.701, 1.112, 0.6849, 0.0, 0.0, 0.0)),
-}
-# Whether the notes answer the query at all, from the best hit's evidence: its WEIGHTS logit and
-# these of its features. Fitted per question on the judged vaults' train split (bench/data/vaults,
-# python -m bench.vaultfit; label: answerable and a right note among the first 10), bias placed so
-# that 0.7 balances answered and silent there.
-DECISION_FEATURES = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread", "named")
-DECISION: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-16.8453, (0.0, 18.2789, 0.0, 8.686, 0.0, 0.0, 0.2251, 0.0, 1.2041)),
-    "keyword": (-15.7132, (0.0, 15.7409, 0.0, 7.7703, 0.0, 0.0, 0.4314, 0.0, 1.3623)),
-    "hybrid": (-16.592, (0.0, 19.9513, 0.0, 4.7169, 0.0005, 1.137, 0.3206, 0.0, 0.7703)),
+    "dense": (-5.0696, (0.3373, 15.07, 0.2783, 0.0, 0.0, 0.0, 3.667, 1.287, 0.8645, 0.0, 0.0, 3.0)),
+    "keyword": (-3.985, (1.388, 13.39, 0.0, 1.486, 0.0, 0.0, 1.856, 0.7382, 0.738, 0.0, 0.0, 1.5)),
+    "hybrid": (-4.3126, (0.0034, 12.87, 0.0, 1.216, 0.0, 1.119, 1.701, 1.112, 0.6849, 0.0, 0.0, 2.0)),
 }
 MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
 COPY_SHARE = 0.8  # sections sharing this share of their distinct words are copies of each other
@@ -187,35 +186,9 @@ def _vault_z(cosine: float, baseline: tuple[float, float] | None) -> float:
 
 
 def probability(values: Sequence[float], mode: str) -> float:
-    """A candidate's score by WEIGHTS alone (its order among its query's candidates)."""
-    return _sigmoid(order_logit(values, mode))
-
-
-def order_logit(values: Sequence[float], mode: str) -> float:
     bias, weights = WEIGHTS[mode]
-    return bias + sum(w * x for w, x in zip(weights, values, strict=True))
-
-
-_DECIDING = tuple(FEATURES.index(name) for name in DECISION_FEATURES)
-
-
-def scores(candidates: Sequence[Sequence[float]], mode: str) -> list[float]:
-    """Every candidate's relevance score: the query's decision for its best candidate, and for
-    each other one the same lowered by how much less its evidence weighs (its WEIGHTS logit under
-    the best's). So WEIGHTS keeps the order, and the best hit's score says whether the notes
-    answer: 0.7 and over is a confident answer."""
-    if not candidates:
-        return []
-    logits = [order_logit(values, mode) for values in candidates]
-    best = max(range(len(logits)), key=logits.__getitem__)
-    bias, weights = DECISION[mode]
-    evidence = (logits[best], *(candidates[best][i] for i in _DECIDING))
-    decided = bias + sum(w * x for w, x in zip(weights, evidence, strict=True))
-    return [_sigmoid(decided + z - logits[best]) for z in logits]
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0))) if z > -60 else 0.0
+    z = bias + sum(w * x for w, x in zip(weights, values, strict=True))
+    return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
 
 
 def score_candidates(

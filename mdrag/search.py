@@ -238,9 +238,8 @@ def _score(
     the dense-then-keyword order the engine gave), and what the pool says of the query."""
     scored = []
     candidates, pool = relevance.score_candidates(params.query, dense, keyword, _key, baseline)
-    weighed = relevance.scores([values for _, values in candidates], params.mode)
-    for (row, values), score in zip(candidates, weighed, strict=True):
-        row["score"] = score
+    for row, values in candidates:
+        row["score"] = relevance.probability(values, params.mode)
         row["features"] = values
         scored.append(row)
     scored.sort(key=lambda row: -row["score"])
