@@ -56,6 +56,11 @@ WHILE_SERVING = [
         ["!no confident answer in your notes: no section scored 0.7 or more; closest notes:"],
     ),
     (
+        'mdrag search "how do I set up Grafana Loki"',
+        1,
+        ["!no confident answer in your notes: no note mentions grafana or loki; closest notes:"],
+    ),
+    (
         "mdrag similar examples/notes/cooking/sourdough-bread-baking.md -k 3",
         0,
         # the tier is a column as wide as its longest name ("closely related")

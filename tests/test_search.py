@@ -208,3 +208,21 @@ def test_the_context_pack_names_the_closest_notes_when_nothing_passes(service):
     assert pack["context"] == "" and pack["sources"] == []
     assert pack["confidence"]["level"] == "none"
     assert pack["closest"] and all({"path", "heading_path", "score"} <= set(c) for c in pack["closest"])
+
+
+def test_a_search_that_keeps_nothing_shows_the_hits_close_under_the_bar_as_possibly_related(service):
+    best = service.search({"query": "dough rising time", "threshold": 0.0})["results"][0]["confidence_score"]
+    bar = min(best + 0.1, 1.0)
+    response = service.search({"query": "dough rising time", "threshold": bar})
+    assert response["results"] == []
+    assert response["confidence"]["outcome"] == "related"
+    related = response["related"]
+    assert related and all(bar - 0.2 <= h["confidence_score"] < bar for h in related)
+    assert related[0]["confidence_score"] == best and response["closest"] == []
+
+
+def test_a_question_naming_something_no_note_mentions_says_so_and_is_no_confident_answer(service):
+    response = service.search({"query": "how do I deploy this with Kubernetes"})
+    assert response["results"] == [] and response["confidence"]["outcome"] != "answer"
+    assert response["confidence"]["reason"] == "no note mentions kubernetes"
+    assert "no note mentions kubernetes" in response["message"]
