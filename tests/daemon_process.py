@@ -78,6 +78,14 @@ class DaemonProcess:
     def status(self) -> dict[str, Any]:
         return self.client.call("status")
 
+    def lite_servers(self) -> list[int]:
+        """The pids of the daemon's Milvus Lite server processes (one per shard)."""
+        assert self.process is not None
+        found = subprocess.run(
+            ["pgrep", "-P", str(self.process.pid), "-x", "milvus"], capture_output=True, text=True
+        )
+        return [int(pid) for pid in found.stdout.split()]
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         assert self.process is not None
         if self.process.poll() is None:

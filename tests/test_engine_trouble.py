@@ -38,16 +38,8 @@ def daemon(tmp_path_factory):
     process.close()
 
 
-def lite_servers(daemon: DaemonProcess) -> list[int]:
-    assert daemon.process is not None
-    found = subprocess.run(
-        ["pgrep", "-P", str(daemon.process.pid), "-x", "milvus"], capture_output=True, text=True
-    )
-    return [int(pid) for pid in found.stdout.split()]
-
-
 def test_a_stuck_lite_server_fails_searches_with_a_clear_error_is_reported_and_restarted(daemon):
-    [stuck, *_] = lite_servers(daemon)
+    [stuck, *_] = daemon.lite_servers()
     mark = len(daemon.log())
     os.kill(stuck, signal.SIGSTOP)
     stopped_at = time.monotonic()
@@ -80,7 +72,7 @@ def test_a_stuck_lite_server_fails_searches_with_a_clear_error_is_reported_and_r
         assert "did not answer" in daemon.log()[mark:]
         # The stuck server is restarted like a dead one, and searches work again.
         back = wait_until(lambda: len(daemon.search("lamp wick")) > 0, 60, interval=0.2)
-        assert stuck not in lite_servers(daemon)
+        assert stuck not in daemon.lite_servers()
         assert daemon.status()["daemon"]["store_available"] is True
     finally:
         try:

@@ -42,15 +42,6 @@ def daemon(tmp_path_factory):
     process.close()
 
 
-def lite_servers(daemon: DaemonProcess) -> list[int]:
-    """The pids of the daemon's Milvus Lite server processes (one per shard)."""
-    assert daemon.process is not None
-    found = subprocess.run(
-        ["pgrep", "-P", str(daemon.process.pid), "-x", "milvus"], capture_output=True, text=True
-    )
-    return [int(pid) for pid in found.stdout.split()]
-
-
 def lock_is_held(path: Path) -> bool:
     with open(path, "a") as probe:
         try:
@@ -122,7 +113,7 @@ def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_
 
 
 def test_a_killed_lite_server_is_restarted_and_a_note_saved_meanwhile_is_found(daemon):
-    servers = lite_servers(daemon)
+    servers = daemon.lite_servers()
     assert servers, "no Milvus Lite server process found under the daemon"
     os.kill(servers[0], signal.SIGKILL)
     note = write(daemon.notes / "quagga.md", "# Quagga\n\nThe quagga was a zebra hunted to extinction.\n")
@@ -131,7 +122,7 @@ def test_a_killed_lite_server_is_restarted_and_a_note_saved_meanwhile_is_found(d
         return any(hit["file_path"] == str(note) for hit in daemon.search("extinct zebra", threshold=0.3))
 
     assert wait_until(found, 30, interval=0.2) < 30
-    assert servers[0] not in lite_servers(daemon) and len(lite_servers(daemon)) == len(servers)
+    assert servers[0] not in daemon.lite_servers() and len(daemon.lite_servers()) == len(servers)
     assert daemon.status()["daemon"]["store_available"] is True
 
 

@@ -132,20 +132,19 @@ class Page:
         )
 
     async def similar(self, request: Request) -> Response:
-        path = request.query_params.get("note") or ""
-        try:
-            result = await _threaded(self.backend.call, "similar", note=path, k=10)
-        except MdragError as exc:
-            return self.render("error.html", status_code=404, message=str(exc))
-        return self.render("similar.html", result=result)
+        return await self._about_note(request, "similar")
 
     async def related(self, request: Request) -> Response:
+        return await self._about_note(request, "related")
+
+    async def _about_note(self, request: Request, op: str) -> Response:
+        """A note's similar or related notes (the operation of that name), or why not."""
         path = request.query_params.get("note") or ""
         try:
-            result = await _threaded(self.backend.call, "related", note=path, k=10)
+            result = await _threaded(self.backend.call, op, note=path, k=10)
         except MdragError as exc:
             return self.render("error.html", status_code=404, message=str(exc))
-        return self.render("related.html", result=result)
+        return self.render(f"{op}.html", result=result)
 
     async def status(self, request: Request) -> Response:
         def gather() -> dict[str, Any]:
