@@ -51,8 +51,16 @@ class Backend:
 
     def status(self) -> dict[str, Any]:
         return {
-            "daemon": {"pid": 7, "state": "indexing", "queue_depth": 3, "indexing": INDEXING},
+            "daemon": {
+                "pid": 7,
+                "state": "indexing",
+                "queue_depth": 3,
+                "indexing": INDEXING,
+                "index_full": "12 MB free on /s",
+                "unwatched_folders": 4,
+            },
             "roots": ["/n"],
+            "unavailable_roots": [{"root": "/usb/notes", "reason": "missing", "since": 0, "notes_kept": 24}],
             "documents": {"indexed": 5, "failed": 1},
             "sections": 40,
             "failed": [{"file_path": "/n/bad.md", "error": "binary file: contains NUL bytes"}],
@@ -141,10 +149,13 @@ def test_a_refused_search_shows_the_reason_escaped():
     assert '<p class="error">Error: query is too long &lt;b&gt;</p>' in html
 
 
-def test_the_status_view_lists_failures_with_reasons_progress_gaps_and_duplicates():
+def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_gaps_and_duplicates():
     page = Page(Backend(), Config(), "t0ken")  # type: ignore[arg-type]
     response = asyncio.run(page.status(None))  # type: ignore[arg-type]
     html = bytes(response.body).decode()
     assert "n/bad.md</span>: binary file: contains NUL bytes" in html
     assert "indexing 412/994 notes, 5210/12400 texts, ~3 min left" in html
     assert "fishing &lt;licence&gt;" in html and "95" in html and "6 (failed 1, indexed 5)" in html
+    # What the machine around the daemon is doing: a drive away, a full disk, watches run out.
+    assert "unavailable: /usb/notes (missing); its 24 note(s) are kept until it returns" in html
+    assert "full: 12 MB free on /s" in html and "4 folder(s) past the inotify watch limit" in html
