@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import Browser, available
+from bench.browser import Browser, available
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, mdrag_cli, wait_until
 

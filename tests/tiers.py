@@ -30,7 +30,7 @@ SLOW_NAMES = frozenset(
         "rebuilt_vector_ids",
         "start_early",  # Milvus Lite servers
         "stdio_client",  # the MCP server as a subprocess
-        "Browser",  # a headless Chromium (tests/browser.py)
+        "Browser",  # a headless Chromium (bench/browser.py)
     }
 )
 

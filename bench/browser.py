@@ -1,4 +1,4 @@
-"""A real headless Chromium (Debian's, through chromedriver) driven by selenium, for the page's tests."""
+"""A real headless Chromium (Debian's, through chromedriver) driven by selenium: page tests, bench.ui."""
 
 from __future__ import annotations
 
