@@ -1,6 +1,6 @@
 """Every benchmark figure in one run (`make bench`): cold index, no-op rescan, freshness, queries,
-memory (also after a daemon's first index), searches while indexing, the quality gate, and (--peer)
-memsearch side by side.
+memory (also after a daemon's first index), the search page in a browser (bench.ui), searches while
+indexing, the quality gate, and (--peer) memsearch side by side.
 
     python -m bench [--files N] [--work DIR] [--ceiling-sample N] [--backend-texts N] [--queries 200]
                     [--sections 100000] [--first-serve 300] [--burst 400] [--no-quality]
@@ -37,6 +37,7 @@ from bench import (
     query,
     report,
     rescan,
+    ui,
 )
 from bench.session import Daemon
 
@@ -65,6 +66,9 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 print(query.summary(result["query"]), flush=True)
             finally:
                 query.shrink(daemon)
+        if args.ui_queries:
+            result["ui"] = ui.measure(work, args.ui_queries)
+            print(ui.summary(result["ui"]), flush=True)
         if args.first_serve:
             result["first_serve"] = first_serve.run(None, args.first_serve)
             print(first_serve.summary(result["first_serve"]), flush=True)
@@ -101,6 +105,9 @@ def main() -> None:
         help="notes for bench.first_serve, a daemon's memory after its first index (0: skip it)",
     )
     parser.add_argument("--burst", type=int, default=400, help="new notes for bench.busy (0: skip it)")
+    parser.add_argument(
+        "--ui-queries", type=int, default=40, help="queries typed into the page, bench.ui (0: skip it)"
+    )
     parser.add_argument(
         "--no-quality",
         dest="quality",

@@ -275,6 +275,16 @@ def render() -> str:
             f"{machine.get('date', '?')}, {machine.get('cores', '?')} cores): "
             f"{first_serve_summary(first)}.",
         ]
+    page = _load("ui")
+    if page is not None and (speed is None or "ui" not in speed):  # a run of its own
+        from bench.ui import summary as page_summary
+
+        machine = page.get("machine", {})
+        parts += [
+            "",
+            f"The search page (`python -m bench.ui`, {machine.get('date', '?')}, "
+            f"{machine.get('cores', '?')} cores): {page_summary(page)}.",
+        ]
     side = speed["peer"] if speed and "peer" in speed else _load("peer")
     if side is not None:
         machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})
@@ -506,6 +516,10 @@ def speed_table(r: dict[str, Any]) -> str:
         )
     )
     rows += first_serve_rows(r)
+    if "ui" in r:
+        from bench.ui import summary as page_summary
+
+        rows.append(("the search page (`mdrag ui`) in headless Chromium", page_summary(r["ui"])))
     if "busy" in r:
         b, p = r["busy"]["burst"], r["busy"]["process"]
         rows.append(

@@ -13,7 +13,6 @@ no model and no index.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import time
@@ -25,13 +24,14 @@ from bench.query import realistic_queries
 from bench.session import Daemon
 
 
-def measure(work: harness.Work, args: argparse.Namespace) -> dict[str, Any]:
+def measure(work: harness.Work, count: int) -> dict[str, Any]:
+    """The page over the work dir's index, `count` realistic queries typed into it."""
     if not available():
         raise SystemExit("chromium and chromedriver are missing: `make browser-tool` installs them")
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    queries = realistic_queries(work.notes, args.queries)
+    queries = realistic_queries(work.notes, count)
     with Daemon(work) as daemon:
         page = subprocess.Popen(
             harness.mdrag("ui", "--no-browser"), env=work.env(), stdout=subprocess.PIPE, text=True
@@ -100,7 +100,7 @@ def summary(result: dict[str, Any]) -> str:
 def main() -> None:
     cli = harness.parser(__doc__)
     cli.add_argument("--queries", type=int, default=40, help="queries typed into the page")
-    harness.figure_main("ui", cli, measure, summary)
+    harness.figure_main("ui", cli, lambda work, args: measure(work, args.queries), summary)
 
 
 if __name__ == "__main__":
