@@ -227,7 +227,8 @@ def _print_hits(response: dict[str, Any]) -> None:
             _print_hit(hit, "yellow")
         if related:
             click.echo(f"({related_line(response)})")
-        _print_closest(response.get("closest") or [])
+        else:
+            _print_closest(response.get("closest") or [])
         _print_dropped(response)
         return
     for hit in results:

@@ -76,7 +76,10 @@ class Daemon:
         """Serve until SIGTERM or SIGINT; returns the exit code."""
         self.server.claim()  # fail fast, before the model loads, if another daemon runs
         # SIGHUP (the terminal closed, or `kill -HUP`) stops it cleanly as well: there is no reload.
+        # Under `nohup` SIGHUP is ignored on purpose, and stays so.
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            if signum == signal.SIGHUP and signal.getsignal(signum) is signal.SIG_IGN:
+                continue
             signal.signal(signum, self._on_signal)
         try:
             # Serve at once, so a client never mistakes a starting daemon for none and opens
@@ -171,18 +174,25 @@ class Daemon:
             if time.monotonic() >= next_sweep:
                 self.request_sweep()
                 next_sweep = time.monotonic() + interval
-            if self.watcher is not None:
-                self.watcher.renew_if_due()
-                self._mind_roots()
-            if self.watcher is not None and not self.watcher.alive:
-                logger.error("the file watcher stopped; restarting it and sweeping the roots")
-                assert self.service is not None
-                self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
-                self.watcher.start()
-                self.request_sweep()
-            self.server.rebind_if_gone()
-            self._log_progress()
+            # Each chore on its own: one that fails (a folder it cannot stat, a socket path it
+            # cannot unlink) is logged and tried again next second, and never ends the daemon.
+            for chore in (self._mind_watcher, self.server.rebind_if_gone, self._log_progress):
+                try:
+                    chore()
+                except Exception:
+                    logger.opt(exception=True).error("{} failed; trying again", chore.__name__)
             self.notifier.status(self._status_line())
+
+    def _mind_watcher(self) -> None:
+        if self.watcher is not None:
+            self.watcher.renew_if_due()
+            self._mind_roots()
+        if self.watcher is not None and not self.watcher.alive:
+            logger.error("the file watcher stopped; restarting it and sweeping the roots")
+            assert self.service is not None
+            self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
+            self.watcher.start()
+            self.request_sweep()
 
     def _mind_roots(self) -> None:
         """Once a second: a root whose watch is lost (its folder deleted and re-created, another

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from mdrag.errors import ConfigError
+from mdrag.pathtext import to_fs
+from mdrag.private import user_umask
 
 FIELDS = ("path", "line", "uri", "obsidian_uri")
 # Editors that take `+LINE` before the file; any other $EDITOR gets the path alone.
@@ -38,10 +40,18 @@ def check_template(template: str) -> str | None:
 
 
 def editor_argv(
-    path: str, line: int = 1, template: str = "", environ: Mapping[str, str] = os.environ
+    path: str,
+    line: int = 1,
+    template: str = "",
+    environ: Mapping[str, str] = os.environ,
+    terminal: bool = True,
 ) -> list[str]:
-    """The command that opens `path` at `line`: one argv list, each word of the template filled in
-    on its own, so a path with spaces, quotes or `;` stays one argument and no shell ever reads it."""
+    """The command that opens `path` (as the index stores it) at `line`: one argv list, each word
+    of the template filled in on its own, so a path with spaces, quotes or `;` stays one argument
+    and no shell ever reads it. Without a template, $VISUAL or $EDITOR when there is a
+    `terminal` to show it in (a terminal editor started from the page would run unseen), else
+    the desktop's opener."""
+    path = to_fs(path)  # a name's odd bytes, stored as \xHH, are the bytes of the file on disk
     if template:
         problem = check_template(template)
         if problem:
@@ -56,7 +66,7 @@ def editor_argv(
                     "(no folder above it holds .obsidian/)"
                 )
         return [word.format_map(values) for word in words]
-    editor = environ.get("VISUAL") or environ.get("EDITOR")
+    editor = (environ.get("VISUAL") or environ.get("EDITOR")) if terminal else None
     if editor:
         words = shlex.split(editor)
         if Path(words[0]).name in PLUS_LINE:
@@ -68,10 +78,12 @@ def editor_argv(
 def run_editor(argv: list[str], wait: bool) -> int | None:
     """Start the editor. `wait`: in the foreground of this terminal (a terminal editor needs it);
     else detached, its output discarded (from the page's server). Never through a shell."""
+    # The editor gets the user's own umask, not the one mdrag keeps for its index files.
     if wait:
-        return subprocess.call(argv)
+        return subprocess.call(argv, umask=user_umask())
     subprocess.Popen(
         argv,
+        umask=user_umask(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -81,8 +93,8 @@ def run_editor(argv: list[str], wait: bool) -> int | None:
 
 
 def file_uri(path: str) -> str:
-    # fsencode: a stored path's undecodable bytes (surrogates) become the bytes they stand for.
-    return "file://" + urllib.parse.quote(os.fsencode(os.path.abspath(path)))
+    """The file:// URI of a path as the index stores it: its `\\xHH` escapes are the file's bytes."""
+    return "file://" + urllib.parse.quote(os.fsencode(os.path.abspath(to_fs(path))))
 
 
 def obsidian_vault(path: str) -> Path | None:
@@ -114,8 +126,8 @@ def uris(path: str) -> dict[str, str]:
 
 
 def add_uris(response: dict[str, Any]) -> dict[str, Any]:
-    """A search response with `uri` (and `obsidian_uri`) on every hit and closest note."""
-    for hit in response.get("results", []):
+    """A search response with `uri` (and `obsidian_uri`) on every hit, related hit and closest note."""
+    for hit in [*response.get("results", []), *(response.get("related") or [])]:
         hit.update(uris(hit["file_path"]))
     for note in response.get("closest") or []:
         note.update(uris(note["path"]))

@@ -20,9 +20,24 @@ from mdrag.errors import UnsafePathError
 PRIVATE_UMASK = 0o077
 
 
+_user_umask: int | None = None  # the umask this process started with, before restrict_umask
+
+
 def restrict_umask() -> None:
     """Files and folders made from now on, by this process and its children: 0600 and 0700."""
-    os.umask(PRIVATE_UMASK)
+    global _user_umask
+    previous = os.umask(PRIVATE_UMASK)
+    if _user_umask is None:
+        _user_umask = previous
+
+
+def user_umask() -> int:
+    """The user's own umask, for a program mdrag starts for them (an editor): not mdrag's."""
+    if _user_umask is not None:
+        return _user_umask
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def open_file(path: Path, flags: int, what: str) -> int:
@@ -74,15 +89,23 @@ def tighten(paths: list[Path]) -> None:
         logger.info("closed {} to other users: {}", paths[0].parent, ", ".join(sorted(closed)))
 
 
+_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.")  # what follows NAME. in our files' names
+
+
 def beside(anchor: Path) -> list[Path]:
     """The files mdrag and Milvus Lite keep beside an index (`NAME.*` and `.NAME.*` for an
     anchor `NAME.db`), and their folder when it holds nothing else (a folder of mdrag's own,
     never one of the user's that the index was put in)."""
     folder = anchor.parent
     stem = anchor.name.split(".")[0]
+    if not stem:  # `.db` alone: every dotfile would match
+        return []
     try:
         entries = list(folder.iterdir())
     except OSError:
         return []
-    found = [p for p in entries if p.name.startswith((f"{stem}.", f".{stem}."))]
+    # NAME.db*, NAME.shard1.db*, NAME.rebuild.db*, NAME.gaps.sqlite, NAME.carried.sqlite and the
+    # dotted Lite locks: never a user's NAME.md beside an index put in their notes folder.
+    ours = tuple(f"{dot}{stem}.{kind}" for dot in ("", ".") for kind in _KINDS)
+    found = [p for p in entries if p.name.startswith(ours)]
     return [*found, folder] if len(found) == len(entries) else found

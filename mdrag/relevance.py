@@ -53,7 +53,7 @@ FEATURES = (
 # bench.vaultfit). vault_z and spread are evidence measured there that did not pay (weight 0;
 # --explain shows them).
 WEIGHTS: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-5.0696, (0.3373, 15.07, 0.2783, 0.0, 0.0, 0.0, 3.667, 1.287, 0.8645, 0.0, 0.0, 3.0)),
+    "dense": (-2.0696, (0.3373, 15.07, 0.2783, 0.0, 0.0, 0.0, 3.667, 1.287, 0.8645, 0.0, 0.0, 0.0)),
     "keyword": (-3.985, (1.388, 13.39, 0.0, 1.486, 0.0, 0.0, 1.856, 0.7382, 0.738, 0.0, 0.0, 1.5)),
     "hybrid": (-4.3126, (0.0034, 12.87, 0.0, 1.216, 0.0, 1.119, 1.701, 1.112, 0.6849, 0.0, 0.0, 2.0)),
 }
@@ -86,8 +86,9 @@ class Query:
     words: frozenset[str]
     rare: tuple[str, ...]
     lookup: bool  # nothing asked but identifiers ("pg_restore", "EIP-4844"): a search for a name
-    # What the query names: its rare terms and its capitalized words past the first (Loki,
-    # MySQL, Pester), lower case. A name no candidate holds is a thing the notes never mention.
+    # The names a query asks about, past its rare terms: capitalized words inside an otherwise
+    # lower-case sentence (Loki, MySQL, Pester), as stems. A name no candidate holds is a thing
+    # the notes found never mention.
     names: tuple[str, ...] = ()
 
     @classmethod
@@ -96,8 +97,15 @@ class Query:
         terms = _TERM.findall(text)
         rare = tuple(sorted({t.lower() for t in terms if _looks_rare(t)}))
         named = {_stem(w) for term in rare for w in _WORD.findall(term)}
-        capitals = {t.lower() for t in terms[1:] if _looks_named(t)}
-        return cls(words, rare, bool(rare) and words <= named, tuple(sorted(set(rare) | capitals)))
+        capitals = _capitalized(text, named)
+        return cls(words, rare, bool(rare) and words <= named, capitals)
+
+    def absent(self, texts: Sequence[str]) -> tuple[str, ...]:
+        """The query's rare terms (held whole) and names (their stems) that none of these
+        lower-case texts holds."""
+        missing = [t for t in self.rare if not any(whole_term(t).search(x) for x in texts if t in x)]
+        missing += [n for n in self.names if not any(n in x for x in texts)]
+        return tuple(missing)
 
     def holds_rare(self, lowered: str) -> bool:
         """Whether the (lowercased) text holds one of the query's rare terms as a whole identifier:
@@ -130,8 +138,8 @@ class QueryEvidence:
     `baseline`: the mean and spread of the query's cosine over a sample of the vault's notes
     (mdrag.baseline), None for a vault too small; `spread`: the best note's cosine over the
     SPREAD_DEPTH-th note's (a question the vault answers has a note that stands out of the
-    pack); `absent`: the query's rare terms (identifiers, names with digits) that no candidate
-    holds, which the keyword search would have found if any note held them.
+    pack); `absent`: the query's rare terms and names (Query.names) that no candidate holds,
+    which the keyword search would have found if a note held them (empty without a keyword list).
     """
 
     baseline: tuple[float, float] | None = None
@@ -185,6 +193,11 @@ def _vault_z(cosine: float, baseline: tuple[float, float] | None) -> float:
     return max(-Z_CAP, min(Z_CAP, (cosine - mean) / spread))
 
 
+def weighs(feature: str, mode: str) -> bool:
+    """Whether the score of this mode gives the feature any weight."""
+    return WEIGHTS[mode][1][FEATURES.index(feature)] > 0
+
+
 def probability(values: Sequence[float], mode: str) -> float:
     bias, weights = WEIGHTS[mode]
     z = bias + sum(w * x for w, x in zip(weights, values, strict=True))
@@ -232,7 +245,10 @@ def score_candidates(
     # name keeps every rival: there the meaning around the name decides (held out on SciFact,
     # this rule for every query cost 0.05 of silence on unanswerable claims).
     lowered = {k: _lowered(row) for k, row in merged.items()}
-    pool = QueryEvidence(baseline, _spread(leaders), _absent(prepared, lowered.values()))
+    # Only a pool with a keyword list can say what the vault lacks: BM25 would have brought a
+    # note holding a rare name. A dense list alone holds the notes near in meaning, not in words.
+    texts = [text for pair in lowered.values() for text in pair]
+    pool = QueryEvidence(baseline, _spread(leaders), prepared.absent(texts) if keyword else ())
     holding = {k for k in merged if prepared.lookup and any(map(prepared.holds_rare, lowered[k]))}
     holders = {merged[k]["file_path"] for k in holding}
     holding_leaders = [row for row in leaders if row["file_path"] in holders]
@@ -269,17 +285,26 @@ def _spread(leaders: list[dict[str, Any]]) -> float:
     return float(leaders[0]["cosine"]) - float(leaders[min(SPREAD_DEPTH, len(leaders)) - 1]["cosine"])
 
 
-def _absent(query: Query, lowered: Any) -> tuple[str, ...]:
-    """The names in the query that no candidate's text, title or headings holds whole."""
-    texts = [text for pair in lowered for text in pair]
-    return tuple(
-        term for term in query.names if not any(whole_term(term).search(t) for t in texts if term in t)
-    )
+_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 
 
-def _looks_named(term: str) -> bool:
-    # A capital past the query's first word: a product, tool or standard (Loki, MySQL, Pester).
-    return len(term) > 2 and any(c.isupper() for c in term) and term.lower() not in _STOP
+def _capitalized(text: str, rare_words: set[str]) -> tuple[str, ...]:
+    """The stems of the capitalized words of a lower-case sentence, past its first word and not
+    after a full stop: a product, tool or standard (Loki, MySQL, Pester). A query in Title Case or
+    capitals has no such names: there a capital says nothing."""
+    found = [(m.start(), m.group()) for m in _WORD.finditer(text) if len(m.group()) > 2]
+    capitals = [w for _, w in found if w[0].isupper() or w.isupper()]
+    if not found or len(capitals) * 2 > len(found):
+        return ()
+    names = {
+        _stem(word.lower())
+        for i, (start, word) in enumerate(found)
+        if i > 0
+        and (word[0].isupper() or any(c.isupper() for c in word[1:]))
+        and not _SENTENCE_END.search(text[:start])
+        and word.lower() not in _STOP
+    }
+    return tuple(sorted(names - rare_words))
 
 
 def _rival(

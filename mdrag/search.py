@@ -150,7 +150,7 @@ class Searcher:
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
         ordered, evidence = _score(
-            params, lists.get("dense", []), lists.get("keyword", []), self.baseline.stats(vector)
+            params, lists.get("dense", []), lists.get("keyword", []), self._baseline(params, vector)
         )
         chosen, best, dropped = _pass_threshold(ordered, params)
         marked = "" if params.passage else params.query
@@ -166,14 +166,13 @@ class Searcher:
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
             if evidence.absent:
-                reason = "no note mentions " + " or ".join(evidence.absent)
+                reason = "no note found mentions " + " or ".join(evidence.absent)
             message = reason or (
                 f"no section scored {params.threshold:g} or more"
                 if best is not None
                 else "nothing matched" + _scope(params)  # a filter that leaves no note says so
             )
-            if not related:
-                closest = _closest(ordered)
+            closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
         if level == "none":
             message = NO_ANSWER + (f": {message}" if message else "")
         explain = None
@@ -205,6 +204,13 @@ class Searcher:
             explain=explain,
             query_vector=vector,
         )
+
+    def _baseline(self, params: SearchParams, vector: np.ndarray) -> tuple[float, float] | None:
+        """The vault's cosine scale for this query, when the score weighs it or --explain shows
+        it: otherwise its sample is never drawn (an engine call) and nothing is computed."""
+        if params.explain or relevance.weighs("vault_z", params.mode):
+            return self.baseline.stats(vector)
+        return None
 
     def _query_vector(self, params: SearchParams) -> np.ndarray:
         """A question embeds as it is; a long passage as the mean of its windows, so none is cut off."""

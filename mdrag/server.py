@@ -111,8 +111,9 @@ class SocketServer:
             if _answers(self.path):
                 self._say_once(f"another process now serves {self.path}; this daemon is unreachable there")
                 return
-            self.path.unlink(missing_ok=True)  # a dead socket in our own folder
         try:
+            if info is not None:
+                self.path.unlink(missing_ok=True)  # a dead socket in our own folder
             trust.check_folder(self.path.parent, create=True)  # the folder may have gone with it
             listener = self._bind()
         except (OSError, MdragError) as exc:

@@ -173,8 +173,10 @@ class Service:
         found = self.searcher.search(params)
         response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
-        # search narrowed by tags or a folder, not one asking for more than the configured threshold.
-        plain = not (params.passage or params.tags or params.path_prefix)
+        # search narrowed by tags or a folder, not one asking for more than the configured
+        # threshold, nor a search the asker says is not a question yet (the page's as-you-type).
+        asked = raw.get("record_gap") is not False
+        plain = asked and not (params.passage or params.tags or params.path_prefix)
         usual = plain and params.threshold <= self.config.search_threshold
         if not response["results"] and usual and not self.pending():
             self._record_gap(params.query, response["best_candidate_score"], found.query_vector)

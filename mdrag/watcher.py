@@ -175,6 +175,7 @@ class Watcher:
         # Each root's watch and the folder it watches ((st_dev, st_ino)): a root re-created,
         # swapped in by a rename or remounted is another folder, and its old watch sees nothing.
         self._roots: dict[Path, tuple[Any, tuple[int, int] | None]] = {}
+        self._unwatchable: dict[Path, str] = {}  # a root that cannot be watched, and why (said once)
         # Folders left unwatched by the inotify watch limit, polled instead (see poll_unwatched).
         self._unwatched: set[str] = set()
         self._polled: dict[str, tuple[int, int]] = {}  # their notes' (mtime_ns, size) at the last poll
@@ -197,8 +198,12 @@ class Watcher:
                 return False
             watch = self._observer.schedule(self._handler, str(root), recursive=True)
         except OSError as exc:
-            logger.warning("cannot watch root {}: {}; the sweeps cover it", root, exc)
+            # Asked again every second while the root stays unwatchable: said once per reason.
+            if self._unwatchable.get(root) != str(exc):
+                logger.warning("cannot watch root {}: {}; the sweeps cover it", root, exc)
+                self._unwatchable[root] = str(exc)
             return False
+        self._unwatchable.pop(root, None)
         with self._lock:
             self._roots[root] = (watch, identity)
         return True

@@ -44,15 +44,21 @@ class DaemonProcess:
         path.write_text("{}\n")
         return path
 
-    def launch(self) -> None:
-        """Start `mdrag serve` without waiting for it."""
+    def launch(self, nohup: bool = False) -> None:
+        """Start `mdrag serve` without waiting for it (`nohup`: with SIGHUP ignored, as nohup does)."""
+        ignore_hup = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else None
         with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "mdrag.cli", "serve"], env=self.env, stdout=log, stderr=log, text=True
+                [sys.executable, "-m", "mdrag.cli", "serve"],
+                env=self.env,
+                stdout=log,
+                stderr=log,
+                text=True,
+                preexec_fn=ignore_hup,
             )
 
-    def start(self, timeout: float = 90.0) -> DaemonProcess:
-        self.launch()
+    def start(self, timeout: float = 90.0, nohup: bool = False) -> DaemonProcess:
+        self.launch(nohup)
         assert self.process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -81,7 +81,7 @@ def test_a_note_rewritten_every_300_ms_becomes_searchable_while_it_is_still_bein
     assert time.monotonic() - started < 20
 
 
-def test_sighup_stops_the_daemon_cleanly_and_the_next_start_repairs_nothing(tmp_path):
+def test_sighup_stops_the_daemon_cleanly_unless_nohup_ignores_it_and_the_next_start_repairs_nothing(tmp_path):
     daemon = start_daemon(tmp_path)
     marker = tmp_path / "state" / "milvus.db.dirty"
     try:
@@ -90,9 +90,13 @@ def test_sighup_stops_the_daemon_cleanly_and_the_next_start_repairs_nothing(tmp_
         assert not os.path.exists(daemon.socket_path)
         assert not marker.exists()
         logged = len(daemon.log())
-        daemon.start()
+        daemon.start(nohup=True)  # started as `nohup mdrag serve &` is
         assert "not closed cleanly" not in daemon.log()[logged:]
         assert found(daemon, "lighthouse.md")
+        assert daemon.process is not None
+        daemon.process.send_signal(signal.SIGHUP)  # the terminal it came from closes
+        time.sleep(1)
+        assert daemon.process.poll() is None and found(daemon, "lighthouse.md")  # nohup's ignore holds
         daemon.stop_cleanly()
     finally:
         daemon.close()

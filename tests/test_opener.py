@@ -115,3 +115,40 @@ def test_a_hyperlink_is_an_osc8_escape_whose_uri_cannot_break_out():
     link = hyperlink("x", "file:///a\x1b]8;;evil\x07.md")
     uri = link.removeprefix("\x1b]8;;").split("\x1b\\")[0]
     assert uri == "file:///a%1B]8;;evil%07.md"
+
+
+def test_from_the_page_a_terminal_editor_is_never_chosen_but_the_desktop_opener_is():
+    from mdrag.opener import editor_argv
+
+    argv = editor_argv("/n/a.md", 3, "", {"EDITOR": "vim"}, terminal=False)
+    assert argv[0] in ("xdg-open", "open") and argv[-1] == "/n/a.md"
+    assert editor_argv("/n/a.md", 3, "", {"EDITOR": "vim"}) == ["vim", "+3", "/n/a.md"]
+
+
+def test_a_stored_name_with_odd_bytes_opens_the_file_of_those_bytes():
+    from mdrag.opener import editor_argv, file_uri
+    from mdrag.pathtext import to_fs, to_text
+
+    stored = to_text(b"/n/caf\xe9.md")  # latin-1: stored as \xe9
+    assert editor_argv(stored, 1, "", {"EDITOR": "nano"})[-1] == to_fs(stored)
+    assert file_uri(stored) == "file:///n/caf%E9.md"
+
+
+def test_the_editor_gets_the_users_umask_not_the_one_mdrag_keeps_for_its_index(tmp_path):
+    import subprocess
+    import sys
+
+    made = tmp_path / "made-by-editor"
+    editor = tmp_path / "editor.py"  # an editor that saves a new file
+    editor.write_text(f"open({str(made)!r}, 'w').close()\n")
+    # In a process of its own: mdrag's umask is the whole process's.
+    code = (
+        "import os, sys\n"
+        "os.umask(0o022)\n"
+        "from mdrag import private\n"
+        "from mdrag.opener import run_editor\n"
+        "private.restrict_umask()\n"
+        f"run_editor([sys.executable, {str(editor)!r}], wait=True)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert made.stat().st_mode & 0o777 == 0o644

@@ -58,7 +58,7 @@ WHILE_SERVING = [
     (
         'mdrag search "how do I set up Grafana Loki"',
         1,
-        ["!no confident answer in your notes: no note mentions grafana or loki; closest notes:"],
+        ["!no confident answer in your notes: no note found mentions grafana or loki; closest notes:"],
     ),
     (
         "mdrag similar examples/notes/cooking/sourdough-bread-baking.md -k 3",

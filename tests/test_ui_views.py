@@ -159,3 +159,12 @@ def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_g
     # What the machine around the daemon is doing: a drive away, a full disk, watches run out.
     assert "unavailable: /usb/notes (missing); its 24 note(s) are kept until it returns" in html
     assert "full: 12 MB free on /s" in html and "4 folder(s) past the inotify watch limit" in html
+
+
+def test_a_search_as_you_type_records_no_knowledge_gap_but_a_submitted_one_may():
+    backend = Backend({"query": "how d", "results": [], "execution_time_ms": 3.0, "message": "nothing"})
+    page = Page(backend, Config(), "t0ken")  # type: ignore[arg-type]
+    page.answer({"q": "how d"}, typing=True)  # each keystroke's prefix, fetched by the script
+    page.answer({"q": "how do I renew a fishing licence"})  # the form, submitted
+    assert backend.asked[0]["record_gap"] is False
+    assert "record_gap" not in backend.asked[1]

@@ -79,12 +79,16 @@ class Page:
     def render(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
         return HTMLResponse(self.templates.get_template(name).render(**values), status_code=status_code)
 
-    def answer(self, query: dict[str, Any]) -> dict[str, Any]:
-        """The values a results fragment shows: the hits, or why none, and indexing progress."""
+    def answer(self, query: dict[str, Any], typing: bool = False) -> dict[str, Any]:
+        """The values a results fragment shows: the hits, or why none, and indexing progress.
+        `typing`: a search as the user types, whose unanswered prefixes are no knowledge gaps."""
         if not (query.get("q") or "").strip():
             return {"response": None, "error": None}
+        params = search_params(query)
+        if typing:
+            params["record_gap"] = False
         try:
-            response = self.backend.search(search_params(query))
+            response = self.backend.search(params)
         except MdragError as exc:
             return {"response": None, "error": str(exc)}
         indexing = response.get("indexing")
@@ -109,7 +113,7 @@ class Page:
         )
 
     async def results(self, request: Request) -> Response:
-        values = await _threaded(self.answer, dict(request.query_params))
+        values = await _threaded(self.answer, dict(request.query_params), True)
         return self.render("results.html", **values)
 
     async def note(self, request: Request) -> Response:
@@ -173,7 +177,7 @@ class Page:
         line = _int(str(form.get("line") or "")) or 1
         try:
             note = await _threaded(self.backend.call, "note", note=path)  # only an indexed note
-            argv = editor_argv(note["path"], line, self.config.open_command)
+            argv = editor_argv(note["path"], line, self.config.open_command, terminal=False)
             run_editor(argv, wait=False)
         except (MdragError, OSError) as exc:
             return self.render("error.html", status_code=404, message=f"cannot open {path}: {exc}")
