@@ -87,8 +87,8 @@ class Query:
     rare: tuple[str, ...]
     lookup: bool  # nothing asked but identifiers ("pg_restore", "EIP-4844"): a search for a name
     # The names a query asks about, past its rare terms: capitalized words inside an otherwise
-    # lower-case sentence (Loki, MySQL, Pester), as stems. A name no candidate holds is a thing
-    # the notes found never mention.
+    # lower-case sentence (Loki, MySQL, Pester), lower case; a candidate holds one by its stem.
+    # A name no candidate holds is a thing the notes found never mention.
     names: tuple[str, ...] = ()
 
     @classmethod
@@ -104,7 +104,7 @@ class Query:
         """The query's rare terms (held whole) and names (their stems) that none of these
         lower-case texts holds."""
         missing = [t for t in self.rare if not any(whole_term(t).search(x) for x in texts if t in x)]
-        missing += [n for n in self.names if not any(n in x for x in texts)]
+        missing += [n for n in self.names if not any(_stem(n) in x for x in texts)]
         return tuple(missing)
 
     def holds_rare(self, lowered: str) -> bool:
@@ -210,6 +210,7 @@ def score_candidates(
     keyword: list[dict[str, Any]],
     key: Any,
     baseline: tuple[float, float] | None = None,
+    keyword_searched: bool = True,
 ) -> tuple[list[tuple[dict[str, Any], tuple[float, ...]]], QueryEvidence]:
     """Every distinct candidate of the two ranked lists with its features, in first-seen order,
     and what the pool says about the query as a whole.
@@ -245,10 +246,12 @@ def score_candidates(
     # name keeps every rival: there the meaning around the name decides (held out on SciFact,
     # this rule for every query cost 0.05 of silence on unanswerable claims).
     lowered = {k: _lowered(row) for k, row in merged.items()}
-    # Only a pool with a keyword list can say what the vault lacks: BM25 would have brought a
-    # note holding a rare name. A dense list alone holds the notes near in meaning, not in words.
+    # Only a search that asked BM25 can say what the vault lacks: it would have brought a note
+    # holding a rare name (an empty keyword list says it most plainly). A dense list alone holds
+    # the notes near in meaning, not in words.
     texts = [text for pair in lowered.values() for text in pair]
-    pool = QueryEvidence(baseline, _spread(leaders), prepared.absent(texts) if keyword else ())
+    absent = prepared.absent(texts) if keyword_searched else ()
+    pool = QueryEvidence(baseline, _spread(leaders), absent)
     holding = {k for k in merged if prepared.lookup and any(map(prepared.holds_rare, lowered[k]))}
     holders = {merged[k]["file_path"] for k in holding}
     holding_leaders = [row for row in leaders if row["file_path"] in holders]
@@ -289,7 +292,7 @@ _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 
 
 def _capitalized(text: str, rare_words: set[str]) -> tuple[str, ...]:
-    """The stems of the capitalized words of a lower-case sentence, past its first word and not
+    """The capitalized words of a lower-case sentence (lower case), past its first word and not
     after a full stop: a product, tool or standard (Loki, MySQL, Pester). A query in Title Case or
     capitals has no such names: there a capital says nothing."""
     found = [(m.start(), m.group()) for m in _WORD.finditer(text) if len(m.group()) > 2]
@@ -297,14 +300,14 @@ def _capitalized(text: str, rare_words: set[str]) -> tuple[str, ...]:
     if not found or len(capitals) * 2 > len(found):
         return ()
     names = {
-        _stem(word.lower())
+        word.lower()
         for i, (start, word) in enumerate(found)
         if i > 0
         and (word[0].isupper() or any(c.isupper() for c in word[1:]))
         and not _SENTENCE_END.search(text[:start])
         and word.lower() not in _STOP
     }
-    return tuple(sorted(names - rare_words))
+    return tuple(sorted(n for n in names if _stem(n) not in rare_words))
 
 
 def _rival(

@@ -243,7 +243,9 @@ def _score(
     """Every distinct candidate with its relevance `score` and `features`, best first (ties keep
     the dense-then-keyword order the engine gave), and what the pool says of the query."""
     scored = []
-    candidates, pool = relevance.score_candidates(params.query, dense, keyword, _key, baseline)
+    candidates, pool = relevance.score_candidates(
+        params.query, dense, keyword, _key, baseline, keyword_searched=params.mode != "dense"
+    )
     for row, values in candidates:
         row["score"] = relevance.probability(values, params.mode)
         row["features"] = values
