@@ -1,0 +1,1 @@
+"""The cross-encoder judge experiment of issue #32 (not shipped): training and evaluation scripts."""
