@@ -10,6 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "mdrag"
 HOMES = {
     "pymilvus": {"milvus/store.py", "milvus/schema.py", "milvus/databases.py"},
+    "scipy": {"milvus/store.py"},  # only to load it whole before pymilvus does (see there)
     "milvus_lite": {"milvus/lite.py"},
     "sentence_transformers": {"runners.py"},
     "torch": {"export_model.py"},

@@ -224,7 +224,13 @@ def test_confidence_levels_follow_their_boundaries(best, hits, level):
 def test_a_query_nothing_answers_says_so(library):
     response = library.search({"query": "quantum chromodynamics lattice gauge theory"})
     assert response["results"] == []
-    assert response["confidence"] == {"level": "none", "best_score": None, "hits": 0}
+    assert response["confidence"] == {
+        "level": "none",
+        "best_score": None,
+        "hits": 0,
+        "outcome": "none",
+        "reason": "",
+    }
     assert response["message"].startswith("no confident answer in your notes")
 
 

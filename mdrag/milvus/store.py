@@ -14,6 +14,12 @@ from typing import Any
 
 import grpc
 import numpy as np
+
+# Before pymilvus reads its first search answer: it loads scipy.sparse lazily (SciPyHelper), by
+# exec'ing a module object of its own, and when the shard threads of the first search do that at
+# once, one of them fails on a half-made sys.modules entry ("Unexpected error <'scipy.sparse'>",
+# seen as a failed first search in a fresh `mdrag search` process). Imported here, it is whole.
+import scipy.sparse  # noqa: F401
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 from pymilvus.exceptions import (
