@@ -45,8 +45,13 @@ class DaemonProcess:
         return path
 
     def launch(self, nohup: bool = False) -> None:
-        """Start `mdrag serve` without waiting for it (`nohup`: with SIGHUP ignored, as nohup does)."""
-        ignore_hup = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else None
+        """Start `mdrag serve` without waiting for it, with SIGHUP as a service manager leaves it
+        (its default), or ignored as `nohup` leaves it: never as whatever ran the tests left it."""
+        disposition = signal.SIG_IGN if nohup else signal.SIG_DFL
+
+        def hup() -> None:
+            signal.signal(signal.SIGHUP, disposition)
+
         with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "mdrag.cli", "serve"],
@@ -54,11 +59,14 @@ class DaemonProcess:
                 stdout=log,
                 stderr=log,
                 text=True,
-                preexec_fn=ignore_hup,
+                preexec_fn=hup,
             )
 
     def start(self, timeout: float = 90.0, nohup: bool = False) -> DaemonProcess:
-        self.launch(nohup)
+        if nohup:
+            self.launch(nohup=True)
+        else:
+            self.launch()  # a subclass may launch its own way (tests/test_watch_limit.py)
         assert self.process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
