@@ -61,7 +61,7 @@ clean:
 # (bench/data/vaults), all modes; each corpus is indexed once into .eval-work/ (MDRAG_EVAL_WORK)
 # and reused while it is unchanged. Then every vault's candidate evidence is dumped and the ways
 # to score are compared on the sealed split (bench.vaultfit).
-VAULTS := powershell eips tldr otel hugo
+VAULTS := powershell eips tldr otel hugo natural  # natural: another writer's questions, never fitted on
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
 	for v in $(VAULTS); do $(PY) -m bench.fit dump --set $$v --out .eval-work/dump-$$v.jsonl || exit 1; done
