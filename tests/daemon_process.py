@@ -46,21 +46,21 @@ class DaemonProcess:
 
     def launch(self, nohup: bool = False) -> None:
         """Start `mdrag serve` without waiting for it, with SIGHUP as a service manager leaves it
-        (its default), or ignored as `nohup` leaves it: never as whatever ran the tests left it."""
-        disposition = signal.SIG_IGN if nohup else signal.SIG_DFL
-
-        def hup() -> None:
-            signal.signal(signal.SIGHUP, disposition)
-
-        with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "mdrag.cli", "serve"],
-                env=self.env,
-                stdout=log,
-                stderr=log,
-                text=True,
-                preexec_fn=hup,
-            )
+        (its default), or ignored as `nohup` leaves it: never as whatever ran the tests left it.
+        A child inherits the disposition at the fork (an ignored signal stays ignored across
+        exec), so it is set here for the moment of the start, not in the child."""
+        before = signal.signal(signal.SIGHUP, signal.SIG_IGN if nohup else signal.SIG_DFL)
+        try:
+            with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
+                self.process = subprocess.Popen(
+                    [sys.executable, "-m", "mdrag.cli", "serve"],
+                    env=self.env,
+                    stdout=log,
+                    stderr=log,
+                    text=True,
+                )
+        finally:
+            signal.signal(signal.SIGHUP, before)
 
     def start(self, timeout: float = 90.0, nohup: bool = False) -> DaemonProcess:
         if nohup:
