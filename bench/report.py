@@ -264,27 +264,21 @@ def render() -> str:
             "",
         ]
         parts += [f"    {line}" for line in summary(busy).splitlines()]
-    first = _load("first_serve")
-    if first is not None and (speed is None or "first_serve" not in speed):  # a run of its own
-        from bench.first_serve import summary as first_serve_summary
+    from bench.first_serve import summary as first_serve_summary
+    from bench.ui import summary as page_summary
 
-        machine = first.get("machine", {})
-        parts += [
-            "",
-            f"A daemon's memory after its first index (`python -m bench.first_serve`, "
-            f"{machine.get('date', '?')}, {machine.get('cores', '?')} cores): "
-            f"{first_serve_summary(first)}.",
-        ]
-    page = _load("ui")
-    if page is not None and (speed is None or "ui" not in speed):  # a run of its own
-        from bench.ui import summary as page_summary
-
-        machine = page.get("machine", {})
-        parts += [
-            "",
-            f"The search page (`python -m bench.ui`, {machine.get('date', '?')}, "
-            f"{machine.get('cores', '?')} cores): {page_summary(page)}.",
-        ]
+    for name, what, summary_of in (
+        ("first_serve", "A daemon's memory after its first index", first_serve_summary),
+        ("ui", "The search page", page_summary),
+    ):
+        alone = _load(name)
+        if alone is not None and (speed is None or name not in speed):  # a run of its own
+            machine = alone.get("machine", {})
+            parts += [
+                "",
+                f"{what} (`python -m bench.{name}`, {machine.get('date', '?')}, "
+                f"{machine.get('cores', '?')} cores): {summary_of(alone)}.",
+            ]
     side = speed["peer"] if speed and "peer" in speed else _load("peer")
     if side is not None:
         machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})

@@ -235,3 +235,21 @@ def judge_logits(ce: Any, pairs: list[tuple[str, str]], max_length: int, batch_s
             )
             out += [float(x) for x in forward(ce.model, enc, pool)]
     return out
+
+
+def open_vault(vault: str, tries: int = 60) -> tuple[Any, Path]:
+    """A Service over the vault's cached eval index and its notes root, waiting while another
+    process holds the index (a Lite index has one opener at a time)."""
+    import time
+
+    from bench import eval as ev
+
+    judged = ev.judged_set(vault)
+    for _ in range(tries):
+        try:
+            service, root, _ = ev.open_set(judged, ev.config_for(None))
+            return service, root
+        except Exception as e:  # the index is locked by someone else: wait
+            print("waiting", vault, e, flush=True)
+            time.sleep(10)
+    raise RuntimeError(f"cannot open the eval index of {vault}: run `make eval` first")

@@ -10,7 +10,6 @@ usage: python -m bench.judge.neighbours
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from bench import eval as ev
@@ -29,16 +28,7 @@ def main() -> None:
     with (C.work_dir() / "synthetic.jsonl").open("w", encoding="utf-8") as out:
         for vault in C.TRAIN_VAULTS:
             mine = [r for r in rows if r["vault"] == vault]
-            judged = ev.judged_set(vault)
-            for _ in range(30):
-                try:
-                    service, root, _ = ev.open_set(judged, ev.config_for(None))
-                    break
-                except Exception as e:  # the index is locked by someone else: wait
-                    print("waiting", vault, e, flush=True)
-                    time.sleep(10)
-            else:
-                raise RuntimeError(f"cannot open the eval index of {vault}: run `make eval` first")
+            service, root = C.open_vault(vault, tries=30)
             ids = ev.doc_ids(root)
             try:
                 for r in mine:

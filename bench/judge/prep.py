@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
 from bench import eval as ev
@@ -34,16 +33,7 @@ def hit_row(h: dict[str, Any], ids: dict[str, str], relevant: set[str]) -> dict[
 def main(vaults: list[str]) -> None:
     for vault in vaults:
         qs, rels = C.queries(vault), C.qrels(vault)
-        judged = ev.judged_set(vault)
-        for _ in range(60):
-            try:
-                service, root, _ = ev.open_set(judged, ev.config_for(None))
-                break
-            except Exception as e:  # locked by someone else: wait and retry
-                print("waiting", vault, e, flush=True)
-                time.sleep(10)
-        else:
-            raise RuntimeError(f"cannot open the eval index of {vault}: run `make eval` first")
+        service, root = C.open_vault(vault, tries=60)
         ids = ev.doc_ids(root)
         try:
             with (C.work_dir() / f"cands_{vault}.jsonl").open("w", encoding="utf-8") as out:
