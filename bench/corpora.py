@@ -58,7 +58,7 @@ def natural(folder: Path, data_root: Path, name: str = "natural") -> Corpus:
 def index_identity(config: Any) -> str:
     """What an index is built for; another value means another index."""
     from mdrag.milvus.schema import SCHEMA_VERSION
-    from mdrag.sections import SECTIONING_VERSION
+    from mdrag.notes.sections import SECTIONING_VERSION
 
     return json.dumps(
         {

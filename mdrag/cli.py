@@ -18,7 +18,7 @@ import click
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
 from mdrag.confidence import explain_lines, nothing_line, related_line, results_line
 from mdrag.errors import MdragError, QueryError
-from mdrag.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
+from mdrag.notes.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
 from mdrag.progress import progress_line, search_banner
 from mdrag.route import (
     LocalBackend,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
 import urllib.parse
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -12,11 +13,12 @@ from typing import Any
 import yaml
 
 from mdrag.errors import ConfigError
-from mdrag.opener import check_template
 
 SEARCH_MODES = ("hybrid", "dense", "keyword")
 EMBEDDING_BACKENDS = ("torch", "onnx", "onnx-int8")  # as mdrag.embedder.BACKENDS, without importing it
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
+# What an `open.command` template may fill in (notes/opener.py fills them).
+FIELDS = ("path", "line", "uri", "obsidian_uri")
 
 
 def default_data_dir() -> Path:
@@ -322,3 +324,22 @@ def _validate(config: Config, origin: dict[str, str]) -> None:
             where("server_socket_path"),
             "is longer than 100 bytes; unix sockets allow about 107, choose a shorter path",
         )
+
+
+def check_template(template: str) -> str | None:
+    """What is wrong with an `open.command` template, or None: it must split like a shell line
+    and name the note ({path}, {uri} or {obsidian_uri}); {line} may go with them."""
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        return f"cannot split {template!r} into words: {exc}"
+    if not words:
+        return "is empty"
+    for word in words:
+        try:
+            word.format_map(dict.fromkeys(FIELDS, ""))
+        except (KeyError, IndexError, ValueError) as exc:
+            return f"{word!r}: only {{path}}, {{line}}, {{uri}} and {{obsidian_uri}} may be filled in ({exc})"
+    if not any(f"{{{name}}}" in word for word in words for name in ("path", "uri", "obsidian_uri")):
+        return "must name {path} (e.g. code --goto {path}:{line}), {uri} or {obsidian_uri}"
+    return None

@@ -17,8 +17,8 @@ from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
 from mdrag.gate import Gate
 from mdrag.liveness import Liveness, PulsingEvent
 from mdrag.milvus import index_held
+from mdrag.notes.pathtext import to_text
 from mdrag.notify import SystemdNotifier
-from mdrag.pathtext import to_text
 from mdrag.progress import ProgressMeter, early_message, progress_line
 from mdrag.server import SocketServer
 from mdrag.service import Service

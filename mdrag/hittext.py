@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mdrag.document import DocumentError, decode_text, hash_bytes
 from mdrag.milvus import clip_bytes
-from mdrag.pathtext import to_fs
+from mdrag.notes.document import DocumentError, decode_text, hash_bytes
+from mdrag.notes.pathtext import to_fs
 
 # The index keeps no copy of a section's text: at ~1.3 KB per row it was a seventh of Milvus
 # Lite's memory. The note is the source of truth, and a row names the version it was cut from

@@ -17,7 +17,10 @@ from loguru import logger
 
 from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog, record_from_row
-from mdrag.document import (
+from mdrag.embedder import EmbedCancelled, Embedder
+from mdrag.errors import DocumentError, RowsRejectedError
+from mdrag.milvus import Store
+from mdrag.notes.document import (
     MAX_FILE_BYTES,
     Document,
     FileUnreadable,
@@ -26,16 +29,13 @@ from mdrag.document import (
     parse_document,
     read_bytes,
 )
-from mdrag.embedder import EmbedCancelled, Embedder
-from mdrag.errors import DocumentError, RowsRejectedError
-from mdrag.milvus import Store
-from mdrag.pathtext import to_fs, to_text
+from mdrag.notes.pathtext import to_fs, to_text
+from mdrag.notes.scanner import NoteFilter
+from mdrag.notes.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 from mdrag.progress import ProgressMeter
 from mdrag.readahead import ReadCancelled, read_ahead
 from mdrag.roots import Roots, under
 from mdrag.rows import PreparedNote, store_each, store_notes
-from mdrag.scanner import NoteFilter
-from mdrag.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 
 # Texts per write batch: the model sorts a batch by length, and the larger the batch the less
 # of each model batch is padding. A stop still comes within one model batch (embed checks

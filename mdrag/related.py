@@ -7,7 +7,7 @@ from typing import Any
 
 from mdrag.catalog import Catalog
 from mdrag.errors import NotFoundError
-from mdrag.links import LinkResolver, link_names
+from mdrag.notes.links import LinkResolver, link_names
 from mdrag.similarity import Similarity
 
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from mdrag.document import Document
 from mdrag.errors import RowsRejectedError
 from mdrag.milvus import MAX_TAGS, Store, clip_bytes, doc_id
-from mdrag.sections import Section, titled_path
+from mdrag.notes.document import Document
+from mdrag.notes.sections import Section, titled_path
 
 
 @dataclass

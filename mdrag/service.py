@@ -27,14 +27,14 @@ from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport
 from mdrag.milvus import Store
+from mdrag.notes.pathtext import to_fs, to_text
+from mdrag.notes.scanner import NoteFilter
 from mdrag.notetext import note_text
 from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
-from mdrag.pathtext import to_fs, to_text
 from mdrag.progress import ProgressMeter
 from mdrag.rebuild import remove_leftovers
 from mdrag.related import related_notes
 from mdrag.roots import Roots
-from mdrag.scanner import NoteFilter
 from mdrag.search import Searcher
 from mdrag.similarity import SIMILAR_FLOOR, Similarity, duplicate_groups
 

@@ -15,12 +15,12 @@ import numpy as np
 from loguru import logger
 
 from mdrag.catalog import Catalog
-from mdrag.document import parse_document
 from mdrag.embedder import Embedder
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.milvus import Store
-from mdrag.pathtext import to_fs, to_text
-from mdrag.sections import Sectioner, embedding_inputs
+from mdrag.notes.document import parse_document
+from mdrag.notes.pathtext import to_fs, to_text
+from mdrag.notes.sections import Sectioner, embedding_inputs
 
 # What a score means to a reader, and the floor under which a note is not listed as a neighbour.
 # Measured with all-MiniLM-L6-v2 (the README gives the figures): notes that link to each other

@@ -16,8 +16,8 @@ from loguru import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from mdrag.pathtext import to_text
-from mdrag.scanner import NOTE_SUFFIXES, NoteFilter, hidden, ignore_settings_scope
+from mdrag.notes.pathtext import to_text
+from mdrag.notes.scanner import NOTE_SUFFIXES, NoteFilter, hidden, ignore_settings_scope
 from mdrag.workqueue import WorkQueue
 
 # Quiet time after the last folder arrived before the watches are renewed (see Watcher).

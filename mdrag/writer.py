@@ -15,7 +15,7 @@ from loguru import logger
 from mdrag.config import Config
 from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
 from mdrag.gate import Gate
-from mdrag.pathtext import to_fs
+from mdrag.notes.pathtext import to_fs
 from mdrag.progress import ProgressMeter
 from mdrag.rebuild import rebuild_beside
 from mdrag.service import Service

@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from mdrag.document import parse_document, read_bytes
 from mdrag.errors import DocumentError
+from mdrag.notes.document import parse_document, read_bytes
 
 
 def parse(tmp_path, data: bytes, name: str = "n.md"):

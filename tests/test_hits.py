@@ -30,9 +30,9 @@ Links to more reading about 2nd&ndash;4th deploys &amp; previews.
 
 def prepared(embedder, path, text):
     """A note as the indexer prepares it, with zero vectors (no model run)."""
-    from mdrag.document import parse_document
+    from mdrag.notes.document import parse_document
+    from mdrag.notes.sections import Sectioner, embedding_inputs
     from mdrag.rows import PreparedNote
-    from mdrag.sections import Sectioner, embedding_inputs
 
     document = parse_document(str(path), text.encode())
     outline, title, inputs = embedding_inputs(Sectioner(embedder.count_tokens, 1000), document)
@@ -105,8 +105,8 @@ def test_a_search_hit_shows_the_window_that_matched_under_the_title_led_heading_
 def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_that_changed(
     make_service, embedder, notes, monkeypatch
 ):
-    from mdrag import sections
     from mdrag.milvus import schema
+    from mdrag.notes import sections
     from mdrag.service import Service
 
     write(notes / "hosting.md", HUGO_PAGE)

@@ -6,8 +6,8 @@ import codecs
 
 import pytest
 
-from mdrag.document import hash_bytes
 from mdrag.hittext import attach_texts
+from mdrag.notes.document import hash_bytes
 from tests.conftest import write
 
 NOTES = {

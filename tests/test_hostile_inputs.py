@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.document import (
+from mdrag.errors import DocumentError, RowsRejectedError, StoreError
+from mdrag.notes.document import (
     FileVanished,
     decode_text,
     parse_document,
     read_bytes,
     split_frontmatter,
 )
-from mdrag.errors import DocumentError, RowsRejectedError, StoreError
-from mdrag.pathtext import to_fs, to_text
+from mdrag.notes.pathtext import to_fs, to_text
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, mdrag_cli, wait_until
 

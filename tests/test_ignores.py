@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.scanner import NoteFilter
+from mdrag.notes.scanner import NoteFilter
 from tests.conftest import write
 
 
@@ -96,9 +96,9 @@ def test_a_single_changed_file_is_judged_by_the_same_rules(tmp_path):
 
 
 def test_an_edited_ignore_file_applies_to_the_next_scan(tmp_path, monkeypatch):
-    import mdrag.scanner
+    import mdrag.notes.scanner
 
-    monkeypatch.setattr(mdrag.scanner, "RULES_CHECK_S", 0.0)
+    monkeypatch.setattr(mdrag.notes.scanner, "RULES_CHECK_S", 0.0)
     vault(tmp_path, "a.md", "b.md")
     note_filter = NoteFilter([tmp_path])
     assert len(list(note_filter.scan())) == 2

@@ -13,7 +13,7 @@ import pytest
 
 from mdrag.catalog import Catalog
 from mdrag.indexer import Indexer
-from mdrag.scanner import NoteFilter
+from mdrag.notes.scanner import NoteFilter
 from tests.conftest import write
 from tests.fakes import MemoryStore
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mdrag.anchors import Slugger, github_slug
-from mdrag.links import LinkResolver
-from mdrag.sections import Sectioner
+from mdrag.notes.anchors import Slugger, github_slug
+from mdrag.notes.links import LinkResolver
+from mdrag.notes.sections import Sectioner
 
 
 def outline(text: str):

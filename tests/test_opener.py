@@ -9,11 +9,10 @@ import urllib.parse
 
 import pytest
 
-from mdrag.config import load_config
+from mdrag.config import check_template, load_config
 from mdrag.errors import ConfigError
-from mdrag.opener import (
+from mdrag.notes.opener import (
     add_uris,
-    check_template,
     editor_argv,
     file_uri,
     hyperlink,
@@ -118,7 +117,7 @@ def test_a_hyperlink_is_an_osc8_escape_whose_uri_cannot_break_out():
 
 
 def test_from_the_page_a_terminal_editor_is_never_chosen_but_the_desktop_opener_is():
-    from mdrag.opener import editor_argv
+    from mdrag.notes.opener import editor_argv
 
     argv = editor_argv("/n/a.md", 3, "", {"EDITOR": "vim"}, terminal=False)
     assert argv[0] in ("xdg-open", "open") and argv[-1] == "/n/a.md"
@@ -126,8 +125,8 @@ def test_from_the_page_a_terminal_editor_is_never_chosen_but_the_desktop_opener_
 
 
 def test_a_stored_name_with_odd_bytes_opens_the_file_of_those_bytes():
-    from mdrag.opener import editor_argv, file_uri
-    from mdrag.pathtext import to_fs, to_text
+    from mdrag.notes.opener import editor_argv, file_uri
+    from mdrag.notes.pathtext import to_fs, to_text
 
     stored = to_text(b"/n/caf\xe9.md")  # latin-1: stored as \xe9
     assert editor_argv(stored, 1, "", {"EDITOR": "nano"})[-1] == to_fs(stored)
@@ -146,7 +145,7 @@ def test_the_editor_gets_the_users_umask_not_the_one_mdrag_keeps_for_its_index(t
         "import os, sys\n"
         "os.umask(0o022)\n"
         "from mdrag import private\n"
-        "from mdrag.opener import run_editor\n"
+        "from mdrag.notes.opener import run_editor\n"
         "private.restrict_umask()\n"
         f"run_editor([sys.executable, {str(editor)!r}], wait=True)\n"
     )

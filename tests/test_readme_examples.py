@@ -21,7 +21,7 @@ import pytest
 
 from mdrag.client import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
-from mdrag.scanner import NoteFilter
+from mdrag.notes.scanner import NoteFilter
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "notes"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mdrag.document import split_frontmatter
-from mdrag.sections import Sectioner
+from mdrag.notes.document import split_frontmatter
+from mdrag.notes.sections import Sectioner
 
 
 def words(texts):
@@ -172,7 +172,7 @@ def test_an_author_given_id_is_never_handed_out_again_as_a_slug():
 
 
 def test_the_heading_path_is_led_by_the_title_once():
-    from mdrag.sections import titled_path
+    from mdrag.notes.sections import titled_path
 
     assert titled_path("Host on GitHub Pages", ("Other resources",)) == [
         "Host on GitHub Pages",

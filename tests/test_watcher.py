@@ -11,7 +11,7 @@ import warnings
 
 from watchdog.events import DirCreatedEvent, DirMovedEvent, FileCreatedEvent, FileMovedEvent
 
-from mdrag.scanner import NoteFilter
+from mdrag.notes.scanner import NoteFilter
 from mdrag.watcher import RENEW_AFTER_S, Watcher
 from mdrag.workqueue import FileChanges, WorkQueue
 from tests.conftest import write

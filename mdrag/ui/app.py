@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 from mdrag.confidence import confidence_level, explain_lines, nothing_line, results_line
 from mdrag.config import Config
 from mdrag.errors import MdragError
-from mdrag.opener import editor_argv, run_editor, uris
+from mdrag.notes.opener import editor_argv, run_editor, uris
 from mdrag.paths import shown, typed
 from mdrag.progress import progress_line, search_banner
 from mdrag.route import Backend

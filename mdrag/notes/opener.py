@@ -11,32 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mdrag.config import check_template
 from mdrag.errors import ConfigError
-from mdrag.pathtext import to_fs
+from mdrag.notes.pathtext import to_fs
 from mdrag.private import user_umask
 
-FIELDS = ("path", "line", "uri", "obsidian_uri")
 # Editors that take `+LINE` before the file; any other $EDITOR gets the path alone.
 PLUS_LINE = {"vi", "vim", "nvim", "nano", "emacs", "emacsclient", "micro", "kak", "ne", "mg", "joe"}
-
-
-def check_template(template: str) -> str | None:
-    """What is wrong with an `open.command` template, or None: it must split like a shell line
-    and name the note ({path}, {uri} or {obsidian_uri}); {line} may go with them."""
-    try:
-        words = shlex.split(template)
-    except ValueError as exc:
-        return f"cannot split {template!r} into words: {exc}"
-    if not words:
-        return "is empty"
-    for word in words:
-        try:
-            word.format_map(dict.fromkeys(FIELDS, ""))
-        except (KeyError, IndexError, ValueError) as exc:
-            return f"{word!r}: only {{path}}, {{line}}, {{uri}} and {{obsidian_uri}} may be filled in ({exc})"
-    if not any(f"{{{name}}}" in word for word in words for name in ("path", "uri", "obsidian_uri")):
-        return "must name {path} (e.g. code --goto {path}:{line}), {uri} or {obsidian_uri}"
-    return None
 
 
 def editor_argv(

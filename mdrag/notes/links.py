@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 from markdown_it.token import Token
 
-from mdrag.scanner import NOTE_SUFFIXES
+from mdrag.notes.scanner import NOTE_SUFFIXES
 
 # [[target]], [[target#heading]], [[target|alias]], [[target#heading|alias]]; ![[embeds]] count too.
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")

@@ -12,9 +12,9 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from mdrag.anchors import Slugger
-from mdrag.document import Document
-from mdrag.links import extract_links
+from mdrag.notes.anchors import Slugger
+from mdrag.notes.document import Document
+from mdrag.notes.links import extract_links
 
 # Bump when the splitting rules change: it is part of every section_id, so a new
 # version re-embeds what it sections differently and nothing else.

@@ -14,7 +14,7 @@ import yaml
 from frontmatter import YAMLHandler
 
 from mdrag.errors import DocumentError
-from mdrag.pathtext import to_fs
+from mdrag.notes.pathtext import to_fs
 
 MAX_FILE_BYTES = 5_000_000  # the default of `index.max_file_mb`
 _YAML = YAMLHandler()
