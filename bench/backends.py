@@ -23,7 +23,7 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 
 
 def measure(texts: list[str], rounds: int = 3) -> dict[str, Any]:
-    from mdrag.embedder import Embedder
+    from mdrag.embedding.embedder import Embedder
 
     embedders = {name: Embedder(backend=name) for name in BACKENDS}
     for embedder in embedders.values():

@@ -61,7 +61,7 @@ def read_texts(db: str) -> list[str]:
 def ceiling(texts: list[str], config_path: Path, repeat: int = 1, backend: str = "") -> dict[str, Any]:
     """Encode `texts` with the configured model and batch size: nothing but the model, in a loop."""
     from mdrag.config import load_config
-    from mdrag.embedder import Embedder
+    from mdrag.embedding.embedder import Embedder
 
     config = load_config(config_path)
     embedder = Embedder(

@@ -51,7 +51,7 @@ LABELS = {
 @functools.cache
 def model_path() -> str:
     """The bundled MiniLM directory, found as mdrag finds it (once: every command names it)."""
-    from mdrag.embedder import resolve_model
+    from mdrag.embedding.embedder import resolve_model
 
     return resolve_model("all-MiniLM-L6-v2")[0]
 

@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=400)
     args = parser.parse_args()
     from mdrag.config import Config
-    from mdrag.embedder import Embedder
+    from mdrag.embedding.embedder import Embedder
 
     vectors = index_vectors(args.index)
     config = Config()

@@ -56,7 +56,7 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
         roots=tuple(os.path.abspath(os.path.expanduser(r)) for r in roots) or None,
         log_level=log_level,
     )
-    from mdrag import heap
+    from mdrag.embedding import heap
     from mdrag.log import configure_logging
 
     heap.share_one_arena()  # before any thread starts: what indexing frees goes back to the system
@@ -78,7 +78,7 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
 def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bool, as_json: bool) -> None:
     """Index the notes under the roots (or only PATHS); report what changed."""
     config = command_config(ctx, need_roots=not paths)
-    from mdrag import heap
+    from mdrag.embedding import heap
 
     heap.share_one_arena()  # before any thread starts: it may index here, without a daemon
     absolute = [os.path.abspath(os.path.expanduser(p)) for p in paths]

@@ -15,7 +15,11 @@ import yaml
 from mdrag.errors import ConfigError
 
 SEARCH_MODES = ("hybrid", "dense", "keyword")
-EMBEDDING_BACKENDS = ("torch", "onnx", "onnx-int8")  # as mdrag.embedder.BACKENDS, without importing it
+EMBEDDING_BACKENDS = (
+    "torch",
+    "onnx",
+    "onnx-int8",
+)  # as mdrag.embedding.embedder.BACKENDS, without importing it
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
 # What an `open.command` template may fill in (notes/opener.py fills them).
 FIELDS = ("path", "line", "uri", "obsidian_uri")

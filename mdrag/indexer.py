@@ -17,7 +17,7 @@ from loguru import logger
 
 from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog, record_from_row
-from mdrag.embedder import EmbedCancelled, Embedder
+from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
 from mdrag.milvus import Store
 from mdrag.notes.document import (

@@ -15,7 +15,7 @@ from mdrag import relevance
 from mdrag.baseline import VaultBaseline
 from mdrag.catalog import Catalog
 from mdrag.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
-from mdrag.embedder import Embedder
+from mdrag.embedding.embedder import Embedder
 from mdrag.hittext import attach_texts
 from mdrag.milvus import Store, quote
 from mdrag.params import SearchParams

@@ -22,7 +22,7 @@ from mdrag.carried import CarriedVectors
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config, is_lite_uri
 from mdrag.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
-from mdrag.embedder import Embedder
+from mdrag.embedding.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport

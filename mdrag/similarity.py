@@ -15,7 +15,7 @@ import numpy as np
 from loguru import logger
 
 from mdrag.catalog import Catalog
-from mdrag.embedder import Embedder
+from mdrag.embedding.embedder import Embedder
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.milvus import Store
 from mdrag.notes.document import parse_document

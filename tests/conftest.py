@@ -54,7 +54,7 @@ def fake_embedder():
 
 @pytest.fixture(scope="session")
 def embedder():
-    from mdrag.embedder import Embedder
+    from mdrag.embedding.embedder import Embedder
 
     return Embedder()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from mdrag.embedder import Embedder
+from mdrag.embedding.embedder import Embedder
 
 DIMENSION = 384
 

@@ -131,7 +131,7 @@ def test_serve_and_reindex_of_a_missing_root_fail_and_name_it(home, capsys):
 
 def test_serve_and_reindex_share_one_arena_before_any_thread_starts(home, monkeypatch):
     # What indexing frees goes back to the system only if no thread has its own arena yet.
-    from mdrag import heap
+    from mdrag.embedding import heap
 
     notes = home / "notes"
     notes.mkdir()

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdrag import priority, runners
-from mdrag.embedder import Embedder, resolve_model
-from mdrag.runners import query_lane
+from mdrag.embedding import priority, runners
+from mdrag.embedding.embedder import Embedder, resolve_model
+from mdrag.embedding.runners import query_lane
 from tests.fakes import HashingRunner, fake_embedder
 
 TEXTS = [

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from mdrag.embedder import resolve_model
+from mdrag.embedding.embedder import resolve_model
+from mdrag.embedding.onnx_cache import onnx_model
 from mdrag.errors import ConfigError
-from mdrag.onnx_cache import onnx_model
 
 
 def test_an_unwritable_model_cache_is_an_error_that_names_the_directory(tmp_path, monkeypatch):
@@ -26,7 +26,7 @@ def test_an_unwritable_model_cache_is_an_error_that_names_the_directory(tmp_path
 def test_a_fresh_cache_exports_the_model_in_a_child_and_this_process_never_loads_torch(tmp_path):
     probe = (
         "import sys\n"
-        "from mdrag.embedder import Embedder\n"
+        "from mdrag.embedding.embedder import Embedder\n"
         "vectors = Embedder().embed(['a note about sourdough', 'kernel modules'])\n"
         "print(vectors.shape, 'torch' in sys.modules)\n"
     )

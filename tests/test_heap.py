@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from mdrag import heap
+from mdrag.embedding import heap
 
 # What indexing does to the heap, in small: a large block freed (glibc then raises its mmap and
 # trim thresholds to its size), then model calls on a fresh pair of threads each time (the lanes),
 # each making and freeing tensors of a few MB. Prints the resident MB before and after.
 MODEL_CALLS = """
 import sys, threading
-from mdrag import heap
+from mdrag.embedding import heap
 
 if sys.argv[1] == "shared":
     heap.share_one_arena()  # first, as serve does: numpy's import starts a thread

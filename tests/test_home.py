@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from mdrag.config import default_config_path, default_data_dir, default_milvus_uri, default_socket_path
-from mdrag.onnx_cache import onnx_cache_dir
+from mdrag.embedding.onnx_cache import onnx_cache_dir
 from tests.conftest import TEST_HOME
 from tests.home import REAL_HOME, REAL_HOME_SNAPSHOT, XDG_HOMES, HomeSnapshot
 

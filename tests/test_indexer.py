@@ -336,7 +336,7 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
     # How an index made when fp32 ONNX was the default meets the int8 default (and any switch
     # of embedding.backend): rebuilt with no person needed, every section embedded again, since
     # the other back-end's vectors are close to these but not the same.
-    from mdrag.embedder import Embedder
+    from mdrag.embedding.embedder import Embedder
     from mdrag.service import Service, carried_vectors_path
 
     write(notes / "bread.md", SOURDOUGH)

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from mdrag.embedder import EmbedCancelled, Embedder
+from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.readahead import read_ahead
 
 

@@ -30,7 +30,7 @@ PROGRESS = re.compile(r"indexing \d+/320 notes, \d+/\d+ texts, ~\d+ (s|min) left
 # slower than this pace already. The pace makes the test's timing the same on both.
 PACE = f"""
 import pathlib, time
-import mdrag.runners as runners
+import mdrag.embedding.runners as runners
 _encode = runners.OnnxRunner.encode
 def paced(self, texts, batch_size):
     started = time.monotonic()

@@ -1,4 +1,4 @@
-"""Export model: `python -m mdrag.export_model SOURCE FOLDER [--int8]`, the ONNX export run once, in a child.
+"""Export model: `python -m mdrag.embedding.export_model SOURCE FOLDER [--int8]`, run once, in a child.
 
 The export needs torch (~1 GB mapped, never given back); the embedder runs this in a child
 process so that the process that embeds, a daemon above all, only ever loads ONNX Runtime.
@@ -93,7 +93,7 @@ def _export(source: str, target: Path) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--int8"):
-        print("usage: python -m mdrag.export_model SOURCE FOLDER [--int8]", file=sys.stderr)
+        print("usage: python -m mdrag.embedding.export_model SOURCE FOLDER [--int8]", file=sys.stderr)
         return 2
     print(export(argv[0], Path(argv[1]), quantized=len(argv) == 3))
     return 0

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from mdrag import heap
+from mdrag.embedding import heap
+from mdrag.embedding.runners import OnnxRunner, Runner, TorchRunner, query_lane
 from mdrag.errors import ConfigError
-from mdrag.runners import OnnxRunner, Runner, TorchRunner, query_lane
 
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 WINDOW_OVERLAP = 32  # tokens shared by consecutive windows, so no phrase is cut in two

@@ -22,7 +22,7 @@ EXPORT_TIMEOUT_S = 600
 def onnx_model(source: str, quantized: bool) -> Path:
     """The model exported to ONNX (and quantized) once, offline, from its local weights; cached on disk.
 
-    The export needs torch: it runs in a child process (`python -m mdrag.export_model`), so the
+    The export needs torch: it runs in a child process (`python -m mdrag.embedding.export_model`), so the
     process that embeds, a daemon above all, never maps torch's ~1 GB.
     """
     import hashlib
@@ -48,7 +48,7 @@ def onnx_model(source: str, quantized: bool) -> Path:
             "or point XDG_CACHE_HOME at a writable directory"
         ) from None
     logger.info("exporting {} to ONNX in {} (once, in a child process)", source, folder)
-    command = [sys.executable, "-m", "mdrag.export_model", source, str(folder)]
+    command = [sys.executable, "-m", "mdrag.embedding.export_model", source, str(folder)]
     try:
         done = subprocess.run(
             command + (["--int8"] if quantized else []),

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mdrag import priority
-from mdrag.onnx_cache import onnx_model
+from mdrag.embedding import priority
+from mdrag.embedding.onnx_cache import onnx_model
 
 # Padded tokens per ONNX Runtime run: small runs keep their activations in the CPU's caches.
 # On 2 cores, runs of 128-384 tokens embed ~1.35x the texts/s of runs of 4096 (108 against 80,
@@ -78,7 +78,7 @@ class OnnxRunner:
     each on one thread: one run on two threads kept both cores busy only ~65% of its time (the
     small operators between the matrix products run on one); two single-threaded runs side by
     side embed ~1.15x the texts/s of one run on two threads. Indexing's lanes run at a lower CPU
-    priority (mdrag.priority); the query runner (for_queries) runs on its caller's thread as is.
+    priority (mdrag.embedding.priority); the query runner (for_queries) runs on its caller's thread as is.
     """
 
     background = True  # indexing: every run goes to a lane of lowered priority
