@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from mdrag.carried import CarriedVectors
 from mdrag.catalog import Catalog, record_from_row
 from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
-from mdrag.milvus import Store
+from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.document import (
     MAX_FILE_BYTES,
     Document,

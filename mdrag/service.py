@@ -18,7 +18,6 @@ import numpy as np
 from loguru import logger
 
 from mdrag import __version__, indexlock, private
-from mdrag.carried import CarriedVectors
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config, is_lite_uri
 from mdrag.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
@@ -26,7 +25,7 @@ from mdrag.embedding.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
 from mdrag.gaps import GapLog
 from mdrag.indexer import Indexer, IndexReport
-from mdrag.milvus import Store
+from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
 from mdrag.notetext import note_text

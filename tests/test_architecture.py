@@ -34,6 +34,7 @@ HOMES = {
 
 # What `mdrag.milvus` offers (its __init__ loads each on first use).
 PUBLIC_MILVUS = {
+    "CarriedVectors",
     "Store",
     "doc_id",
     "clip_bytes",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mdrag.carried import CarriedVectors
+from mdrag.milvus import CarriedVectors
 
 
 def test_saved_vectors_come_back_by_section_and_window(tmp_path):

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _HOMES = {
+    "CarriedVectors": "carried",
     "Store": "store",
     "doc_id": "store",
     "clip_bytes": "store",
@@ -22,6 +23,7 @@ _HOMES = {
 }
 __all__ = [
     "MAX_TAGS",
+    "CarriedVectors",
     "Store",
     "clip_bytes",
     "database_files",
@@ -33,6 +35,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from mdrag.milvus.carried import CarriedVectors
     from mdrag.milvus.filters import quote
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.schema import MAX_TAGS

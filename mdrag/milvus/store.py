@@ -29,8 +29,8 @@ from pymilvus.exceptions import (
     MilvusUnavailableException,
 )
 
-from mdrag.carried import CarriedVectors
 from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
+from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import in_filter
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
