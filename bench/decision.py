@@ -26,7 +26,7 @@ import numpy as np
 
 from bench.answerability import DEPTH
 from bench.fit import fit_weights, load, logistic, scores_of
-from mdrag import relevance
+from mdrag.retrieval import relevance
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(6, 19)]
 

@@ -5,11 +5,11 @@
     python -m bench.fit report FEATURES.jsonl
 
 `dump` runs each judged query through the real search path (Searcher.search with --explain, so
-each hit carries the evidence mdrag.relevance reads), twice: as it is, and with its relevant
+each hit carries the evidence mdrag.retrieval.relevance reads), twice: as it is, and with its relevant
 notes left out (the unanswerable twin). `fit` fits, per mode, a logistic regression with
 non-negative weights (numpy, projected gradient descent), cross-validated by query: each fold's
 answered/silent rates and nDCG@10 come from constants fitted on the other folds. `report`
-scores a dump with the constants in mdrag/relevance.py, fitting nothing (the natural set).
+scores a dump with the constants in mdrag/retrieval/relevance.py, fitting nothing (the natural set).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 from bench.answerability import DEPTH, rates_at
 from bench.eval import SETS, add_backend
 from bench.metrics import ndcg_at_k
-from mdrag.search import CANDIDATE_FACTOR
+from mdrag.retrieval.search import CANDIDATE_FACTOR
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 
@@ -193,7 +193,7 @@ def summarize(
 
 
 def fit(args: argparse.Namespace) -> None:
-    from mdrag import relevance
+    from mdrag.retrieval import relevance
 
     rows = load(args.features)
     qrels_count = _qrels_count(args)
@@ -267,7 +267,7 @@ def fit(args: argparse.Namespace) -> None:
 
 
 def report(args: argparse.Namespace) -> None:
-    from mdrag import relevance
+    from mdrag.retrieval import relevance
 
     rows = load(args.features)
     qrels_count = _qrels_count(args)

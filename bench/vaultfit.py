@@ -8,7 +8,7 @@ reported on the train split (held out by 5 folds where something is fitted), on 
 of the four fitted-on folders (`test`: all of otel, a quarter of the others), on the unseen
 vault (hugo) and, when its dump is given, on bench/data/natural (another writer's questions over
 other notes), every rate with its Wilson 95% interval:
-- `scifact`: the per-hit constants fitted on SciFact (mdrag/relevance.py's WEIGHTS) alone;
+- `scifact`: the per-hit constants fitted on SciFact (mdrag/retrieval/relevance.py's WEIGHTS) alone;
 - `named` (what mdrag ships, relevance.WEIGHTS): SciFact's constants with one weight fitted
   here, the shift of a query that names something no candidate holds (the bias moved by as
   much, so other queries score as before; the smallest weight that reaches the best balanced
@@ -37,7 +37,7 @@ import numpy as np
 from bench.answerability import DEPTH
 from bench.fit import anchor, fit_weights, load, scores_of
 from bench.metrics import ndcg_at_k, wilson
-from mdrag import relevance
+from mdrag.retrieval import relevance
 
 THRESHOLD = 0.7
 UNSEEN = "hugo"

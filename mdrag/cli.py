@@ -16,10 +16,11 @@ from typing import Any
 import click
 
 from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
-from mdrag.confidence import explain_lines, nothing_line, related_line, results_line
 from mdrag.errors import MdragError, QueryError
 from mdrag.notes.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
 from mdrag.progress import progress_line, search_banner
+from mdrag.retrieval.confidence import explain_lines, nothing_line, related_line, results_line
+from mdrag.retrieval.snippets import excerpt, render
 from mdrag.route import (
     LocalBackend,
     command_config,
@@ -27,7 +28,6 @@ from mdrag.route import (
     open_backend,
     progress_bar,
 )
-from mdrag.snippets import excerpt, render
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -58,7 +58,14 @@ WIRE = {
     "mcp_server.py",
 }
 # Read features answer from the index; they never import the writer's modules.
-READ_FEATURES = {"search.py", "similarity.py", "related.py", "context.py", "gaps.py", "notetext.py"}
+READ_FEATURES = {
+    "retrieval/search.py",
+    "retrieval/similarity.py",
+    "retrieval/related.py",
+    "retrieval/context.py",
+    "retrieval/gaps.py",
+    "retrieval/notetext.py",
+}
 WRITER = {
     "mdrag.indexer",
     "mdrag.rows",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.decision import held_out
-from mdrag import relevance
+from mdrag.retrieval import relevance
 
 
 def _row(q: str, version: str, cosine: float, relevant: bool) -> dict:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mdrag import relevance
 from mdrag.errors import NotFoundError, QueryError
-from mdrag.search import confidence_level
-from mdrag.similarity import SIMILAR_FLOOR, duplicate_groups
+from mdrag.retrieval import relevance
+from mdrag.retrieval.search import confidence_level
+from mdrag.retrieval.similarity import SIMILAR_FLOOR, duplicate_groups
 from tests.conftest import write
 
 SOURDOUGH = """---
@@ -278,7 +278,7 @@ def test_context_packs_the_best_sections_within_budget_once_each_with_citations(
 def test_the_gap_log_writes_in_the_background_yet_every_read_and_close_sees_each_record(tmp_path):
     import numpy as np
 
-    from mdrag.gaps import GapLog
+    from mdrag.retrieval.gaps import GapLog
 
     log = GapLog(tmp_path / "gaps.sqlite")
     for _ in range(3):

@@ -6,8 +6,8 @@ import codecs
 
 import pytest
 
-from mdrag.hittext import attach_texts
 from mdrag.notes.document import hash_bytes
+from mdrag.retrieval.hittext import attach_texts
 from tests.conftest import write
 
 NOTES = {

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from mdrag import relevance
+from mdrag.retrieval import relevance
 
 MODES = tuple(relevance.WEIGHTS)
 

@@ -69,7 +69,7 @@ def qrels(vault: str) -> dict[str, dict[str, int]]:
 
 
 def top_confidence(cand_features: list[float], mode: str = "hybrid") -> float:
-    from mdrag.relevance import probability
+    from mdrag.retrieval.relevance import probability
 
     return float(probability(cand_features, mode))
 

@@ -136,7 +136,7 @@ class QueryEvidence:
     """What the whole candidate pool says about a query, the same for each of its candidates.
 
     `baseline`: the mean and spread of the query's cosine over a sample of the vault's notes
-    (mdrag.baseline), None for a vault too small; `spread`: the best note's cosine over the
+    (mdrag.retrieval.baseline), None for a vault too small; `spread`: the best note's cosine over the
     SPREAD_DEPTH-th note's (a question the vault answers has a note that stands out of the
     pack); `absent`: the query's rare terms and names (Query.names) that no candidate holds,
     which the keyword search would have found if a note held them (empty without a keyword list).

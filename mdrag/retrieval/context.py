@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mdrag.confidence import outcome_of
+from mdrag.retrieval.confidence import outcome_of
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 DEFAULT_MAX_TOKENS = 2000

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mdrag.relevance import Query, whole_term
+from mdrag.retrieval.relevance import Query, whole_term
 
 # Words too common to mark: highlighting every "the" would hide the words that matter.
 STOP_WORDS = frozenset(

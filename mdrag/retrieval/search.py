@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from mdrag import relevance
-from mdrag.baseline import VaultBaseline
 from mdrag.catalog import Catalog
-from mdrag.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
 from mdrag.embedding.embedder import Embedder
-from mdrag.hittext import attach_texts
 from mdrag.milvus import Store, quote
 from mdrag.params import SearchParams
-from mdrag.snippets import snippet
+from mdrag.retrieval import relevance
+from mdrag.retrieval.baseline import VaultBaseline
+from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
+from mdrag.retrieval.hittext import attach_texts
+from mdrag.retrieval.snippets import snippet
 
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"

@@ -8,7 +8,7 @@ from typing import Any
 from mdrag.catalog import Catalog
 from mdrag.errors import NotFoundError
 from mdrag.notes.links import LinkResolver, link_names
-from mdrag.similarity import Similarity
+from mdrag.retrieval.similarity import Similarity
 
 
 def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 10) -> dict[str, Any]:
