@@ -15,6 +15,8 @@ from mdrag import indexlock
 from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
 from mdrag.gate import Gate
+from mdrag.index.watcher import Watcher
+from mdrag.index.workqueue import Command, WorkQueue
 from mdrag.liveness import Liveness, PulsingEvent
 from mdrag.milvus import index_held
 from mdrag.notes.pathtext import to_text
@@ -22,8 +24,6 @@ from mdrag.notify import SystemdNotifier
 from mdrag.progress import ProgressMeter, early_message, progress_line
 from mdrag.server import SocketServer
 from mdrag.service import Service
-from mdrag.watcher import Watcher
-from mdrag.workqueue import Command, WorkQueue
 from mdrag.writer import Writer
 
 MAX_WAIT_FRESH_S = 300.0

@@ -22,20 +22,20 @@ from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config, is_lite_uri
 from mdrag.embedding.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
-from mdrag.indexer import Indexer, IndexReport
+from mdrag.index.indexer import Indexer, IndexReport
+from mdrag.index.rebuild import remove_leftovers
+from mdrag.index.roots import Roots
 from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
 from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
 from mdrag.progress import ProgressMeter
-from mdrag.rebuild import remove_leftovers
 from mdrag.retrieval.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
 from mdrag.retrieval.gaps import GapLog
 from mdrag.retrieval.notetext import note_text
 from mdrag.retrieval.related import related_notes
 from mdrag.retrieval.search import Searcher
 from mdrag.retrieval.similarity import SIMILAR_FLOOR, Similarity, duplicate_groups
-from mdrag.roots import Roots
 
 
 def on_disk(path: str) -> str:

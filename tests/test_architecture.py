@@ -17,7 +17,7 @@ HOMES = {
     "transformers": {"embedding/runners.py", "embedding/export_model.py"},
     "onnxruntime": {"embedding/runners.py", "embedding/export_model.py"},
     "tokenizers": {"embedding/embedder.py", "embedding/runners.py"},
-    "watchdog": {"watcher.py"},
+    "watchdog": {"index/watcher.py"},
     "markdown_it": {"notes/sections.py", "notes/links.py", "ui/render.py"},
     "frontmatter": {"notes/document.py"},
     "click": {"cli.py", "cli_explore.py"},
@@ -67,12 +67,12 @@ READ_FEATURES = {
     "retrieval/notetext.py",
 }
 WRITER = {
-    "mdrag.indexer",
-    "mdrag.rows",
+    "mdrag.index.indexer",
+    "mdrag.index.rows",
     "mdrag.carried",
-    "mdrag.readahead",
-    "mdrag.workqueue",
-    "mdrag.watcher",
+    "mdrag.index.readahead",
+    "mdrag.index.workqueue",
+    "mdrag.index.watcher",
     "mdrag.writer",
 }
 

@@ -30,9 +30,9 @@ Links to more reading about 2nd&ndash;4th deploys &amp; previews.
 
 def prepared(embedder, path, text):
     """A note as the indexer prepares it, with zero vectors (no model run)."""
+    from mdrag.index.rows import PreparedNote
     from mdrag.notes.document import parse_document
     from mdrag.notes.sections import Sectioner, embedding_inputs
-    from mdrag.rows import PreparedNote
 
     document = parse_document(str(path), text.encode())
     outline, title, inputs = embedding_inputs(Sectioner(embedder.count_tokens, 1000), document)
@@ -46,7 +46,7 @@ def prepared(embedder, path, text):
 
 
 def test_each_rows_window_place_is_the_text_it_embedded_after_its_heading_path(embedder, tmp_path):
-    from mdrag.rows import vector_rows
+    from mdrag.index.rows import vector_rows
 
     note, _ = prepared(embedder, tmp_path / "page.md", HUGO_PAGE)
     vectors = {
@@ -75,7 +75,7 @@ def test_each_rows_window_place_is_the_text_it_embedded_after_its_heading_path(e
 
 
 def test_a_note_without_a_title_keeps_its_heading_path_and_its_file_name_does_not_lead_it(embedder, tmp_path):
-    from mdrag.rows import vector_rows
+    from mdrag.index.rows import vector_rows
 
     note, _ = prepared(embedder, tmp_path / "plain.md", "## Only a section\n\nwords here\n")
     rows = vector_rows(note, {("s0", 0): np.zeros(4)})

@@ -117,8 +117,8 @@ def test_an_edited_ignore_file_makes_the_watcher_go_over_its_root_again(tmp_path
     """So notes it now excludes leave the index, and notes it lets back in come."""
     from watchdog.events import FileCreatedEvent, FileModifiedEvent
 
-    from mdrag.watcher import NoteEventHandler
-    from mdrag.workqueue import WorkQueue
+    from mdrag.index.watcher import NoteEventHandler
+    from mdrag.index.workqueue import WorkQueue
 
     root = tmp_path.resolve()
     queue = WorkQueue(debounce_s=0)

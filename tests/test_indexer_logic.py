@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mdrag.catalog import Catalog
-from mdrag.indexer import Indexer
+from mdrag.index.indexer import Indexer
 from mdrag.notes.scanner import NoteFilter
 from tests.conftest import write
 from tests.fakes import MemoryStore

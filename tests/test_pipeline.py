@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from mdrag.embedding.embedder import EmbedCancelled, Embedder
-from mdrag.readahead import read_ahead
+from mdrag.index.readahead import read_ahead
 
 
 def test_read_ahead_yields_every_item_in_order():

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from mdrag.roots import EMPTY, Roots
+from mdrag.index.roots import EMPTY, Roots
 from tests.conftest import write
 
 

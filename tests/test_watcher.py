@@ -11,9 +11,9 @@ import warnings
 
 from watchdog.events import DirCreatedEvent, DirMovedEvent, FileCreatedEvent, FileMovedEvent
 
+from mdrag.index.watcher import RENEW_AFTER_S, Watcher
+from mdrag.index.workqueue import FileChanges, WorkQueue
 from mdrag.notes.scanner import NoteFilter
-from mdrag.watcher import RENEW_AFTER_S, Watcher
-from mdrag.workqueue import FileChanges, WorkQueue
 from tests.conftest import write
 
 
@@ -45,7 +45,7 @@ def test_editor_temp_files_never_reach_the_queue_but_the_renamed_note_does(tmp_p
         FileCreatedEvent(str(tmp_path / "4913")),
         FileMovedEvent(str(tmp_path / "note.md.tmp"), str(tmp_path / "note.md")),
     ]
-    from mdrag.watcher import NoteEventHandler
+    from mdrag.index.watcher import NoteEventHandler
 
     handler = NoteEventHandler(watcher.filter, queue)
     for event in handler_events:
@@ -54,7 +54,7 @@ def test_editor_temp_files_never_reach_the_queue_but_the_renamed_note_does(tmp_p
 
 
 def test_a_moved_folder_queues_both_its_old_and_new_place(tmp_path):
-    from mdrag.watcher import NoteEventHandler
+    from mdrag.index.watcher import NoteEventHandler
 
     queue = WorkQueue(debounce_s=0)
     NoteEventHandler(NoteFilter([tmp_path]), queue).dispatch(

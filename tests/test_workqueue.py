@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mdrag.workqueue import Command, FileChanges, WorkQueue
+from mdrag.index.workqueue import Command, FileChanges, WorkQueue
 
 
 def test_a_burst_of_events_on_one_path_becomes_one_job_after_the_quiet_time():

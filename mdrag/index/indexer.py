@@ -18,6 +18,9 @@ from loguru import logger
 from mdrag.catalog import Catalog, record_from_row
 from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
+from mdrag.index.readahead import ReadCancelled, read_ahead
+from mdrag.index.roots import Roots, under
+from mdrag.index.rows import PreparedNote, store_each, store_notes
 from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.document import (
     MAX_FILE_BYTES,
@@ -32,9 +35,6 @@ from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
 from mdrag.notes.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 from mdrag.progress import ProgressMeter
-from mdrag.readahead import ReadCancelled, read_ahead
-from mdrag.roots import Roots, under
-from mdrag.rows import PreparedNote, store_each, store_notes
 
 # Texts per write batch: the model sorts a batch by length, and the larger the batch the less
 # of each model batch is padding. A stop still comes within one model batch (embed checks

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from mdrag.catalog import Catalog
-from mdrag.indexer import Indexer, IndexReport
+from mdrag.index.indexer import Indexer, IndexReport
 from mdrag.milvus import Store, database_files
 from mdrag.progress import ProgressMeter
 

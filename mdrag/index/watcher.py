@@ -16,9 +16,9 @@ from loguru import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from mdrag.index.workqueue import WorkQueue
 from mdrag.notes.pathtext import to_text
 from mdrag.notes.scanner import NOTE_SUFFIXES, NoteFilter, hidden, ignore_settings_scope
-from mdrag.workqueue import WorkQueue
 
 # Quiet time after the last folder arrived before the watches are renewed (see Watcher).
 RENEW_AFTER_S = 1.0
