@@ -64,7 +64,7 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
     from mdrag.route import lock_index_for_daemon
 
     lock_index_for_daemon(config)  # before the heavy imports: a second writer is refused at once
-    from mdrag.daemon import Daemon  # heavy: loads the model and opens the index
+    from mdrag.serve.daemon import Daemon  # heavy: loads the model and opens the index
 
     sys.exit(Daemon(config).run())
 

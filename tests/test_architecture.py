@@ -48,10 +48,10 @@ PUBLIC_MILVUS = {
 # Only the modules that speak the socket protocol may import it; the core takes `params`.
 WIRE = {
     "protocol.py",
-    "server.py",
-    "lobby.py",
+    "serve/server.py",
+    "serve/lobby.py",
     "client.py",
-    "daemon.py",
+    "serve/daemon.py",
     "route.py",
     "cli.py",
     "cli_explore.py",
@@ -73,7 +73,7 @@ WRITER = {
     "mdrag.index.readahead",
     "mdrag.index.workqueue",
     "mdrag.index.watcher",
-    "mdrag.writer",
+    "mdrag.serve.writer",
 }
 
 
@@ -148,7 +148,7 @@ def test_the_mcp_server_loads_neither_torch_nor_pymilvus():
 def test_the_page_is_its_own_process_the_daemon_and_cli_never_load_the_web_framework():
     """`mdrag ui` talks to the daemon over its socket: the daemon imports no web code, and the CLI
     (a search, a status) loads Starlette and uvicorn only when the `ui` command runs."""
-    code = "import sys, mdrag.cli, mdrag.daemon; print([m for m in ('starlette', 'uvicorn', 'jinja2', 'mdrag.ui') if m in sys.modules])"
+    code = "import sys, mdrag.cli, mdrag.serve.daemon; print([m for m in ('starlette', 'uvicorn', 'jinja2', 'mdrag.ui') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     for module in modules():

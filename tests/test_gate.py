@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mdrag.gate import Gate
+from mdrag.serve.gate import Gate
 
 
 def in_thread(target) -> threading.Thread:

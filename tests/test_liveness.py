@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mdrag.liveness import Liveness, PulsingEvent
+from mdrag.serve.liveness import Liveness, PulsingEvent
 
 
 def test_a_worker_is_alive_until_it_is_silent_past_its_limit():

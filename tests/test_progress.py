@@ -13,7 +13,7 @@ from mdrag import protocol
 from mdrag.client import DaemonClient
 from mdrag.errors import RemoteError
 from mdrag.progress import ProgressMeter, early_message, eta_text, progress_line, search_banner
-from mdrag.server import SocketServer
+from mdrag.serve.server import SocketServer
 
 
 class Clock:

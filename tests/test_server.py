@@ -18,7 +18,7 @@ import pytest
 from mdrag import protocol
 from mdrag.client import DaemonClient
 from mdrag.errors import AlreadyRunningError, RemoteError
-from mdrag.server import SocketServer
+from mdrag.serve.server import SocketServer
 
 
 def handler(op, params):
@@ -164,7 +164,7 @@ def test_a_stop_that_closes_the_listener_as_the_loop_begins_ends_it_quietly():
     # two steps, and the accept thread died with "Invalid file descriptor: -1".
     import threading
 
-    from mdrag.lobby import Lobby
+    from mdrag.serve.lobby import Lobby
 
     class ClosedByAStop(socket.socket):
         def setblocking(self, flag: bool) -> None:

@@ -15,7 +15,7 @@ from mdrag.client import DaemonClient
 from mdrag.config import Config
 from mdrag.errors import DaemonBusyError
 from mdrag.route import open_backend
-from mdrag.server import SocketServer
+from mdrag.serve.server import SocketServer
 
 release = threading.Event()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.notify import SystemdNotifier
+from mdrag.serve.notify import SystemdNotifier
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, wait_until
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from mdrag import daemon as daemon_module
 from mdrag.config import Config
-from mdrag.daemon import Daemon
+from mdrag.serve import daemon as daemon_module
+from mdrag.serve.daemon import Daemon
 
 
 def build(tmp_path, uri: str) -> Daemon:

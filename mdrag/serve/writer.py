@@ -14,11 +14,11 @@ from loguru import logger
 
 from mdrag.config import Config
 from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
-from mdrag.gate import Gate
 from mdrag.index.rebuild import rebuild_beside
 from mdrag.index.workqueue import Command, FileChanges, WorkQueue
 from mdrag.notes.pathtext import to_fs
 from mdrag.progress import ProgressMeter
+from mdrag.serve.gate import Gate
 from mdrag.service import Service
 
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable

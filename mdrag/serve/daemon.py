@@ -14,17 +14,17 @@ from loguru import logger
 from mdrag import indexlock
 from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
-from mdrag.gate import Gate
 from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import Command, WorkQueue
-from mdrag.liveness import Liveness, PulsingEvent
 from mdrag.milvus import index_held
 from mdrag.notes.pathtext import to_text
-from mdrag.notify import SystemdNotifier
 from mdrag.progress import ProgressMeter, early_message, progress_line
-from mdrag.server import SocketServer
+from mdrag.serve.gate import Gate
+from mdrag.serve.liveness import Liveness, PulsingEvent
+from mdrag.serve.notify import SystemdNotifier
+from mdrag.serve.server import SocketServer
+from mdrag.serve.writer import Writer
 from mdrag.service import Service
-from mdrag.writer import Writer
 
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
