@@ -139,7 +139,7 @@ def run(
 def mdrag(*args: str) -> list[str]:
     """The `mdrag` console script of this interpreter's environment (what a user runs)."""
     script = Path(sys.executable).parent / "mdrag"
-    return [str(script), *args] if script.exists() else [sys.executable, "-m", "mdrag.cli", *args]
+    return [str(script), *args] if script.exists() else [sys.executable, "-m", "mdrag.cli.main", *args]
 
 
 def reindex(work: Work) -> tuple[dict[str, Any], Finished]:

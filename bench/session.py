@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
-from mdrag.client import DaemonClient
+from mdrag.cli.client import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 
 

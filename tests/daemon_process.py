@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mdrag.client import DaemonClient
+from mdrag.cli.client import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 
 
@@ -53,7 +53,7 @@ class DaemonProcess:
         try:
             with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", "mdrag.cli", "serve"],
+                    [sys.executable, "-m", "mdrag.cli.main", "serve"],
                     env=self.env,
                     stdout=log,
                     stderr=log,
@@ -144,7 +144,7 @@ def mdrag_cli(
     env: dict[str, str], *args: str, timeout: float = 600, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", *args],
+        [sys.executable, "-m", "mdrag.cli.main", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -20,11 +20,11 @@ HOMES = {
     "watchdog": {"index/watcher.py"},
     "markdown_it": {"notes/sections.py", "notes/links.py", "ui/render.py"},
     "frontmatter": {"notes/document.py"},
-    "click": {"cli.py", "cli_explore.py"},
-    "tqdm": {"route.py"},
+    "click": {"cli/main.py", "cli/explore.py"},
+    "tqdm": {"cli/route.py"},
     "pathspec": {"notes/scanner.py"},
-    "mcp": {"mcp_server.py"},
-    "pydantic": {"mcp_server.py"},
+    "mcp": {"cli/mcp_server.py"},
+    "pydantic": {"cli/mcp_server.py"},
     "starlette": {"ui/app.py", "ui/guard.py"},
     "uvicorn": {"ui/serve.py"},
     "jinja2": {"ui/app.py"},
@@ -50,12 +50,12 @@ WIRE = {
     "protocol.py",
     "serve/server.py",
     "serve/lobby.py",
-    "client.py",
+    "cli/client.py",
     "serve/daemon.py",
-    "route.py",
-    "cli.py",
-    "cli_explore.py",
-    "mcp_server.py",
+    "cli/route.py",
+    "cli/main.py",
+    "cli/explore.py",
+    "cli/mcp_server.py",
 }
 # Read features answer from the index; they never import the writer's modules.
 READ_FEATURES = {
@@ -133,14 +133,14 @@ def test_nothing_outside_the_milvus_wing_imports_its_internals():
 
 
 def test_importing_the_cli_loads_neither_torch_nor_pymilvus():
-    code = "import sys, mdrag.cli, mdrag.client; print([m for m in ('torch', 'pymilvus', 'sentence_transformers', 'mcp') if m in sys.modules])"
+    code = "import sys, mdrag.cli.main, mdrag.cli.client; print([m for m in ('torch', 'pymilvus', 'sentence_transformers', 'mcp') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_the_mcp_server_loads_neither_torch_nor_pymilvus():
     """`mdrag mcp` is a client of the daemon, never a second owner of the index."""
-    code = "import sys, mdrag.mcp_server; print([m for m in ('torch', 'pymilvus', 'sentence_transformers') if m in sys.modules])"
+    code = "import sys, mdrag.cli.mcp_server; print([m for m in ('torch', 'pymilvus', 'sentence_transformers') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -148,11 +148,11 @@ def test_the_mcp_server_loads_neither_torch_nor_pymilvus():
 def test_the_page_is_its_own_process_the_daemon_and_cli_never_load_the_web_framework():
     """`mdrag ui` talks to the daemon over its socket: the daemon imports no web code, and the CLI
     (a search, a status) loads Starlette and uvicorn only when the `ui` command runs."""
-    code = "import sys, mdrag.cli, mdrag.serve.daemon; print([m for m in ('starlette', 'uvicorn', 'jinja2', 'mdrag.ui') if m in sys.modules])"
+    code = "import sys, mdrag.cli.main, mdrag.serve.daemon; print([m for m in ('starlette', 'uvicorn', 'jinja2', 'mdrag.ui') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     for module in modules():
-        if not name(module).startswith("ui/") and name(module) != "cli.py":  # the `ui` command, lazily
+        if not name(module).startswith("ui/") and name(module) != "cli/main.py":  # the `ui` command, lazily
             assert not {m for m in imported_modules(module) if m.startswith("mdrag.ui")}, name(module)
 
 

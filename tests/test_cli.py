@@ -25,7 +25,7 @@ def env(tmp_path):
 
 def mdrag(env, *args, cwd=None):
     return subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", *args],
+        [sys.executable, "-m", "mdrag.cli.main", *args],
         env=env,
         cwd=cwd,
         capture_output=True,

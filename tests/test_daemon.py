@@ -226,7 +226,7 @@ def test_mdrag_search_through_the_daemon_loads_neither_torch_nor_pymilvus(daemon
     # main() ends the process with its exit code (the CLI's contract): the modules are listed as it exits.
     code = (
         "import sys; sys.argv = ['mdrag', 'search', 'lighthouse wick', '--json', '--threshold', '0.3']\n"
-        "from mdrag.cli import main\n"
+        "from mdrag.cli.main import main\n"
         "try:\n"
         "    main()\n"
         "finally:\n"

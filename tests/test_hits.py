@@ -132,7 +132,7 @@ def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_th
 
 
 def test_marks_are_bold_only_on_a_terminal_without_no_color(monkeypatch):
-    from mdrag import cli
+    from mdrag.cli import main as cli
 
     hit = {"snippet": {"text": "use restore now", "highlights": [[4, 11]]}}
     monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True, raising=False)
@@ -146,6 +146,6 @@ def test_marks_are_bold_only_on_a_terminal_without_no_color(monkeypatch):
 
 
 def test_a_hit_from_a_daemon_without_snippets_shows_its_section_under_the_heading():
-    from mdrag import cli
+    from mdrag.cli import main as cli
 
     assert cli._snippet_line({"section_text": "## Head\n\nbody  text"}) == "body text"

@@ -377,7 +377,7 @@ def test_an_unreadable_folder_or_file_fails_with_the_reason_and_keeps_its_notes(
 
     def run(*args):
         result = subprocess.run(
-            [sys.executable, "-m", "mdrag.cli", *args],
+            [sys.executable, "-m", "mdrag.cli.main", *args],
             env=env,
             capture_output=True,
             text=True,

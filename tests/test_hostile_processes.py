@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.client import DaemonClient
+from mdrag.cli.client import DaemonClient
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, mdrag_cli, stored_vector_ids, wait_until
 
@@ -62,7 +62,7 @@ def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_
         "MDRAG_SERVER_SOCKET_PATH": str(tmp_path / "fresh.sock"),
     }
     fresh = subprocess.Popen(
-        [sys.executable, "-m", "mdrag.cli", "reindex", "--rebuild"],
+        [sys.executable, "-m", "mdrag.cli.main", "reindex", "--rebuild"],
         env=fresh_env,
         stderr=subprocess.PIPE,
         text=True,
@@ -76,7 +76,7 @@ def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_
         # Ten at once, half of them daemons: each must be refused, none may unlock another's way in.
         attempts = [
             subprocess.Popen(
-                [sys.executable, "-m", "mdrag.cli", "reindex" if i % 2 else "serve"],
+                [sys.executable, "-m", "mdrag.cli.main", "reindex" if i % 2 else "serve"],
                 env=elsewhere,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

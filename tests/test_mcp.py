@@ -46,7 +46,7 @@ def converse(env: dict[str, str], errlog: Path, talk: Callable[[ClientSession], 
     """Start `mdrag mcp` with `env`, initialize a session with the SDK's stdio client, run `talk` on it."""
 
     async def main() -> Any:
-        server = StdioServerParameters(command=sys.executable, args=["-m", "mdrag.cli", "mcp"], env=env)
+        server = StdioServerParameters(command=sys.executable, args=["-m", "mdrag.cli.main", "mcp"], env=env)
         with anyio.fail_after(120), errlog.open("a") as stderr:
             async with (
                 stdio_client(server, errlog=stderr) as (read, write),

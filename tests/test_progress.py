@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mdrag import protocol
-from mdrag.client import DaemonClient
+from mdrag.cli.client import DaemonClient
 from mdrag.errors import RemoteError
 from mdrag.progress import ProgressMeter, early_message, eta_text, progress_line, search_banner
 from mdrag.serve.server import SocketServer

@@ -126,7 +126,7 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
         daemon.start()
         assert (pace / "paced").exists(), "the pace was not applied: " + daemon.log()
         # reindex through the daemon, on a terminal: it waits behind the first index and shows its bar
-        reindex, terminal = run_in_pty([sys.executable, "-m", "mdrag.cli", "reindex"], env)
+        reindex, terminal = run_in_pty([sys.executable, "-m", "mdrag.cli.main", "reindex"], env)
 
         def under_way() -> bool:
             indexing = daemon.status()["daemon"]["indexing"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.client import DaemonClient
+from mdrag.cli.client import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 from mdrag.notes.scanner import NoteFilter
 
@@ -135,13 +135,13 @@ def make_run_command() -> tuple[dict[str, str], list[str]]:
         name, _, value = words.pop(0).partition("=")
         env[name] = value
     assert words[0] == "mdrag", line
-    return env, [sys.executable, "-m", "mdrag.cli", *words[1:]]
+    return env, [sys.executable, "-m", "mdrag.cli.main", *words[1:]]
 
 
 def cli(command: str) -> list[str]:
     words = shlex.split(command)
     assert words[0] == "mdrag"
-    return [sys.executable, "-m", "mdrag.cli", *words[1:]]
+    return [sys.executable, "-m", "mdrag.cli.main", *words[1:]]
 
 
 def check(command: str, code: int, expected: list[str], env: dict[str, str], notes: int) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mdrag import protocol
-from mdrag.client import DaemonClient
+from mdrag.cli.client import DaemonClient
 from mdrag.errors import AlreadyRunningError, RemoteError
 from mdrag.serve.server import SocketServer
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from mdrag import client as client_module
-from mdrag.client import DaemonClient
+from mdrag.cli import client as client_module
+from mdrag.cli.client import DaemonClient
+from mdrag.cli.route import open_backend
 from mdrag.config import Config
 from mdrag.errors import DaemonBusyError
-from mdrag.route import open_backend
 from mdrag.serve.server import SocketServer
 
 release = threading.Event()

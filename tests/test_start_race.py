@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 HOLDER = """
 import os, sys, time
-from mdrag.route import LocalBackend
+from mdrag.cli.route import LocalBackend
 from mdrag.config import load_config
 backend = LocalBackend(load_config())
 print("held", flush=True)
@@ -38,7 +38,7 @@ def indexed(tmp_path: Path):
     write(notes / "b.md", "# Wi-Fi\n\nMove the router to channel 1 when the calls drop.\n")
     daemon = DaemonProcess(notes, tmp_path / "state")
     done = subprocess.run(
-        [sys.executable, "-m", "mdrag.cli", "reindex", "--json"],
+        [sys.executable, "-m", "mdrag.cli.main", "reindex", "--json"],
         env=daemon.env,
         capture_output=True,
         text=True,
@@ -91,7 +91,7 @@ def test_a_status_polled_every_50_ms_while_the_daemon_starts_never_stops_it(inde
     def poll() -> None:
         while not stop.is_set():
             done = subprocess.run(
-                [sys.executable, "-m", "mdrag.cli", "status", "--json"],
+                [sys.executable, "-m", "mdrag.cli.main", "status", "--json"],
                 env=indexed.env,
                 capture_output=True,
                 text=True,
@@ -136,8 +136,8 @@ DAEMON_HOLDER = (
 def refusal(tmp_path: Path, holder_socket: str) -> tuple[str, float, int]:
     """(the error a command gets, the seconds it took, the holder's pid) while a process holds
     the index as a daemon that will serve `holder_socket` and never answers there."""
-    from mdrag import route
-    from mdrag.client import DaemonClient
+    from mdrag.cli import route
+    from mdrag.cli.client import DaemonClient
     from mdrag.config import Config
     from mdrag.errors import StoreLockedError
     from mdrag.indexlock import lock_path
@@ -161,7 +161,7 @@ def refusal(tmp_path: Path, holder_socket: str) -> tuple[str, float, int]:
 
 
 def test_a_command_waits_for_a_starting_daemon_then_says_it_never_answered(tmp_path, monkeypatch):
-    from mdrag import route
+    from mdrag.cli import route
 
     monkeypatch.setattr(route, "DAEMON_START_WAIT_S", 2.0)
     error, seconds, pid = refusal(tmp_path, "")

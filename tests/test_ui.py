@@ -66,7 +66,7 @@ def page(world):
     """`mdrag ui --no-browser` as its own process; (base URL, the URL with the token, the process)."""
     daemon, _ = world
     process = subprocess.Popen(
-        [sys.executable, "-m", "mdrag.cli", "ui", "--no-browser"],
+        [sys.executable, "-m", "mdrag.cli.main", "ui", "--no-browser"],
         env=daemon.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -140,7 +140,7 @@ def _on_a_terminal(env: dict[str, str], *args: str) -> str:
     """The command's output when its stdout is a terminal (a pty)."""
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "mdrag.cli", *args], env=env, stdout=follower, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "mdrag.cli.main", *args], env=env, stdout=follower, stderr=subprocess.DEVNULL
     )
     os.close(follower)
     out = b""

@@ -23,7 +23,7 @@ class LimitedDaemon(DaemonProcess):
     """`mdrag serve` in a user namespace whose inotify watch limit is LIMIT."""
 
     def launch(self) -> None:
-        serve = f"{shlex.quote(sys.executable)} -m mdrag.cli serve"
+        serve = f"{shlex.quote(sys.executable)} -m mdrag.cli.main serve"
         script = f"echo {LIMIT} > /proc/sys/user/max_inotify_watches && exec {serve}"
         with open(self.log_path, "a") as log:
             self.process = subprocess.Popen(

@@ -21,13 +21,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from mdrag.cli.paths import shown, typed
+from mdrag.cli.route import Backend
 from mdrag.config import Config
 from mdrag.errors import MdragError
 from mdrag.notes.opener import editor_argv, run_editor, uris
-from mdrag.paths import shown, typed
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import confidence_level, explain_lines, nothing_line, results_line
-from mdrag.route import Backend
 from mdrag.ui.guard import Guard, form_token_ok
 from mdrag.ui.render import marked_snippet, note_href, render_note
 

@@ -10,8 +10,8 @@ import webbrowser
 
 import uvicorn
 
+from mdrag.cli.route import Backend
 from mdrag.config import Config
-from mdrag.route import Backend
 from mdrag.ui.app import build_app
 
 

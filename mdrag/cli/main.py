@@ -15,19 +15,19 @@ from typing import Any
 
 import click
 
-from mdrag.cli_explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
-from mdrag.errors import MdragError, QueryError
-from mdrag.notes.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
-from mdrag.progress import progress_line, search_banner
-from mdrag.retrieval.confidence import explain_lines, nothing_line, related_line, results_line
-from mdrag.retrieval.snippets import excerpt, render
-from mdrag.route import (
+from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
+from mdrag.cli.route import (
     LocalBackend,
     command_config,
     configure_command_logging,
     open_backend,
     progress_bar,
 )
+from mdrag.errors import MdragError, QueryError
+from mdrag.notes.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
+from mdrag.progress import progress_line, search_banner
+from mdrag.retrieval.confidence import explain_lines, nothing_line, related_line, results_line
+from mdrag.retrieval.snippets import excerpt, render
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -61,7 +61,7 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
 
     heap.share_one_arena()  # before any thread starts: what indexing frees goes back to the system
     configure_logging(config.log_level)
-    from mdrag.route import lock_index_for_daemon
+    from mdrag.cli.route import lock_index_for_daemon
 
     lock_index_for_daemon(config)  # before the heavy imports: a second writer is refused at once
     from mdrag.serve.daemon import Daemon  # heavy: loads the model and opens the index
@@ -410,7 +410,7 @@ def mcp_command(ctx: click.Context) -> None:
     A client of the running daemon (`mdrag serve`); it never opens the index itself."""
     config = command_config(ctx)
     configure_command_logging(config, quiet=True)  # stderr only: stdout carries the protocol
-    from mdrag.mcp_server import build_server  # the MCP SDK loads only for this command
+    from mdrag.cli.mcp_server import build_server  # the MCP SDK loads only for this command
 
     build_server(config.server_socket_path).run("stdio")
 

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from mdrag import indexlock, paths, private
+from mdrag import indexlock, private
+from mdrag.cli import paths
 from mdrag.config import Config, load_config
 from mdrag.errors import (
     AlreadyRunningError,
@@ -149,7 +150,7 @@ def open_backend(config: Config, quiet: bool, create: bool = False) -> Iterator[
     Only `create` (reindex) may make an index; a read command with no daemon and no index says
     so. A command that loses the start race (a daemon bound its socket after we looked, and
     holds the index now) yields: it asks that daemon instead."""
-    from mdrag.client import DaemonClient
+    from mdrag.cli.client import DaemonClient
 
     client = DaemonClient(config.server_socket_path)
     if _answers(client):
@@ -254,7 +255,7 @@ def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
     except indexlock.IndexBusyError as busy:
         if busy.role == indexlock.COMMAND:
             return None
-        from mdrag.client import DaemonClient
+        from mdrag.cli.client import DaemonClient
 
         try:
             serving = DaemonClient(config.server_socket_path).alive()

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from mdrag.paths import shown, typed
-from mdrag.route import command_config, open_backend
+from mdrag.cli.paths import shown, typed
+from mdrag.cli.route import command_config, open_backend
 
 GROUP_SHOWN = 5  # notes of a duplicate group listed in text; --json has them all
 

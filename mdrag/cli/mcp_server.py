@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from mdrag import __version__
-from mdrag.client import DaemonClient
+from mdrag.cli.client import DaemonClient
 from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
 
 INSTRUCTIONS = (
