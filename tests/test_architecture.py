@@ -45,36 +45,24 @@ PUBLIC_MILVUS = {
     "index_held",
     "database_files",
 }
-# Only the modules that speak the socket protocol may import it; the core takes `params`.
-WIRE = {
-    "protocol.py",
-    "serve/server.py",
-    "serve/lobby.py",
-    "cli/client.py",
-    "serve/daemon.py",
-    "cli/route.py",
-    "cli/main.py",
-    "cli/explore.py",
-    "cli/mcp_server.py",
+# The wings, by folder: the base modules at the top of the package, then each sub-package.
+# The composition root (service.py) builds the service from the wings below it.
+BASE = "base"
+ROOT = "service"
+LOWER = {"notes", "embedding", "milvus"}  # what notes, models and the engine are: import only the base
+# What each wing may never import (beyond the rules for every wing below).
+NEVER = {
+    BASE: {"notes", "embedding", "milvus", "index", "retrieval", "serve", "cli", "ui", ROOT},
+    "retrieval": {"index", "serve", "cli", "ui", ROOT},  # read features never import the writer's side
+    "index": {"retrieval", "serve", "cli", "ui", ROOT},
+    "serve": {"cli", "ui"},
+    "cli": {"serve"},  # a front reaches the daemon over its socket; only `serve` starts one (below)
+    "ui": {"serve", "index", "milvus", "embedding", ROOT},  # the page is a client of the daemon
 }
-# Read features answer from the index; they never import the writer's modules.
-READ_FEATURES = {
-    "retrieval/search.py",
-    "retrieval/similarity.py",
-    "retrieval/related.py",
-    "retrieval/context.py",
-    "retrieval/gaps.py",
-    "retrieval/notetext.py",
-}
-WRITER = {
-    "mdrag.index.indexer",
-    "mdrag.index.rows",
-    "mdrag.carried",
-    "mdrag.index.readahead",
-    "mdrag.index.workqueue",
-    "mdrag.index.watcher",
-    "mdrag.serve.writer",
-}
+# Only the serving and CLI wings speak the socket protocol; the core takes `params`.
+WIRE_WINGS = {"serve", "cli"}
+# The one place a front starts the daemon itself: `mdrag serve` (lazily, inside the command).
+STARTS_THE_DAEMON = {"cli/main.py"}
 
 
 def modules() -> list[Path]:
@@ -112,16 +100,53 @@ def test_every_module_opens_with_a_docstring():
         assert ast.get_docstring(ast.parse(module.read_text())), f"{name(module)} has no docstring"
 
 
-def test_only_the_wire_modules_import_the_protocol():
+def wing(module: Path) -> str:
+    """The wing a module belongs to: its folder under the package, or the base (or root) at the top."""
+    parts = module.relative_to(PACKAGE).parts
+    if len(parts) > 1:
+        return parts[0]
+    return ROOT if parts[0] == "service.py" else BASE
+
+
+def wing_of(imported: str) -> str | None:
+    """The wing of an imported `mdrag.…` module, or None for anything else."""
+    parts = imported.split(".")
+    if parts[0] != "mdrag" or len(parts) == 1:
+        return None
+    if (PACKAGE / parts[1]).is_dir():
+        return parts[1]
+    return ROOT if parts[1] == "service" else BASE
+
+
+def wings_imported(module: Path) -> set[str]:
+    return {w for w in map(wing_of, imported_modules(module)) if w is not None}
+
+
+def test_the_lower_wings_import_only_the_base_and_themselves():
     for module in modules():
-        if name(module) not in WIRE:
+        if wing(module) in LOWER:
+            above = wings_imported(module) - {BASE, wing(module)}
+            assert not above, f"{name(module)} imports {sorted(above)}"
+
+
+def test_no_wing_imports_what_lies_above_it():
+    for module in modules():
+        forbidden = wings_imported(module) & NEVER.get(wing(module), set())
+        if name(module) in STARTS_THE_DAEMON:
+            forbidden -= {"serve"}
+        assert not forbidden, f"{name(module)} imports {sorted(forbidden)}"
+
+
+def test_only_the_serving_and_cli_wings_import_the_protocol():
+    for module in modules():
+        if wing(module) not in WIRE_WINGS and name(module) != "protocol.py":
             assert "mdrag.protocol" not in imported_modules(module), f"{name(module)} imports the wire module"
 
 
-def test_read_features_never_import_the_writer():
-    for module in modules():
-        if name(module) in READ_FEATURES:
-            assert not imported_modules(module) & WRITER, f"{name(module)} imports the writer"
+def test_the_rules_see_every_module():
+    """A rule by folder holds only if the folders are the wings it names: a new folder joins a rule."""
+    folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+    assert folders == LOWER | {"index", "retrieval", "serve", "cli", "ui"}
 
 
 def test_nothing_outside_the_milvus_wing_imports_its_internals():

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from mdrag.errors import UnsafePathError
-from mdrag.serve.trust import check_folder
+from mdrag.trust import check_folder
 
 
 def test_a_missing_folder_is_no_daemon_for_a_client_and_is_made_0700_by_the_daemon_whatever_the_umask(

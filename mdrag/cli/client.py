@@ -9,9 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mdrag import protocol
+from mdrag import protocol, trust
 from mdrag.errors import DaemonBusyError, QueryError, RemoteError, ServerNotRunningError
-from mdrag.serve import trust
 
 CONNECT_TIMEOUT_S = 2.0
 BUSY_RETRY_S = 3.0  # how long a call retries a daemon that answers "busy" before saying so

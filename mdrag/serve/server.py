@@ -12,11 +12,10 @@ from typing import Any
 
 from loguru import logger
 
-from mdrag import protocol
+from mdrag import protocol, trust
 from mdrag.errors import AlreadyRunningError, MdragError, QueryError
-from mdrag.serve import trust
 from mdrag.serve.lobby import Lobby, reply
-from mdrag.serve.trust import peer_uid
+from mdrag.trust import peer_uid
 
 Handler = Callable[[str, dict[str, Any]], Any]
 
