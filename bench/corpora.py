@@ -89,7 +89,7 @@ def open_indexed(corpus: Corpus, config: Any, base: Path | None = None) -> tuple
         shutil.rmtree(where, ignore_errors=True)
         _unpack(corpus, root)
     config = config.with_overrides(roots=(str(root.resolve()),), milvus_uri=str(where / "index" / "eval.db"))
-    service = Service(config)
+    service = Service.open(config)
     if ready.exists():
         facts = json.loads(ready.read_text(encoding="utf-8"))
         facts["cached"] = True

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,12 @@ from mdrag import __version__, indexlock, private
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config, is_lite_uri
 from mdrag.embedding.embedder import Embedder
-from mdrag.errors import ConfigError, QueryError
+from mdrag.errors import ConfigError, QueryError, StoreError
 from mdrag.index.indexer import Indexer, IndexReport
-from mdrag.index.rebuild import remove_leftovers
+from mdrag.index.rebuild import remove_leftovers, side_uri, switch_in
 from mdrag.index.roots import Roots
+from mdrag.index.watcher import Watcher
+from mdrag.index.workqueue import WorkQueue
 from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
@@ -72,24 +75,38 @@ def gap_log_path(config: Config) -> Path:
 class Service:
     """Everything needed to index and search, opened once and closed once."""
 
+    @classmethod
+    def open(
+        cls,
+        config: Config,
+        lock: indexlock.IndexLock | None = None,
+        embedder: Embedder | None = None,
+        pending: Callable[[], bool] = lambda: False,
+    ) -> Service:
+        """The one place a service is built from config. `lock` is the index's lock, taken once by
+        whoever opens the index (the daemon as such, a command as one); without it, a command's
+        is taken here, before Milvus opens: a second writer is refused, touching nothing. The
+        service owns the lock from here on and releases it when it closes (or fails to open)."""
+        if lock is None:
+            lock = indexlock.acquire(
+                indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
+            )
+        try:
+            return cls(config, lock, embedder, pending)
+        except BaseException:
+            lock.release()
+            raise
+
     def __init__(
         self,
         config: Config,
-        embedder: Embedder | None = None,
-        pending: Callable[[], bool] = lambda: False,
+        lock: indexlock.IndexLock,
+        embedder: Embedder | None,
+        pending: Callable[[], bool],
     ) -> None:
-        # mdrag's own lock before Milvus opens: a second writer is refused here, touching nothing.
-        self._lock = indexlock.acquire(
-            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
-        )
-        try:
-            self._open(config, embedder, pending)
-        except BaseException:
-            self._lock.release()
-            raise
-
-    def _open(self, config: Config, embedder: Embedder | None, pending: Callable[[], bool]) -> None:
+        """Use `Service.open`: it takes the lock this needs held."""
         self.config = config
+        self._lock = lock
         # Before anything opens: a link there is refused with nothing started or repaired.
         private.refuse_link(dirty_marker(config), "the crash marker")
         private.refuse_link(gap_log_path(config), "the gap log")
@@ -112,27 +129,12 @@ class Service:
             config.embedding_batch_size,
             config.embedding_backend,
         )
-        carried = CarriedVectors(carried_vectors_path(config))
-        self.store = Store(
-            config.milvus_uri,
-            config.milvus_token,
-            self.embedder.dimension,
-            self.embedder.model_id,
-            carry_to=carried,
-        )
+        self._carried = CarriedVectors(carried_vectors_path(config))
+        self.store = self._open_store(config.milvus_uri, carry_to=self._carried)
         self.catalog = Catalog(self.stored_records())
         self.filter = NoteFilter(config.roots, config.exclude)
         self.roots = Roots(self.filter.roots, lambda root: len(self.catalog.paths_under(to_text(root))))
-        self.indexer = Indexer(
-            self.embedder,
-            self.store,
-            self.catalog,
-            self.filter,
-            config.sections_max_tokens,
-            carried,
-            self.roots,
-        )
-        self.indexer.max_file_bytes = int(config.index_max_file_mb * 1_000_000)
+        self.indexer = self._indexer(self.store, self.catalog, self._carried, self.roots)
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
         self.gaps = GapLog(gap_log_path(config))
@@ -143,6 +145,31 @@ class Service:
             self.indexer.repair()
         self._marker.parent.mkdir(parents=True, exist_ok=True)
         private.write_text(self._marker, f"{os.getpid()}\n", "the crash marker")
+
+    def _open_store(self, uri: str, carry_to: CarriedVectors | None = None) -> Store:
+        """A store of this service's model at `uri`: the live index, or a rebuild's side."""
+        c = self.config
+        return Store(uri, c.milvus_token, self.embedder.dimension, self.embedder.model_id, carry_to=carry_to)
+
+    def _indexer(
+        self,
+        store: Store,
+        catalog: Catalog,
+        carried: CarriedVectors | None = None,
+        roots: Roots | None = None,
+    ) -> Indexer:
+        """An indexer with this configuration's limits: the live index's, and a rebuild's alike."""
+        c = self.config
+        return Indexer(
+            self.embedder,
+            store,
+            catalog,
+            self.filter,
+            max_tokens=c.sections_max_tokens,
+            max_file_bytes=int(c.index_max_file_mb * 1_000_000),
+            carried=carried,
+            roots=roots,
+        )
 
     def stored_records(self) -> dict[str, FileRecord]:
         """The catalog as the store holds it (at open, and after the store comes back)."""
@@ -282,6 +309,119 @@ class Service:
             targets, force=force, progress=progress, cancel=cancel, forget=targets is not None
         )
 
+    # ---- the writer's and the daemon's questions about the index (they never reach past these) ----
+
+    def load(self) -> None:
+        """The model and the vectors, loaded now rather than on first use: a daemon's first search
+        is then fast, and a model that cannot load fails its start."""
+        self.embedder.load()
+        self.store.load_vectors()
+
+    @property
+    def is_lite(self) -> bool:
+        """The index is Milvus Lite's (files of ours beside it), not a server's."""
+        return self.store.is_lite
+
+    def engine_alive(self) -> bool:
+        """False once a Milvus Lite server of the index has died: only `reconnect` helps."""
+        return self.store.engine_alive()
+
+    def ping(self, deadline_s: float = 3.0) -> None:
+        """Raises StoreError unless the engine answers within `deadline_s`."""
+        self.store.ping(deadline_s)
+
+    def check_room(self) -> None:
+        """Raises IndexFullError while the index's file system has no room to write."""
+        self.store.check_room()
+
+    def reopen_due(self, after_rows: int) -> int | None:
+        """The rows written since the open when a Milvus Lite index should be reopened (at least
+        `after_rows`, and a share of the index: see Store.reopen_due), else None."""
+        return self.store.rows_written if self.store.reopen_due(after_rows) else None
+
+    def reopen(self) -> float:
+        """Restart the engine's servers and open the index again, loaded; returns the seconds."""
+        return self.store.reopen()
+
+    def reconnect(self, exclusive: Callable[[], AbstractContextManager[object]]) -> None:
+        """Once the engine answers again: restart a server of ours that died or is stuck (under
+        `exclusive`), then reload the catalog from the store and repair half-done writes (a write
+        that failed midway may have landed in part: the store's metadata is the truth)."""
+        store = self.store
+        if store.closed or not store.engine_alive() or (store.is_lite and not _answers(store)):
+            logger.info("restarting the Milvus Lite server(s) and reopening the index")
+            with exclusive():
+                store.reopen()
+        store.ping()
+        self.catalog.reset(self.stored_records())
+        self.indexer.repair()
+
+    def index_folders(
+        self,
+        folders: list[Path],
+        progress: ProgressMeter | None = None,
+        cancel: threading.Event | None = None,
+    ) -> IndexReport:
+        """Bring the notes under `folders` in line (a folder created, moved or removed)."""
+        return self.indexer.reconcile(folders, cancel=cancel, progress=progress)
+
+    def index_files(
+        self, files: list[str], progress: ProgressMeter | None = None, cancel: threading.Event | None = None
+    ) -> IndexReport:
+        """Index the notes at `files` (stored path forms) that changed; drop those gone."""
+        return self.indexer.index_files(files, cancel=cancel, progress=progress)
+
+    def watcher(self, queue: WorkQueue, on_overflow: Callable[[], None]) -> Watcher:
+        """A watcher of this service's roots, by its include and exclude rules, feeding `queue`."""
+        return Watcher(self.filter, queue, on_overflow=on_overflow)
+
+    @property
+    def root_folders(self) -> list[Path]:
+        return list(self.filter.roots)
+
+    def roots_changed(self) -> list[Path]:
+        """Roots that went away or came back since the last look (each to be reconciled): a root
+        that is away keeps its notes (index/roots.py)."""
+        self.roots.check()
+        return [root for root, _ in self.roots.changes()]
+
+    def unavailable_roots(self) -> dict[Path, str]:
+        """Each root away at the last look, with why (no new look)."""
+        return self.roots.unavailable(look=False)
+
+    def note_count(self) -> int:
+        return len(self.catalog)
+
+    def rebuild_beside(
+        self,
+        exclusive: Callable[[], AbstractContextManager[object]],
+        progress: ProgressMeter | None = None,
+        cancel: threading.Event | None = None,
+    ) -> IndexReport:
+        """Index every note of the roots into a new Lite index beside the live one, then switch to
+        it (see index/rebuild.py). `exclusive` keeps every request out of the live store during the
+        switch (the daemon's gate). Interrupted (cancel), the new index is discarded and the old one
+        stays as it was."""
+        live = self.config.milvus_uri
+        side = side_uri(live)
+        remove_leftovers(live)  # left by a rebuild that was interrupted
+        logger.info("rebuilding the index beside the live one, in {}", side)
+        store = self._open_store(side)
+        try:
+            report = self._indexer(store, Catalog()).reconcile(None, progress=progress, cancel=cancel)
+        finally:
+            store.close()
+        if cancel is not None and cancel.is_set():
+            remove_leftovers(live)
+            return report
+        with exclusive():
+            self.store.close()
+            switch_in(side, live)
+            self.store.reopen()
+            self.catalog.reset(self.stored_records())
+        logger.info("switched to the rebuilt index")
+        return report
+
     def status(self) -> dict[str, Any]:
         return {
             "version": __version__,
@@ -318,3 +458,11 @@ class Service:
             self._marker.unlink(missing_ok=True)
         finally:
             self._lock.release()
+
+
+def _answers(store: Store) -> bool:
+    try:
+        store.ping()
+    except StoreError:
+        return False
+    return True

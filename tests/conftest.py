@@ -131,7 +131,7 @@ def make_service(make_config, embedder) -> Iterator[Callable[..., object]]:
     opened: list[Service] = []
 
     def build(roots: list[Path], **values) -> Service:
-        service = Service(make_config(roots, **values), embedder=embedder)
+        service = Service.open(make_config(roots, **values), embedder=embedder)
         opened.append(service)
         return service
 

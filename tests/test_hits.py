@@ -119,7 +119,7 @@ def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_th
     old.reindex()
     old.close()
     monkeypatch.undo()
-    upgraded = Service(old.config, embedder=embedder)
+    upgraded = Service.open(old.config, embedder=embedder)
     try:
         report = upgraded.reindex()
         assert report.added == 2

@@ -285,7 +285,7 @@ def test_rows_left_by_a_crash_are_removed_at_the_next_open(make_service, make_co
     # Simulate kill -9: the store closes without the clean shutdown that removes the marker.
     service.store.close()
     assert dirty_marker(service.config).exists()
-    reopened = Service(make_config([notes]), embedder=embedder)
+    reopened = Service.open(make_config([notes]), embedder=embedder)
     try:
         assert reopened.store.count_vectors() == 2
         assert "f" * 32 not in {r["id"] for r in reopened.store.vector_keys_for_paths([path])}
@@ -317,7 +317,7 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
     old.reindex()
     old.close()
     monkeypatch.undo()
-    upgraded = Service(old.config, embedder=embedder)  # same model, newer layout: no person needed
+    upgraded = Service.open(old.config, embedder=embedder)  # same model, newer layout: no person needed
     try:
         assert len(upgraded.catalog) == 0
         assert carried_vectors_path(old.config).exists()  # the old vectors, kept before the drop
@@ -342,10 +342,10 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
     write(notes / "bread.md", SOURDOUGH)
     fp32 = Embedder(backend="onnx")
     assert fp32.model_id != embedder.model_id
-    old = Service(make_service([notes]).config, embedder=fp32)
+    old = Service.open(make_service([notes]).config, embedder=fp32)
     old.reindex()
     old.close()
-    switched = Service(old.config, embedder=embedder)
+    switched = Service.open(old.config, embedder=embedder)
     try:
         assert len(switched.catalog) == 0
         assert not carried_vectors_path(old.config).exists()  # nothing of the old vectors kept
@@ -370,7 +370,7 @@ def test_a_cosine_index_switches_to_inner_product_in_place_with_the_same_scores(
     before = old.search({"query": "sourdough starter", "threshold": 0.0, "mode": "dense"})["results"]
     old.close()
     monkeypatch.undo()
-    upgraded = Service(old.config, embedder=embedder)
+    upgraded = Service.open(old.config, embedder=embedder)
     try:
         client = upgraded.store._client
         assert client.describe_index(schema.VECTORS, "embedding")["metric_type"] == "IP"

@@ -112,7 +112,7 @@ def test_an_index_that_lost_a_shard_file_rebuilds_without_embedding_again(make_s
     db = Path(service.config.milvus_uri)
     shard = shard_paths(db, LITE_SHARDS)[1]
     shard.unlink()
-    rebuilt = Service(service.config, embedder=embedder)
+    rebuilt = Service.open(service.config, embedder=embedder)
     try:
         assert len(rebuilt.catalog) == 0  # the notes of the lost shard are not silently missing
         report = rebuilt.reindex()
@@ -132,7 +132,7 @@ def test_a_shard_left_from_a_deleted_index_is_emptied(make_service, notes, embed
     service.reindex()
     service.close()
     Path(service.config.milvus_uri).unlink()  # the user deleted "the index" (its first file)
-    fresh = Service(service.config, embedder=embedder)
+    fresh = Service.open(service.config, embedder=embedder)
     try:
         assert fresh.store.count_vectors() == 0  # no rows of notes the new index does not know
         assert fresh.reindex().added == len(TOPICS)

@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from types import SimpleNamespace
 
 from mdrag.config import Config
-from mdrag.serve import daemon as daemon_module
-from mdrag.serve.daemon import Daemon
+from mdrag.index.workqueue import WorkQueue
+from mdrag.serve.gate import Gate
+from mdrag.serve.writer import LITE_GIVE_UP_S, Writer, WriterState
 
 
-def build(tmp_path, uri: str) -> Daemon:
-    config = Config().with_overrides(
-        roots=(str(tmp_path),), milvus_uri=uri, server_socket_path=str(tmp_path / "s.sock")
-    )
-    return Daemon(config)
+def writer_of(is_lite: bool) -> Writer:
+    service = SimpleNamespace(is_lite=is_lite)  # all the give-up rule asks of the service
+    return Writer(Config(), service, WorkQueue(0.1, 1.0), Gate(), threading.Event(), time.monotonic)  # type: ignore[arg-type]
 
 
-def test_a_lite_index_down_past_the_limit_stops_the_watchdog_heartbeats(tmp_path):
-    daemon = build(tmp_path, str(tmp_path / "milvus.db"))
-    assert daemon.feeds_watchdog()
-    daemon.writer.store_down_since = time.monotonic() - 5  # restarting: keep feeding meanwhile
-    assert daemon.feeds_watchdog()
-    daemon.writer.store_down_since = time.monotonic() - daemon_module.LITE_GIVE_UP_S - 1
-    assert not daemon.feeds_watchdog()
-    assert daemon.daemon_status()["state"] == "unhealthy"
+def test_a_lite_index_down_past_the_limit_makes_the_writer_unhealthy():
+    writer = writer_of(is_lite=True)
+    writer.store_down_since = time.monotonic() - 5  # restarting: keep feeding meanwhile
+    writer.give_up_if_due()
+    assert writer.state is not WriterState.UNHEALTHY
+    writer.store_down_since = time.monotonic() - LITE_GIVE_UP_S - 1
+    writer.give_up_if_due()
+    assert writer.state is WriterState.UNHEALTHY
+    assert f"{writer.state}" == "unhealthy"  # as status and the page read it
 
 
-def test_a_remote_milvus_server_down_never_stops_the_heartbeats(tmp_path):
-    daemon = build(tmp_path, "http://localhost:1")
-    daemon.writer.store_down_since = time.monotonic() - daemon_module.LITE_GIVE_UP_S - 1
-    assert daemon.feeds_watchdog()  # restarting the daemon cannot bring a remote server back
+def test_a_remote_milvus_server_down_never_stops_the_heartbeats():
+    writer = writer_of(is_lite=False)
+    writer.store_down_since = time.monotonic() - LITE_GIVE_UP_S - 1
+    writer.give_up_if_due()
+    assert (
+        writer.state is not WriterState.UNHEALTHY
+    )  # restarting the daemon cannot bring a remote server back

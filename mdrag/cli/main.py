@@ -63,10 +63,10 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
     configure_logging(config.log_level)
     from mdrag.cli.route import lock_index_for_daemon
 
-    lock_index_for_daemon(config)  # before the heavy imports: a second writer is refused at once
+    lock = lock_index_for_daemon(config)  # before the heavy imports: a second writer is refused at once
     from mdrag.serve.daemon import Daemon  # heavy: loads the model and opens the index
 
-    sys.exit(Daemon(config).run())
+    sys.exit(Daemon(config, lock).run())
 
 
 @cli.command()

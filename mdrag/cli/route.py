@@ -46,17 +46,14 @@ class LocalBackend:
     def __init__(self, config: Config) -> None:
         private.restrict_umask()  # what this command (and the Lite servers it starts) makes is private
         # The index's lock before any Lite server starts: a refused command touches nothing.
-        self._lock = indexlock.acquire(
-            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
-        )
+        lock = indexlock.acquire(indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri)
         try:
             start_early(config.milvus_uri)  # the servers' start overlaps the imports below
             from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
-
-            self.service = Service(config)
         except BaseException:
-            self._lock.release()
+            lock.release()
             raise
+        self.service = Service.open(config, lock)  # owns the lock from here: releases it on close
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
         response = self.service.search(params)
@@ -84,10 +81,7 @@ class LocalBackend:
         return report.to_dict()
 
     def close(self) -> None:
-        try:
-            self.service.close()
-        finally:
-            self._lock.release()
+        self.service.close()
 
 
 @contextmanager

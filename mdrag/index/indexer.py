@@ -102,6 +102,7 @@ class Indexer:
         catalog: Catalog,
         note_filter: NoteFilter,
         max_tokens: int = 1000,
+        max_file_bytes: int = MAX_FILE_BYTES,
         carried: CarriedVectors | None = None,
         roots: Roots | None = None,
     ) -> None:
@@ -114,7 +115,7 @@ class Indexer:
         self.roots = roots or Roots(note_filter.roots, lambda root: len(catalog.paths_under(to_text(root))))
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
         self.listeners: list[Listener] = []
-        self.max_file_bytes = MAX_FILE_BYTES  # `index.max_file_mb`
+        self.max_file_bytes = max_file_bytes  # `index.max_file_mb`: larger notes are refused
         self._resume: tuple[RunVectors, set[str]] | None = None  # a stopped run's vectors, its files
 
     # ---- public operations ---------------------------------------------------------------

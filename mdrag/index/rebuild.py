@@ -11,21 +11,9 @@ midway leaves beside the index is removed by the next process that opens it to w
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from loguru import logger
-
-from mdrag.catalog import Catalog
-from mdrag.index.indexer import Indexer, IndexReport
-from mdrag.milvus import Store, database_files
-from mdrag.progress import ProgressMeter
-
-if TYPE_CHECKING:  # the service removes a killed rebuild's leftovers (below) when it opens
-    from mdrag.service import Service
+from mdrag.milvus import database_files
 
 
 def side_uri(uri: str) -> str:
@@ -34,38 +22,11 @@ def side_uri(uri: str) -> str:
     return str(db.with_name(f"{db.stem}.rebuild{db.suffix}"))
 
 
-def rebuild_beside(
-    service: Service,
-    exclusive: Callable[[], AbstractContextManager[object]],
-    progress: ProgressMeter | None = None,
-    cancel: threading.Event | None = None,
-) -> IndexReport:
-    """Index every note of the roots into a new Lite index beside the live one, then switch to it.
-
-    `exclusive` keeps every request out of the live store during the switch (the daemon's gate).
-    Interrupted (cancel), the new index is discarded and the old one stays as it was.
-    """
-    config = service.config
-    side = side_uri(config.milvus_uri)
-    remove_leftovers(config.milvus_uri)  # left by a rebuild that was interrupted
-    logger.info("rebuilding the index beside the live one, in {}", side)
-    store = Store(side, config.milvus_token, service.embedder.dimension, service.embedder.model_id)
-    try:
-        indexer = Indexer(service.embedder, store, Catalog(), service.filter, config.sections_max_tokens)
-        report = indexer.reconcile(None, progress=progress, cancel=cancel)
-    finally:
-        store.close()
-    if cancel is not None and cancel.is_set():
-        remove_leftovers(config.milvus_uri)
-        return report
-    with exclusive():
-        service.store.close()
-        for new, old in zip(database_files(side), database_files(config.milvus_uri), strict=True):
-            os.replace(new, old)  # both servers stopped: a plain file each
-        service.store.reopen()
-        service.catalog.reset(service.stored_records())
-    logger.info("switched to the rebuilt index")
-    return report
+def switch_in(side: str, live: str) -> None:
+    """Replace the live index's databases by the side's. Both stores must be closed (their Lite
+    servers stopped), so each is a plain file, moved in one rename."""
+    for new, old in zip(database_files(side), database_files(live), strict=True):
+        os.replace(new, old)
 
 
 def remove_leftovers(uri: str) -> list[Path]:

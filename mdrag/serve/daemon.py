@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
@@ -23,16 +24,13 @@ from mdrag.serve.gate import Gate
 from mdrag.serve.liveness import Liveness, PulsingEvent
 from mdrag.serve.notify import SystemdNotifier
 from mdrag.serve.server import SocketServer
-from mdrag.serve.writer import Writer
+from mdrag.serve.writer import Writer, WriterState
 from mdrag.service import Service
 
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 INDEX_HOLD_WAIT_S = 60.0  # how long start-up waits for a command that holds the index
 WRITER_THREAD = "mdrag-writer"
-# A Milvus Lite index down this long, restarts of its servers failing all along: stop feeding
-# systemd's watchdog, so that it restarts the whole daemon (a remote server: keep waiting for it).
-LITE_GIVE_UP_S = 120.0
 PROGRESS_STREAM_S = 0.5  # and to a client that asked for progress (reindex --stream)
 
 
@@ -44,10 +42,21 @@ class _StopDuringStartup(BaseException):
     """
 
 
+@dataclass
+class _Running:
+    """What the daemon builds once its socket is bound and the index is open: all of it at once."""
+
+    service: Service
+    writer: Writer
+    watcher: Watcher  # replaced by a new one if it stops
+
+
 class Daemon:
     """One process that owns the index: a writer thread applies changes, any thread may search."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, lock: indexlock.IndexLock | None = None) -> None:
+        """`lock`: the index's lock as `mdrag serve` took it before its heavy imports, or None
+        when a short-lived command held it then (taken here once the socket is bound)."""
         if not config.roots:
             raise ConfigError(
                 "no roots configured: set `roots` in the config file or pass --root DIR to serve"
@@ -66,9 +75,8 @@ class Daemon:
         # Requests share the store; a reopen (see Writer) has it alone.
         self.gate = Gate()
         self.last_request_at = time.monotonic()
-        self.writer = Writer(config, self.queue, self.gate, self._stop, lambda: self.last_request_at)
-        self.service: Service | None = None
-        self.watcher: Watcher | None = None
+        self._lock = lock
+        self._running: _Running | None = None  # set once, with the index open (see run)
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -86,17 +94,19 @@ class Daemon:
             # the index itself; its requests wait until the service is up (see handle).
             self.server.start()
             self.notifier.status("loading the model and opening the index")
-            self.service = self.writer.service = self._open_service()
+            service = self._open_service()
             # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
             # now, and the vectors too, so its first search is fast and a model that cannot load
             # fails the start.
-            self.service.embedder.load()
-            self.service.store.load_vectors()
-            self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
-            self.watcher.start()  # before the first reconcile, so no change slips between the two
-            self.queue.submit(Command("reconcile"))
-            self.writer.state = "reconciling"
-            writer = threading.Thread(target=self.writer.run, name=WRITER_THREAD, daemon=True)
+            service.load()
+            watcher = service.watcher(self.queue, on_overflow=self.request_sweep)
+            watcher.start()  # before the first reconcile, so no change slips between the two
+            writer_ = Writer(
+                self.config, service, self.queue, self.gate, self._stop, lambda: self.last_request_at
+            )
+            writer_.reconcile_first()
+            self._running = _Running(service, writer_, watcher)
+            writer = threading.Thread(target=writer_.run, name=WRITER_THREAD, daemon=True)
             writer.start()
             # Only now: a request that waits for freshness must find the first reconcile queued.
             self._ready.set()
@@ -106,7 +116,7 @@ class Daemon:
             logger.info("stopping")
             self.notifier.stopping()
             self.server.stop()
-            self.watcher.stop()
+            self.running.watcher.stop()
             writer.join(timeout=30)  # the writer finishes the batch in hand (or a reopen), then exits
             return 0
         except _StopDuringStartup:
@@ -114,9 +124,9 @@ class Daemon:
             return 0
         finally:
             self.server.stop()
-            if self.service is not None:
+            if self._running is not None:
                 with self.gate.exclusive():  # never under a reopen or a request still running
-                    self.service.close()
+                    self._running.service.close()
             self.notifier.close()
             logger.info("stopped")
 
@@ -133,14 +143,15 @@ class Daemon:
                     logger.info("the index was let go after {:.1f} s; opening it", time.monotonic() - started)
                 try:
                     # As the daemon, for the process's life (a second `serve` reads the role and
-                    # is refused at once); the service's own hold shares it.
-                    indexlock.acquire(
+                    # is refused at once): taken once, here or by `mdrag serve`, owned by the service.
+                    lock = self._lock or indexlock.acquire(
                         indexlock.lock_path(self.config.milvus_uri, self.config.data_dir),
                         self.config.milvus_uri,
                         indexlock.DAEMON,
                         self.config.server_socket_path,
                     )
-                    return Service(self.config, pending=self.pending)
+                    self._lock = None  # the service's from here: it releases it when it closes
+                    return Service.open(self.config, lock, pending=self.pending)
                 except StoreLockedError:
                     if time.monotonic() >= deadline:
                         raise
@@ -183,46 +194,42 @@ class Daemon:
                     logger.opt(exception=True).error("{} failed; trying again", chore.__name__)
             self.notifier.status(self._status_line())
 
+    @property
+    def running(self) -> _Running:
+        """The service, writer and watcher; only asked for once the daemon is ready."""
+        if self._running is None:
+            raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
+        return self._running
+
     def _mind_watcher(self) -> None:
-        if self.watcher is not None:
-            self.watcher.renew_if_due()
-            self._mind_roots()
-        if self.watcher is not None and not self.watcher.alive:
+        running = self._running
+        if running is None:
+            return
+        running.watcher.renew_if_due()
+        self._mind_roots(running)
+        if not running.watcher.alive:
             logger.error("the file watcher stopped; restarting it and sweeping the roots")
-            assert self.service is not None
-            self.watcher = Watcher(self.service.filter, self.queue, on_overflow=self.request_sweep)
-            self.watcher.start()
+            running.watcher = running.service.watcher(self.queue, on_overflow=self.request_sweep)
+            running.watcher.start()
             self.request_sweep()
 
-    def _mind_roots(self) -> None:
+    def _mind_roots(self, running: _Running) -> None:
         """Once a second: a root whose watch is lost (its folder deleted and re-created, another
         one swapped in by a rename, a drive remounted) is watched afresh and reconciled, and a
         root that came back is reconciled, so only what changed meanwhile is indexed (roots.py)."""
-        assert self.service is not None and self.watcher is not None
-        roots = self.service.roots
-        roots.check()
-        for root in self.service.filter.roots:
-            if self.watcher.lost(root) and self.watcher.watch_root(root):
+        changed = running.service.roots_changed()
+        for root in running.service.root_folders:
+            if running.watcher.lost(root) and running.watcher.watch_root(root):
                 logger.info("root {} is another folder than the one watched; watching it again", root)
                 self.queue.add_directory(to_text(str(root)))  # after the watch: a change lands in either
-        for root, _ in roots.changes():
+        for root in changed:
             self.queue.add_directory(to_text(str(root)))
-        self.watcher.poll_unwatched()  # folders the inotify watch limit left unwatched
+        running.watcher.poll_unwatched()  # folders the inotify watch limit left unwatched
 
     def feeds_watchdog(self) -> bool:
-        """False once a Milvus Lite index has been down LITE_GIVE_UP_S with every restart failing:
+        """False once the writer has given up on a Milvus Lite index (down, every restart failing):
         the watchdog then goes unfed and systemd restarts the daemon."""
-        down = self.writer.store_down_since
-        if down is None or time.monotonic() - down < LITE_GIVE_UP_S or "://" in self.config.milvus_uri:
-            return True
-        if self.writer.state != "unhealthy":
-            logger.error(
-                "the index has been unavailable for {:.0f} s and restarting Milvus Lite keeps failing; "
-                "no longer feeding the watchdog, so that systemd restarts the daemon",
-                time.monotonic() - down,
-            )
-            self.writer.state = "unhealthy"
-        return False
+        return self._running is None or self._running.writer.state is not WriterState.UNHEALTHY
 
     def _writer_alive(self) -> bool:
         """False once the writer is silent past its limit: the watchdog then restarts the daemon."""
@@ -236,16 +243,21 @@ class Daemon:
 
     def indexing(self) -> dict[str, Any] | None:
         """The run under way (notes and texts done of those known, rate, ETA), else None."""
-        return self.writer.indexing()
+        return self._running.writer.indexing() if self._running is not None else None
 
     def pending(self) -> bool:
         """Notes wait to be indexed: the first reconcile, a run under way, or changes queued."""
-        return self.writer.state == "reconciling" or self.queue.depth() > 0
+        running = self._running
+        first = running is None or running.writer.state is WriterState.RECONCILING
+        return first or self.queue.depth() > 0
 
     def _log_progress(self) -> None:
+        if self._running is None:
+            return
         indexing = self.indexing()
-        if self.writer.meter is not self._progress_logged_for:  # a new run: its first line after a while
-            self._progress_logged_for = self.writer.meter
+        meter = self._running.writer.meter
+        if meter is not self._progress_logged_for:  # a new run: its first line after a while
+            self._progress_logged_for = meter
             self._progress_logged_at = time.monotonic()
         interval = self.config.log_progress_interval_s
         if indexing is None or time.monotonic() - self._progress_logged_at < interval:
@@ -254,15 +266,15 @@ class Daemon:
         logger.info(progress_line(indexing))
 
     def _status_line(self) -> str:
-        assert self.service is not None
+        running = self.running
         indexing = self.indexing()
         if indexing is not None:
             return progress_line(indexing)
-        if self.writer.state == "reconciling":  # not begun yet: the catalog may hold another folder's notes
+        if running.writer.state is WriterState.RECONCILING:  # not begun: notes not yet listed
             return "reconciling: listing the notes"
-        roots, notes = len(self.service.filter.roots), len(self.service.catalog)
+        roots, notes = len(running.service.root_folders), running.service.note_count()
         line = f"watching {roots} root{'s' * (roots != 1)}, {notes} note{'s' * (notes != 1)}"
-        away = self.service.roots.unavailable(look=False)
+        away = running.service.unavailable_roots()
         if away:
             named = ", ".join(f"{root} ({why})" for root, why in away.items())
             line += f"; {len(away)} unavailable (notes kept): {named}"
@@ -275,11 +287,12 @@ class Daemon:
             return {
                 "pong": True,
                 "pid": os.getpid(),
-                "state": self.writer.state,
+                "state": self._running.writer.state if self._running is not None else WriterState.STARTING,
                 "roots": list(self.config.roots),
             }
-        if not self._ready.wait(STARTUP_WAIT_S) or self.service is None:
+        if not self._ready.wait(STARTUP_WAIT_S) or self._running is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
+        service = self._running.service
         if op not in ("status", "gaps", "gap_status"):
             self._check_store()
         if op in ("search", "context"):
@@ -300,7 +313,7 @@ class Daemon:
                 response["message"] = early_message(indexing)
             return response
         if op == "status":
-            return {"daemon": self.daemon_status(), **self.service.status()}
+            return {"daemon": self.daemon_status(), **service.status()}
         if op == "reindex":
             paths = params.get("paths") or None
             if paths is not None and (
@@ -316,7 +329,7 @@ class Daemon:
                 return self._stream_progress(command)
             return command.wait()
         if op in ("gaps", "gap_status"):
-            return self.service.handle(op, params)  # the gap log, not the store
+            return service.handle(op, params)  # the gap log, not the store
         return self._read_store(op, params)
 
     def _stream_progress(self, command: Command) -> Iterator[dict[str, Any]]:
@@ -325,7 +338,7 @@ class Daemon:
         last: ProgressMeter | None = None  # the run last reported, until its end is reported too
         while True:
             finished = command.done.wait(PROGRESS_STREAM_S)
-            meter = self.writer.meter
+            meter = self.running.writer.meter
             if last is not None and (finished or meter is not last or not last.snapshot().pending):
                 yield last.snapshot().to_dict()  # its last count: a bar that stops at 100%
                 last = None
@@ -339,8 +352,8 @@ class Daemon:
     def _read_store(self, op: str, params: dict[str, Any]) -> Any:
         """An operation that reads the store: it shares it, and counts as activity from its
         start to its end (a reopen waits for quiet); status and gap requests do neither."""
-        assert self.service is not None
-        if self.writer.rebuilding_in_place:
+        running = self.running
+        if running.writer.rebuilding_in_place:
             raise StoreError(
                 "the index is being rebuilt (`reindex --rebuild`); search again when it is done "
                 "(`mdrag status` shows its progress)"
@@ -349,14 +362,15 @@ class Daemon:
         try:
             with self.gate.shared():
                 self._check_store()  # a reopen it waited for may have failed
-                return self.service.handle(op, params)
+                return running.service.handle(op, params)
         finally:
             self.last_request_at = time.monotonic()
 
     def _check_store(self) -> None:
-        if self.writer.store_error is not None:
+        error = self.running.writer.store_error
+        if error is not None:
             raise StoreError(
-                f"the Milvus store at {self.config.milvus_uri} is unavailable ({self.writer.store_error}); "
+                f"the Milvus store at {self.config.milvus_uri} is unavailable ({error}); "
                 "changes are queued and will be applied when it is back"
             )
 
@@ -364,17 +378,19 @@ class Daemon:
         return {"queue_depth": self.queue.depth(), "last_change_applied_at": self.queue.last_applied_at}
 
     def daemon_status(self) -> dict[str, Any]:
+        running = self.running
+        writer = running.writer
         return {
-            "store_available": self.writer.store_error is None,
-            "store_error": self.writer.store_error,
-            "index_full": self.writer.index_full,  # no room to write: changes wait, searches go on
+            "store_available": writer.store_error is None,
+            "store_error": writer.store_error,
+            "index_full": writer.index_full,  # no room to write: changes wait, searches go on
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),
-            "state": self.writer.state,
+            "state": writer.state,
             "socket": str(self.server.path),
-            "index_reopens": list(self.writer.reopens),
+            "index_reopens": list(writer.reopens),
             # Folders past the inotify watch limit: polled, not watched (see Watcher.poll_unwatched).
-            "unwatched_folders": self.watcher.unwatched if self.watcher is not None else 0,
+            "unwatched_folders": running.watcher.unwatched,
             "indexing": self.indexing(),
             **self.freshness(),
         }

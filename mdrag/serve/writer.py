@@ -7,6 +7,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,6 @@ from loguru import logger
 
 from mdrag.config import Config
 from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
-from mdrag.index.rebuild import rebuild_beside
 from mdrag.index.workqueue import Command, FileChanges, WorkQueue
 from mdrag.notes.pathtext import to_fs
 from mdrag.progress import ProgressMeter
@@ -26,6 +26,23 @@ BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unav
 # Lite server that is stuck (stopped, deadlocked) is alive, so only a call that goes unanswered
 # shows it, and otherwise nothing would until a search or a write had waited out its deadline.
 PING_EVERY_S, PING_DEADLINE_S = 5.0, 10.0
+# A Milvus Lite index down this long, restarts of its servers failing all along: the writer gives
+# up, and the daemon stops feeding systemd's watchdog, which restarts it (a server: keep waiting).
+LITE_GIVE_UP_S = 120.0
+
+
+class WriterState(str, Enum):
+    """What the writer is doing; its own thread sets it (a str, so it reads as its word in JSON)."""
+
+    STARTING = "starting"  # the daemon is loading the model and opening the index
+    RECONCILING = "reconciling"  # bringing the index in line with every root
+    WATCHING = "watching"  # up to date; applying changes as they come
+    REOPENING = "reopening"  # Milvus Lite reopened after many writes (searches wait a moment)
+    REBUILDING = "rebuilding"  # `reindex --rebuild`, beside the live index
+    UNHEALTHY = "unhealthy"  # down past LITE_GIVE_UP_S: systemd should restart it
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class Writer:
@@ -39,6 +56,7 @@ class Writer:
     def __init__(
         self,
         config: Config,
+        service: Service,
         queue: WorkQueue,
         gate: Gate,
         stop: threading.Event,
@@ -49,8 +67,8 @@ class Writer:
         self.gate = gate  # requests share the store; a reopen or a rebuild's switch has it alone
         self._stop = stop
         self._last_request_at = last_request_at  # monotonic time of the latest request's start or end
-        self.service: Service | None = None  # set once the daemon has opened it
-        self.state = "starting"
+        self.service = service
+        self.state = WriterState.STARTING  # set by the writer's thread alone, once it runs
         self.meter: ProgressMeter | None = None  # the indexing run under way, if any
         self.store_error: str | None = None  # set while the store does not answer
         self.store_down_since: float | None = None  # monotonic time store_error was first set
@@ -59,18 +77,21 @@ class Writer:
         self._ping_at = 0.0  # monotonic time of the next health ping
         self.index_full: str | None = None  # set while the index's file system has no room to write
 
+    def reconcile_first(self) -> None:
+        """Queue the first reconcile before the thread starts, so that until it is done the daemon
+        reads the index as not yet in line with the notes (a search finding nothing is no gap)."""
+        self.state = WriterState.RECONCILING
+        self.queue.submit(Command("reconcile"))
+
     def run(self) -> None:
         """The writer thread's loop, until the stop event: take work, apply it, mind the store."""
         backoff = BACKOFF_MIN_S
         while not self._stop.is_set():  # each check is a beat of the writer's liveness
-            if (
-                self.store_error is None
-                and self.service is not None
-                and not self.service.store.engine_alive()
-            ):
+            if self.store_error is None and not self.service.engine_alive():
                 # Killed from outside: every call would fail until its server is started again.
                 self._store_failed(StoreError("a Milvus Lite server of the index has exited"), None)
             if self.store_error is not None:
+                self.give_up_if_due()
                 if not self._reconnect():
                     self._stop.wait(backoff)
                     backoff = min(backoff * 2, BACKOFF_MAX_S)
@@ -121,6 +142,20 @@ class Writer:
         logger.error("the store is unavailable, changes are queued and retried: {}", exc)
         self._requeue(exc, work)
 
+    def give_up_if_due(self) -> None:
+        """Past LITE_GIVE_UP_S with a Milvus Lite index down and every restart failing: unhealthy,
+        so the daemon stops feeding the watchdog (a remote server cannot be restarted from here)."""
+        down = self.store_down_since
+        if down is None or self.state is WriterState.UNHEALTHY or not self.service.is_lite:
+            return
+        if time.monotonic() - down >= LITE_GIVE_UP_S:
+            logger.error(
+                "the index has been unavailable for {:.0f} s and restarting Milvus Lite keeps failing; "
+                "no longer feeding the watchdog, so that systemd restarts the daemon",
+                time.monotonic() - down,
+            )
+            self.state = WriterState.UNHEALTHY
+
     def _requeue(self, exc: StoreError, work: FileChanges | Command | None) -> None:
         if work is None:
             return
@@ -137,9 +172,8 @@ class Writer:
 
     def _room_again(self) -> bool:
         """Whether the index's file system has room again (then the queued changes go in)."""
-        assert self.service is not None
         try:
-            self.service.store.check_room()
+            self.service.check_room()
         except IndexFullError as exc:
             self.index_full = str(exc)
             return False
@@ -150,10 +184,10 @@ class Writer:
     def _ping_if_due(self) -> None:
         """Every PING_EVERY_S while idle: an engine that does not answer is an outage, reported
         (status, log) and, for Milvus Lite, restarted by _reconnect like a dead one."""
-        if self.store_error is not None or self.service is None or time.monotonic() < self._ping_at:
+        if self.store_error is not None or time.monotonic() < self._ping_at:
             return
         try:
-            self.service.store.ping(PING_DEADLINE_S)
+            self.service.ping(PING_DEADLINE_S)
         except StoreError as exc:
             self._store_failed(exc, None)
         self._ping_at = time.monotonic() + PING_EVERY_S
@@ -161,21 +195,19 @@ class Writer:
     def _reopen_if_due(self) -> None:
         """Reopen a Milvus Lite index that has taken many writes since it opened, once requests
         have paused: Lite searches the rows written since the open slower than those it loaded."""
-        assert self.service is not None
-        store = self.service.store
         quiet_s = time.monotonic() - self._last_request_at()
         if self._stop.is_set() or self.store_error is not None or self.gate.busy:
             return  # a request still running (a long duplicates scan, say) is not quiet
         if quiet_s < self.config.milvus_reopen_quiet_s:
             return
         try:
-            if not store.reopen_due(self.config.milvus_reopen_after_rows):
+            rows = self.service.reopen_due(self.config.milvus_reopen_after_rows)
+            if rows is None:
                 return
-            rows = store.rows_written
             logger.info("reopening the index: {} vector rows were written since it opened", rows)
-            self.state = "reopening"
+            self.state = WriterState.REOPENING
             with self.gate.exclusive():
-                seconds = store.reopen()
+                seconds = self.service.reopen()
         except StoreError as exc:
             self._store_failed(exc, None)
             return
@@ -184,60 +216,48 @@ class Writer:
             self._store_failed(StoreError(f"reopening the index failed: {exc}"), None)
             return
         finally:
-            if self.state == "reopening":
-                self.state = "watching"
+            if self.state is WriterState.REOPENING:
+                self.state = WriterState.WATCHING
         self.reopens.append({"at": time.time(), "rows_written": rows, "seconds": round(seconds, 1)})
         logger.info("reopened the index in {:.1f} s", seconds)
 
     def _reconnect(self) -> bool:
         """Once the store answers again: reload what it holds and repair half-done writes."""
-        assert self.service is not None
         try:
-            store = self.service.store
             # A reopen failed halfway, a server died, or a Lite server is alive and stuck: a
             # server of ours that does not answer is restarted (a remote one is waited for).
-            if store.closed or not store.engine_alive() or (store.is_lite and not _answers(store)):
-                logger.info("restarting the Milvus Lite server(s) and reopening the index")
-                with self.gate.exclusive():
-                    self.service.store.reopen()
-            self.service.store.ping()
-            # A write that failed midway may have landed in part: the store's metadata is
-            # the truth, and rows no indexed version owns go.
-            self.service.catalog.reset(self.service.stored_records())
-            self.service.indexer.repair()
+            self.service.reconnect(self.gate.exclusive)
         except Exception as exc:  # noqa: BLE001 - starting Lite's server can fail in other ways: retry later
             logger.debug("store still unavailable: {}", exc)
             return False
         logger.info("the store is back; applying {} queued change(s)", self.queue.depth())
         self.store_error = None
         self.store_down_since = None
-        if self.state == "unhealthy":
-            self.state = "watching"
+        if self.state is WriterState.UNHEALTHY:
+            self.state = WriterState.WATCHING
         return True
 
     def _apply(self, work: FileChanges | Command) -> None:
-        assert self.service is not None
-        indexer = self.service.indexer
         if isinstance(work, FileChanges):
             if work.directories:
                 folders = [Path(to_fs(d)) for d in work.directories]  # the watcher queues stored forms
-                report = indexer.reconcile(folders, cancel=self._stop, progress=self._meter())
+                report = self.service.index_folders(folders, self._meter(), self._stop)
                 logger.info("folder change: {}", _summary(report.to_dict()))
             if work.files:
                 self._index_changed(work.files)
             return
         if work.kind == "reconcile":
-            self.state = "reconciling"
+            self.state = WriterState.RECONCILING
             report = self.service.reindex(cancel=self._stop, progress=self._meter())
             logger.info("reconciled the roots: {}", _summary(report.to_dict()))
-            self.state = "watching"
-        elif work.rebuild and not work.paths and self.service.store.is_lite:
+            self.state = WriterState.WATCHING
+        elif work.rebuild and not work.paths and self.service.is_lite:
             # Searches go on answering from the old index until the new one is complete.
-            self.state = "rebuilding"
+            self.state = WriterState.REBUILDING
             try:
-                report = rebuild_beside(self.service, self.gate.exclusive, self._meter(), self._stop)
+                report = self.service.rebuild_beside(self.gate.exclusive, self._meter(), self._stop)
             finally:
-                self.state = "watching"
+                self.state = WriterState.WATCHING
             logger.info("rebuild: {}", _summary(report.to_dict()))
         else:
             if work.rebuild:  # no beside for it: searches are told so, once those running are done
@@ -259,17 +279,15 @@ class Writer:
     def _index_changed(self, files: list[str]) -> None:
         """Changed files, small ones first; a large note yields to changes saved meanwhile and
         goes back in the queue behind them (its vectors so far are kept, see Indexer)."""
-        assert self.service is not None
-        indexer = self.service.indexer
         sizes = {p: _size(p) for p in files}
         large = [p for p in files if sizes[p] > LARGE_NOTE_BYTES]
         small = [p for p in files if sizes[p] <= LARGE_NOTE_BYTES]
         if small:
-            report = indexer.index_files(small, cancel=self._stop, progress=self._meter())
+            report = self.service.index_files(small, self._meter(), self._stop)
             logger.info("{} changed file(s): {}", len(small), _summary(report.to_dict()))
         for i, path in enumerate(large):
             turn = _Turn(self.queue, self._stop)
-            report = indexer.index_files([path], cancel=turn, progress=self._meter())
+            report = self.service.index_files([path], self._meter(), turn)
             if turn.yielded:
                 logger.info("{} waits behind newer changes ({} large note(s) deferred)", path, len(large) - i)
                 for later in large[i:]:
@@ -309,14 +327,6 @@ class _Turn(threading.Event):
         if time.monotonic() - self.started >= TURN_MIN_S and self.queue.others_waiting():
             self.yielded = True
         return self.yielded
-
-
-def _answers(store: Any) -> bool:
-    try:
-        store.ping()
-    except StoreError:
-        return False
-    return True
 
 
 def _size(path: str) -> int:
