@@ -197,7 +197,7 @@ class Daemon:
     def _mind_roots(self) -> None:
         """Once a second: a root whose watch is lost (its folder deleted and re-created, another
         one swapped in by a rename, a drive remounted) is watched afresh and reconciled, and a
-        root that came back is reconciled, so only what changed meanwhile is indexed (roots.py)."""
+        root that came back is reconciled, so only what changed meanwhile is indexed (index/roots.py)."""
         assert self.service is not None and self.watcher is not None
         roots = self.service.roots
         roots.check()
