@@ -289,7 +289,7 @@ class Store:
 
     def window_texts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         """The text each of these rows embedded, without the heading path that led it, by row id
-        (what a hit shows when its note has changed since: see hittext.py)."""
+        (what a hit shows when its note has changed since: see retrieval/hittext.py)."""
         found: dict[str, str] = {}
         for _, client, shard_rows in self._db.by_note(rows, lambda row: doc_id(row["file_path"])):
             for batch in _batches([row["id"] for row in shard_rows], IN_BATCH):

@@ -216,7 +216,7 @@ class Daemon:
     def _mind_roots(self, running: _Running) -> None:
         """Once a second: a root whose watch is lost (its folder deleted and re-created, another
         one swapped in by a rename, a drive remounted) is watched afresh and reconciled, and a
-        root that came back is reconciled, so only what changed meanwhile is indexed (roots.py)."""
+        root that came back is reconciled, so only what changed meanwhile is indexed (index/roots.py)."""
         changed = running.service.roots_changed()
         for root in running.service.root_folders:
             if running.watcher.lost(root) and running.watcher.watch_root(root):
