@@ -17,10 +17,10 @@ import click
 
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
 from mdrag.cli.route import (
-    LocalBackend,
+    LocalRoute,
     command_config,
     configure_command_logging,
-    open_backend,
+    open_route,
     progress_bar,
 )
 from mdrag.errors import MdragError, QueryError
@@ -85,8 +85,8 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.
         config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
-    with open_backend(config, quiet=as_json, create=True) as backend, progress_bar(quiet=as_json) as show:
-        report = backend.reindex(absolute, force, rebuild, show)
+    with open_route(config, quiet=as_json, create=True) as route, progress_bar(quiet=as_json) as show:
+        report = route.reindex(absolute, force, rebuild, show)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -158,12 +158,12 @@ def search(
     from mdrag.params import SearchParams
 
     SearchParams.parse(params)  # fail fast on a bad query, before any index is opened
-    with open_backend(config, quiet=True) as backend:
+    with open_route(config, quiet=True) as route:
         if path_prefix:  # as typed, once the roots it may start from are known
             params["path_prefix"] = typed(path_prefix)
-        if wait_fresh is not None and not isinstance(backend, LocalBackend):
+        if wait_fresh is not None and not isinstance(route, LocalRoute):
             params["wait_fresh"] = wait_fresh  # a local index is as fresh as it gets
-        response = backend.search(params)
+        response = route.search(params)
     if as_json:
         click.echo(json.dumps(add_uris(response), indent=2, ensure_ascii=False))
     else:
@@ -190,8 +190,8 @@ def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> No
     """Open the Nth hit (default 1) of QUERY in your editor: `open.command` in the config
     (e.g. `code --goto {path}:{line}`), else $VISUAL, else $EDITOR, else xdg-open."""
     config = command_config(ctx)
-    with open_backend(config, quiet=True) as backend:
-        response = backend.search({"query": query, "top_k": max(n, 1)})
+    with open_route(config, quiet=True) as route:
+        response = route.search({"query": query, "top_k": max(n, 1)})
     if not response["results"]:
         with contextlib.redirect_stdout(sys.stderr):
             _print_hits(response)
@@ -306,8 +306,8 @@ def _print_dropped(response: dict[str, Any]) -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show what the index holds: documents by status, sections, failures."""
     config = command_config(ctx)
-    with open_backend(config, quiet=True) as backend:
-        report = backend.status()
+    with open_route(config, quiet=True) as route:
+        report = route.status()
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return
@@ -396,10 +396,10 @@ def ui_command(ctx: click.Context, no_browser: bool, port: int) -> None:
     Its own process, a client of the running daemon; with no daemon it opens the index itself, as
     `mdrag search` does, and holds it until stopped."""
     config = command_config(ctx)
-    with open_backend(config, quiet=True) as backend:
+    with open_route(config, quiet=True) as route:
         from mdrag.ui.serve import serve  # the web framework loads only for this command
 
-        serve(backend, config, open_browser=not no_browser, port=port)
+        serve(route, config, open_browser=not no_browser, port=port)
 
 
 @cli.command("mcp")

@@ -26,7 +26,7 @@ from mdrag.milvus import index_exists, start_early
 from mdrag.progress import OnProgress, progress_line, short_eta
 
 
-class Backend(Protocol):
+class Route(Protocol):
     """What the commands need: the daemon over its socket, or a Service in this process."""
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
@@ -40,7 +40,7 @@ class Backend(Protocol):
     def call(self, op: str, **params: Any) -> Any: ...
 
 
-class LocalBackend:
+class LocalRoute:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
@@ -143,7 +143,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
 
 
 @contextmanager
-def open_backend(config: Config, quiet: bool, create: bool = False) -> Iterator[Backend]:
+def open_route(config: Config, quiet: bool, create: bool = False) -> Iterator[Route]:
     """The daemon when one answers on the socket, else the index opened here (and only then
     is logging set up: loguru's import is a fifth of a short command's start-up).
 
@@ -162,22 +162,22 @@ def open_backend(config: Config, quiet: bool, create: bool = False) -> Iterator[
             "start `mdrag serve` or run `mdrag reindex DIR`"
         )
     configure_command_logging(config, quiet)
-    backend = _local_unless_daemon(config, client)
-    if backend is None:
+    route = _local_unless_daemon(config, client)
+    if route is None:
         yield client
         return
     paths.use_roots(config.roots)
     try:
-        yield backend
+        yield route
     finally:
-        backend.close()
+        route.close()
 
 
 DAEMON_START_WAIT_S = 30.0  # how long a command waits for a starting daemon's socket to answer
 DAEMON_POLL_S = 0.1
 
 
-def _local_unless_daemon(config: Config, client: Any) -> LocalBackend | None:
+def _local_unless_daemon(config: Config, client: Any) -> LocalRoute | None:
     """The index opened here, or None when a daemon holds it and answers: ask that one.
 
     A daemon takes the index's lock before it binds its socket (a second `serve` is refused at
@@ -187,7 +187,7 @@ def _local_unless_daemon(config: Config, client: Any) -> LocalBackend | None:
     deadline = time.monotonic() + DAEMON_START_WAIT_S
     while True:
         try:
-            return LocalBackend(config)
+            return LocalRoute(config)
         except StoreLockedError as busy:
             if _answers(client):
                 return None
