@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mdrag import protocol
-from mdrag.errors import DaemonBusyError, QueryError, RemoteError, ServerNotRunningError
+from mdrag.errors import DaemonBusyError, RemoteError, ServerNotRunningError
 from mdrag.serve import trust
 
 CONNECT_TIMEOUT_S = 2.0
@@ -109,9 +109,9 @@ class DaemonClient:
                 raise DaemonBusyError(
                     f"the mdrag daemon on {self.socket_path} is busy: {failure.get('message')}"
                 )
-            if failure.get("type") == "InvalidRequest":  # the caller's mistake, as if checked here
-                raise QueryError(failure.get("message") or "the daemon refused the request")
-            raise RemoteError(failure.get("message") or "the daemon reported an unknown error")
+            # The daemon's error as its own class (a refused argument is a QueryError, as if
+            # checked here; a note the index lacks a NotFoundError), a RemoteError too.
+            protocol.raise_failure(failure)
         return message["result"]
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
