@@ -168,7 +168,7 @@ class WarnedNote(TypedDict):
 class UnavailableRoot(TypedDict):
     root: str
     reason: str
-    since: float
+    since: float | None
     notes_kept: int
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mdrag import indexlock, private
+from mdrag.answers import ProgressSnapshot, ReindexReport, SearchAnswer, StatusAnswer
 from mdrag.cli import paths
 from mdrag.config import Config, load_config
 from mdrag.errors import (
@@ -23,19 +24,20 @@ from mdrag.errors import (
     UnsafePathError,
 )
 from mdrag.milvus import index_exists, start_early
+from mdrag.params import SearchParams
 from mdrag.progress import OnProgress, progress_line, short_eta
 
 
 class Route(Protocol):
     """What the commands need: the daemon over its socket, or a Service in this process."""
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer: ...
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> StatusAnswer: ...
 
     def reindex(
         self, paths: list[str], force: bool, rebuild: bool, on_progress: OnProgress | None = None
-    ) -> dict[str, Any]: ...
+    ) -> ReindexReport: ...
 
     def call(self, op: str, **params: Any) -> Any: ...
 
@@ -58,25 +60,21 @@ class LocalRoute:
             self._lock.release()
             raise
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        response = self.service.search(params)
-        # No daemon, no queue: the index is exactly as fresh as its last reindex.
-        response["freshness"] = {
-            "queue_depth": 0,
-            "last_change_applied_at": self.service.catalog.last_indexed_at(),
-        }
-        return response
+    def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer:
+        """The search, on the parameters as parsed (once); a local index is as fresh as it gets,
+        so `wait_fresh` has nothing to wait for."""
+        return self.service.search(params)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StatusAnswer:
         return {"daemon": None, **self.service.status()}
 
     def call(self, op: str, **params: Any) -> Any:
-        """Any read operation of the protocol, answered here as the daemon would."""
-        return self.search(params) if op == "search" else self.service.handle(op, params)
+        """Any operation of the table that the service answers, here as the daemon would."""
+        return self.service.handle(op, params)
 
     def reindex(
         self, paths: list[str], force: bool, rebuild: bool, on_progress: OnProgress | None = None
-    ) -> dict[str, Any]:
+    ) -> ReindexReport:
         from mdrag.progress import ProgressMeter
 
         meter = ProgressMeter(on_progress)
@@ -97,7 +95,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
     if not sys.stderr.isatty():
         last = [time.monotonic()]
 
-        def print_progress(progress: dict[str, Any]) -> None:
+        def print_progress(progress: ProgressSnapshot) -> None:
             if not quiet and time.monotonic() - last[0] >= 10:
                 last[0] = time.monotonic()
                 print(progress_line(progress), file=sys.stderr, flush=True)
@@ -122,7 +120,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
         desc="indexing",
     )
 
-    def update(progress: dict[str, Any]) -> None:
+    def update(progress: ProgressSnapshot) -> None:
         if progress["state"] == "scanning" or not progress["total"]:
             return  # nothing counted yet, or a run with nothing to embed: the bar stays as it is
         bar.total = progress["total"]

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from mdrag import answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.milvus import Store, quote
@@ -25,7 +26,7 @@ CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions 
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
 
 
-def source_reference(row: dict[str, Any]) -> dict[str, Any]:
+def source_reference(row: dict[str, Any]) -> answers.SourceReference:
     """Where a hit lives: path, lines, heading path and a `path#slug` link an editor can open."""
     path = row["file_path"]
     return {
@@ -47,40 +48,40 @@ class Hit:
     chunk_index: int
     confidence_score: float  # relevance score in [0, 1]: how likely it answers (see relevance.py)
     section_text: str
-    snippet: dict[str, Any]  # the window that matched: text, lines, the query's words in it
+    snippet: answers.Snippet  # the window that matched: text, lines, the query's words in it
     start_line: int
     end_line: int
     heading_path: str
-    source: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    explain: dict[str, Any] | None = None  # with --explain: dense score and the ranks behind it
+    source: answers.SourceReference
+    metadata: answers.HitMetadata
+    explain: answers.Evidence | None = None  # with --explain: dense score and the ranks behind it
     similarity: float | None = None  # raw cosine of the section's best-matching window
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> answers.Hit:
         # Shallow on purpose: every dict in a hit is built for it alone, and asdict's deep copy
         # cost a measurable share of each answer.
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return cast(answers.Hit, {f.name: getattr(self, f.name) for f in fields(self)})
 
 
 @dataclass
 class SearchResponse:
     query: str
     results: list[Hit]
-    search_parameters: dict[str, Any]
+    search_parameters: answers.SearchParameters
     execution_time_ms: float
+    confidence: answers.Confidence
     best_candidate_score: float | None = None  # the best score seen, passing or not
-    closest: list[dict[str, Any]] = field(default_factory=list)  # when nothing passes: the nearest notes
+    closest: list[answers.ClosestNote] = field(default_factory=list)  # when nothing passes: the nearest notes
     related: list[Hit] = field(default_factory=list)  # when nothing passes: hits close under the bar
-    confidence: dict[str, Any] = field(default_factory=dict)
     message: str = ""
-    explain: dict[str, Any] | None = None  # with --explain: the candidates the threshold dropped
+    explain: answers.SearchExplain | None = None  # with --explain: the candidates the threshold dropped
     query_vector: np.ndarray | None = None  # not part of the answer: kept for the gap log
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> answers.SearchAnswer:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "query_vector"}
         data["results"] = [hit.to_dict() for hit in self.results]
         data["related"] = [hit.to_dict() for hit in self.related]
-        return data
+        return cast(answers.SearchAnswer, data)
 
 
 class Searcher:
@@ -158,7 +159,7 @@ class Searcher:
         top = max((hit.confidence_score for hit in hits), default=None)
         level = confidence_level(top, len(hits))
         message = ""
-        closest: list[dict[str, Any]] = []
+        closest: list[answers.ClosestNote] = []
         related: list[Hit] = []
         reason = ""
         if not hits:
@@ -273,9 +274,9 @@ def _pass_threshold(
     return chosen, best, dropped
 
 
-def _closest(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _closest(ordered: list[dict[str, Any]]) -> list[answers.ClosestNote]:
     """The best-scored section of each of the first few notes, for an answer that kept nothing."""
-    closest: list[dict[str, Any]] = []
+    closest: list[answers.ClosestNote] = []
     seen: set[str] = set()
     for row in ordered:
         if row["file_path"] in seen:
@@ -306,14 +307,14 @@ def _explain(
     ordered: list[dict[str, Any]],
     ranked: list[list[dict[str, Any]]],
     params: SearchParams,
-) -> dict[str, Any]:
+) -> answers.SearchExplain:
     """Per hit: its similarity, score, the evidence behind it and its ranks; and what the threshold cut."""
     fused_rank = {_key(c): rank for rank, c in enumerate(ordered, start=1)}
     lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
     ranks = {name: {_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()}
     by_id = {c["id"]: c for c in chosen}
 
-    def ranks_of(candidate: dict[str, Any]) -> dict[str, Any]:
+    def ranks_of(candidate: dict[str, Any]) -> answers.Evidence:
         key = _key(candidate)
         return {
             "similarity": None if candidate["cosine"] is None else round(candidate["cosine"], 4),

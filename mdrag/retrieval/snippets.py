@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from mdrag.answers import Snippet
 from mdrag.retrieval.relevance import Query, whole_term
 
 # Words too common to mark: highlighting every "the" would hide the words that matter.
@@ -82,7 +83,7 @@ def window_text(row: dict[str, Any]) -> tuple[str, int]:
     return text, start
 
 
-def snippet(row: dict[str, Any], query: str) -> dict[str, Any]:
+def snippet(row: dict[str, Any], query: str) -> Snippet:
     """A hit's snippet: the matched window's text (plain), its lines in the file, and the
     (start, end) offsets in that text of the query's words."""
     rare, terms = _marks(query)

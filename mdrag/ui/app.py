@@ -26,6 +26,7 @@ from mdrag.cli.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
 from mdrag.errors import MdragError
 from mdrag.notes.opener import editor_argv, run_editor, uris
+from mdrag.params import SearchParams, search_defaults
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import confidence_level, explain_lines, nothing_line, results_line
 from mdrag.ui.guard import Guard, form_token_ok
@@ -88,7 +89,7 @@ class Page:
         if typing:
             params["record_gap"] = False
         try:
-            response = self.route.search(params)
+            response = self.route.search(SearchParams.parse(params, search_defaults(self.config)))
         except MdragError as exc:
             return {"response": None, "error": str(exc)}
         indexing = response.get("indexing")
