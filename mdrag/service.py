@@ -164,7 +164,7 @@ class Service:
         """Answer one operation of `params.OPERATIONS` that the service answers (the daemon and
         a command's own process both call this); `live`: the daemon's view, for a fresh answer."""
         handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "search": lambda p: self.search(SearchParams.parse(p, self.search_defaults()), live),
+            "search": lambda p: self.search(p, live),
             "status": lambda _: self.status(),
             "similar": self.similar,
             "duplicates": self.duplicates,
@@ -181,8 +181,11 @@ class Service:
             raise QueryError(f"unknown operation {op!r}")
         return handlers[op](params)
 
-    def search(self, params: SearchParams, live: Live | None = None) -> SearchAnswer:
-        """One search, parsed once by whoever asked (`SearchParams.parse`)."""
+    def search(self, params: SearchParams | dict[str, Any], live: Live | None = None) -> SearchAnswer:
+        """One search, on parameters parsed once: by whoever asked, or here from a request's
+        fields (the config filling what they leave out)."""
+        if not isinstance(params, SearchParams):
+            params = SearchParams.parse(params, self.search_defaults())
         found = self.searcher.search(params)
         response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
@@ -256,7 +259,7 @@ class Service:
         search = {k: v for k, v in params.items() if k != "max_tokens"}
         search.setdefault("top_k", SEARCH_DEPTH)
         search.setdefault("threshold", CONTEXT_THRESHOLD)
-        found = self.search(SearchParams.parse(search, self.search_defaults()))
+        found = self.search(search)
         pack = build_context(found, max_tokens, self.embedder.count_tokens, self.config.search_threshold)
         if live is not None:
             pack["freshness"] = live.freshness

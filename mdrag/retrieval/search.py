@@ -7,7 +7,7 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, cast
+from typing import TypedDict, cast
 
 import numpy as np
 
@@ -22,11 +22,51 @@ from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, con
 from mdrag.retrieval.hittext import attach_texts
 from mdrag.retrieval.snippets import snippet
 
+
+class Candidate(TypedDict, total=False):
+    """A search candidate: one section window as the store returns it, then what the search adds.
+
+    Declared here, where candidates are made; relevance, snippets and hittext read and add to
+    it. A row's display fields (index.rows writes them) and its id/distance come from the store;
+    `cosine` and `bm25` from the search, `section_text` from hittext, `score` and `features` from
+    relevance."""
+
+    # the store's row: its id, match distance and display fields
+    id: str
+    distance: float
+    embedding: list[float]  # keyword rows only, popped once their cosine is taken
+    section_id: str
+    file_path: str
+    file_hash: str
+    window_index: int
+    section_heading: str
+    heading_level: int
+    heading_path: str
+    section_type: str
+    chunk_index: int
+    token_count: int
+    start_position: int
+    end_position: int
+    window_start: int | None  # absent on an older layout's rows
+    window_end: int | None
+    start_line: int
+    end_line: int
+    anchor: str
+    title: str
+    tags: list[str] | None
+    # added by the search
+    cosine: float  # of the query vector and the row's (the best window's, per section)
+    bm25: float  # keyword rows: the BM25 score
+    section_text: str  # hittext: read from the note (or the row's embedded text when stale)
+    score: float  # relevance: the candidate's score in [0, 1]
+    features: tuple[float, ...]  # relevance: its evidence, in relevance.FEATURES order
+
+
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
 
 
-def source_reference(row: dict[str, Any]) -> answers.SourceReference:
+def source_reference(row: Candidate) -> answers.SourceReference:
     """Where a hit lives: path, lines, heading path and a `path#slug` link an editor can open."""
     path = row["file_path"]
     return {
@@ -125,11 +165,11 @@ class Searcher:
             keyword = self._keyword_pool.submit(
                 self.store.search_keyword, relevance.keyword_query(params.query), limit, expr
             )
-        ranked: list[list[dict[str, Any]]] = []
+        ranked: list[list[Candidate]] = []
         try:
             vector = self._query_vector(params)
             if params.mode in ("dense", "hybrid"):
-                dense = self.store.search_dense(vector, limit, expr)
+                dense = cast(list[Candidate], self.store.search_dense(vector, limit, expr))
                 for row in dense:
                     row["cosine"] = row["distance"]
                 dense = [row for row in dense if not (leave_out and leave_out(row["file_path"]))]
@@ -141,7 +181,7 @@ class Searcher:
                 futures.wait([keyword])
             raise
         if keyword is not None:
-            found = keyword.result()
+            found = cast(list[Candidate], keyword.result())
             for row in found:
                 row["cosine"] = float(np.dot(np.asarray(row.pop("embedding"), dtype=np.float32), vector))
                 row["bm25"] = row["distance"]
@@ -221,9 +261,9 @@ class Searcher:
         mean = np.mean([self.embedder.embed_query(w) for w in windows], axis=0)
         return (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
 
-    def _sections(self, rows: list[dict[str, Any]], params: SearchParams) -> list[dict[str, Any]]:
+    def _sections(self, rows: list[Candidate], params: SearchParams) -> list[Candidate]:
         """Windows -> one candidate per section, in the engine's order, as its best-cosine window."""
-        sections: dict[tuple[str, str, int], dict[str, Any]] = {}
+        sections: dict[tuple[str, str, int], Candidate] = {}
         for row in rows:
             if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]:
                 continue  # a version being swapped out or in: never mix two versions of a note
@@ -237,10 +277,10 @@ class Searcher:
 
 def _score(
     params: SearchParams,
-    dense: list[dict[str, Any]],
-    keyword: list[dict[str, Any]],
+    dense: list[Candidate],
+    keyword: list[Candidate],
     baseline: tuple[float, float] | None,
-) -> tuple[list[dict[str, Any]], relevance.QueryEvidence]:
+) -> tuple[list[Candidate], relevance.QueryEvidence]:
     """Every distinct candidate with its relevance `score` and `features`, best first (ties keep
     the dense-then-keyword order the engine gave), and what the pool says of the query."""
     scored = []
@@ -256,12 +296,12 @@ def _score(
 
 
 def _pass_threshold(
-    ordered: list[dict[str, Any]], params: SearchParams
-) -> tuple[list[dict[str, Any]], float | None, list[dict[str, Any]]]:
+    ordered: list[Candidate], params: SearchParams
+) -> tuple[list[Candidate], float | None, list[Candidate]]:
     """The first top_k candidates whose score passes the threshold, the best score seen,
     and the candidates looked at that the threshold dropped."""
-    chosen: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
+    chosen: list[Candidate] = []
+    dropped: list[Candidate] = []
     best: float | None = None
     for candidate in ordered:
         if len(chosen) >= params.top_k or len(chosen) + len(dropped) >= max(params.top_k, 10):
@@ -274,7 +314,7 @@ def _pass_threshold(
     return chosen, best, dropped
 
 
-def _closest(ordered: list[dict[str, Any]]) -> list[answers.ClosestNote]:
+def _closest(ordered: list[Candidate]) -> list[answers.ClosestNote]:
     """The best-scored section of each of the first few notes, for an answer that kept nothing."""
     closest: list[answers.ClosestNote] = []
     seen: set[str] = set()
@@ -296,16 +336,16 @@ def _closest(ordered: list[dict[str, Any]]) -> list[answers.ClosestNote]:
     return closest
 
 
-def _key(row: dict[str, Any]) -> tuple[str, str, int]:
+def _key(row: Candidate) -> tuple[str, str, int]:
     return (row["file_path"], row["section_id"], row["start_position"])
 
 
 def _explain(
     hits: list[Hit],
-    chosen: list[dict[str, Any]],
-    dropped: list[dict[str, Any]],
-    ordered: list[dict[str, Any]],
-    ranked: list[list[dict[str, Any]]],
+    chosen: list[Candidate],
+    dropped: list[Candidate],
+    ordered: list[Candidate],
+    ranked: list[list[Candidate]],
     params: SearchParams,
 ) -> answers.SearchExplain:
     """Per hit: its similarity, score, the evidence behind it and its ranks; and what the threshold cut."""
@@ -314,7 +354,7 @@ def _explain(
     ranks = {name: {_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()}
     by_id = {c["id"]: c for c in chosen}
 
-    def ranks_of(candidate: dict[str, Any]) -> answers.Evidence:
+    def ranks_of(candidate: Candidate) -> answers.Evidence:
         key = _key(candidate)
         return {
             "similarity": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
@@ -365,7 +405,7 @@ def _filter(params: SearchParams) -> str:
     return " and ".join(clauses)
 
 
-def _hit(row: dict[str, Any], query: str = "") -> Hit:
+def _hit(row: Candidate, query: str = "") -> Hit:
     """A candidate row (display fields and its `cosine`) as the hit a response shows; its snippet
     marks the query's words (none for a passage: every word of it would be marked)."""
     return Hit(
