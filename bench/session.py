@@ -63,10 +63,11 @@ class Daemon:
         return self.process.pid
 
     def search(self, query: str, **params: Any) -> dict[str, Any]:
-        return self.client.search({"query": query, **params})
+        answer: dict[str, Any] = self.client.call("search", query=query, **params)
+        return answer
 
     def status(self) -> dict[str, Any]:
-        return self.client.status()
+        return dict(self.client.status())
 
     def rss(self) -> dict[str, float]:
         tree = harness.tree_memory_mb(self.pid)

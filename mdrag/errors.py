@@ -95,3 +95,57 @@ class RemoteError(MdragError):
 
 class DaemonBusyError(RemoteError):
     """A daemon is running but could not take this request now (every client slot in use)."""
+
+
+# ---- errors across the socket -----------------------------------------------------------------
+# The daemon sends each error's kind, and the client raises that class again (as a RemoteError
+# too: it came from the daemon), so a caller tells "note not found" from "store down" whatever
+# the route. Two kinds keep the names older clients know.
+_WIRE_NAMES = {"QueryError": "InvalidRequest", "DaemonBusyError": "Busy"}
+
+
+def _declared() -> dict[str, type[MdragError]]:
+    """Every MdragError class declared in this module, by its name."""
+    found: dict[str, type[MdragError]] = {"MdragError": MdragError}
+    pending: list[type[MdragError]] = [MdragError]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub.__module__ == __name__ and sub.__name__ not in found:
+                found[sub.__name__] = sub
+                pending.append(sub)
+    return found
+
+
+ERROR_KINDS: dict[str, type[MdragError]] = {
+    _WIRE_NAMES.get(name, name): cls for name, cls in _declared().items()
+}
+_KIND_OF = {cls: kind for kind, cls in ERROR_KINDS.items()}
+
+
+def _remote_class(cls: type[MdragError]) -> type[MdragError]:
+    """The class an answer of this kind is raised as: itself and a RemoteError."""
+    if issubclass(cls, RemoteError):
+        return cls
+    if issubclass(RemoteError, cls):  # MdragError itself
+        return RemoteError
+    return type(cls.__name__, (cls, RemoteError), {"__doc__": cls.__doc__, "__module__": __name__})
+
+
+_REMOTE = {kind: _remote_class(cls) for kind, cls in ERROR_KINDS.items()}
+
+
+def error_kind(exc: MdragError) -> str:
+    """The kind the wire names this error by: its class, or the nearest one declared here (a
+    subclass elsewhere, such as the index lock's IndexBusyError, travels as StoreLockedError)."""
+    for cls in type(exc).__mro__:
+        kind = _KIND_OF.get(cls)
+        if kind is not None:
+            return kind
+    return "MdragError"
+
+
+def remote_error(kind: str, message: str) -> MdragError:
+    """The error a daemon answered with, as its own class that is also a RemoteError (so both
+    `except StoreError` and `except RemoteError` hold); a kind mdrag does not declare (a refused
+    uid, a bug) is a plain RemoteError."""
+    return _REMOTE.get(kind, RemoteError)(message)

@@ -2,16 +2,78 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from mdrag.errors import QueryError
+
+if TYPE_CHECKING:
+    from mdrag.config import Config
 
 MAX_QUERY_CHARS = 1000
 SELECTION_CHARS = (10, 5000)  # a passage used as the query: a sentence to a few paragraphs
 MAX_DRAFT_CHARS = 100_000  # a long note; embedding it holds the model for a few seconds
 SEARCH_MODES = ("hybrid", "dense", "keyword")
 GAP_STATUSES = ("open", "deferred", "addressed")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation a request may name, and who answers it.
+
+    `answered_by`: "daemon" (the daemon itself: ping), "writer" (queued for the one writer:
+    reindex) or "service" (Service.handle, in the daemon or in a command's own process).
+    `reads_store`: it shares the store (waits out a reopen; refused while the store is down);
+    `fresh`: its answer says how fresh the index is, and it may wait for the queue (`wait_fresh`).
+    """
+
+    name: str
+    answered_by: Literal["daemon", "writer", "service"] = "service"
+    reads_store: bool = True
+    fresh: bool = False
+
+
+# The one table of operations: the socket's validation, the daemon's dispatch, the service's
+# handlers and the client's checks all read it.
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation("ping", answered_by="daemon", reads_store=False),
+        Operation("search", fresh=True),
+        Operation("status", reads_store=False),
+        Operation("reindex", answered_by="writer", reads_store=False),
+        Operation("similar"),
+        Operation("duplicates"),
+        Operation("related"),
+        Operation("context", fresh=True),
+        Operation("note"),
+        Operation("gaps", reads_store=False),  # the gap log, not the store
+        Operation("gap_status", reads_store=False),
+    )
+}
+
+
+def operation(op: object) -> Operation:
+    """The operation a request names, or a QueryError listing the known ones."""
+    found = OPERATIONS.get(op) if isinstance(op, str) else None
+    if found is None:
+        raise QueryError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)}")
+    return found
+
+
+class SearchRequest(TypedDict, total=False):
+    """A search request's fields as they cross the socket (what `SearchParams.parse` reads)."""
+
+    query: str
+    selection: str
+    top_k: int
+    threshold: float
+    mode: str
+    tags: list[str]
+    path_prefix: str
+    explain: bool
+    record_gap: bool
+    wait_fresh: float
 
 
 @dataclass(frozen=True)
@@ -26,6 +88,10 @@ class SearchParams:
     path_prefix: str = ""
     explain: bool = False
     passage: bool = False  # the query is a selected passage (10-5000 characters), not a question
+    record_gap: bool = True  # False: not a question yet (the page's as-you-type), never a gap
+    # The fields the request named; the others came from the defaults it was parsed with, and a
+    # request sent on (to the daemon) leaves them to the daemon's own defaults.
+    given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any], defaults: SearchParams | None = None) -> SearchParams:
@@ -69,7 +135,40 @@ class SearchParams:
             prefix,
             explain,
             passage=selection is not None,
+            record_gap=raw.get("record_gap") is not False,
+            given=frozenset(name for name in _FIELDS if raw.get(name) not in (None, "")),
         )
+
+    def to_request(self) -> SearchRequest:
+        """The request these parameters came from, as the socket carries it: the fields it named
+        (a passage as its `selection`), so that the daemon fills the rest from its own config."""
+        request: SearchRequest = {"selection": self.query} if self.passage else {"query": self.query}
+        given = self.given
+        if "top_k" in given:
+            request["top_k"] = self.top_k
+        if "threshold" in given:
+            request["threshold"] = self.threshold
+        if "mode" in given:
+            request["mode"] = self.mode
+        if self.tags:
+            request["tags"] = list(self.tags)
+        if self.path_prefix:
+            request["path_prefix"] = self.path_prefix
+        if self.explain:
+            request["explain"] = True
+        if not self.record_gap:
+            request["record_gap"] = False
+        return request
+
+
+def search_defaults(config: Config) -> SearchParams:
+    """What a search leaves out, from the config (top_k, threshold, mode)."""
+    return SearchParams(
+        query="-", top_k=config.search_top_k, threshold=config.search_threshold, mode=config.search_mode
+    )
+
+
+_FIELDS = ("top_k", "threshold", "mode")  # those a request may leave to the defaults
 
 
 def check_text(value: str, name: str) -> None:

@@ -7,7 +7,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import cast
+
+from mdrag.answers import ProgressSnapshot
 
 # The rate is measured over this many recent seconds of embedding, so a run whose texts grow
 # longer (the model sorts nothing across batches) or a machine that gets busy moves the ETA.
@@ -36,14 +38,14 @@ class Progress:
     def pending(self) -> bool:
         return self.state != "done"
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+    def to_dict(self) -> ProgressSnapshot:
+        data = cast(ProgressSnapshot, asdict(self))
         data["rate"] = None if self.rate is None else round(self.rate, 1)
         data["eta_s"] = None if self.eta_s is None else round(self.eta_s)
         return data
 
 
-OnProgress = Callable[[dict[str, Any]], None]  # told of Progress.to_dict(), as a client is
+OnProgress = Callable[[ProgressSnapshot], None]  # told of Progress.to_dict(), as a client is
 LISTENER_INTERVAL_S = 0.2  # a listener (a terminal's bar) is told at most this often
 
 
@@ -175,7 +177,7 @@ def short_eta(seconds: float | None) -> str:
     return text.replace("about ", "~") if seconds is not None else "ETA unknown yet"
 
 
-def progress_line(progress: dict[str, Any] | Progress) -> str:
+def progress_line(progress: ProgressSnapshot | Progress) -> str:
     """One line for status, the daemon's log and systemd: 'indexing 412/994 notes, 5210/12400
     texts, ~3 min left' (or 'listing the notes' before the files are counted)."""
     p = progress if isinstance(progress, dict) else progress.to_dict()
@@ -187,7 +189,7 @@ def progress_line(progress: dict[str, Any] | Progress) -> str:
     )
 
 
-def search_banner(progress: dict[str, Any]) -> str:
+def search_banner(progress: ProgressSnapshot) -> str:
     """What a search says while the index is being built: 'indexing: 412 of 994 notes done,
     about 3 min left; results so far:'."""
     if progress["state"] == "scanning":
@@ -198,7 +200,7 @@ def search_banner(progress: dict[str, Any]) -> str:
     )
 
 
-def early_message(progress: dict[str, Any]) -> str:
+def early_message(progress: ProgressSnapshot) -> str:
     """Why a search during an index found nothing: the notes may not be indexed yet."""
     if progress["state"] == "scanning":
         return "nothing found yet: the notes are still being listed for indexing"

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 from loguru import logger
 
 from mdrag import __version__, indexlock, private
+from mdrag.answers import Freshness, IndexStatus, ProgressSnapshot, SearchAnswer
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config, is_lite_uri
 from mdrag.embedding.embedder import Embedder
@@ -31,8 +33,8 @@ from mdrag.index.workqueue import WorkQueue
 from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
-from mdrag.params import MAX_DRAFT_CHARS, SearchParams, text_param, whole_number
-from mdrag.progress import ProgressMeter
+from mdrag.params import MAX_DRAFT_CHARS, OPERATIONS, SearchParams, search_defaults, text_param, whole_number
+from mdrag.progress import ProgressMeter, early_message
 from mdrag.retrieval.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
 from mdrag.retrieval.gaps import GapLog
 from mdrag.retrieval.notetext import note_text
@@ -70,6 +72,16 @@ def carried_vectors_path(config: Config) -> Path:
 def gap_log_path(config: Config) -> Path:
     """Outside Milvus on purpose: the record of unanswered searches survives `reindex --rebuild`."""
     return beside_index(config, ".gaps.sqlite")
+
+
+@dataclass(frozen=True)
+class Live:
+    """What the daemon knows of the index that the service does not: its queue of changes and
+    the run under way. Given to a search, its answer says it; without it (a command's own
+    process: no queue) the index is exactly as fresh as its last reindex."""
+
+    freshness: Freshness
+    indexing: ProgressSnapshot | None = None
 
 
 class Service:
@@ -175,37 +187,51 @@ class Service:
         """The catalog as the store holds it (at open, and after the store comes back)."""
         return records_from_rows(self.store.metadata_rows(RECORD_FIELDS))
 
-    def handle(self, op: str, params: dict[str, Any]) -> Any:
-        """Answer one read operation of the protocol (the daemon and the direct CLI both call this)."""
-        handlers = {
-            "search": self.search,
+    def handle(self, op: str, params: dict[str, Any], live: Live | None = None) -> Any:
+        """Answer one operation of `params.OPERATIONS` that the service answers (the daemon and
+        a command's own process both call this); `live`: the daemon's view, for a fresh answer."""
+        handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "search": lambda p: self.search(p, live),
             "status": lambda _: self.status(),
             "similar": self.similar,
             "duplicates": self.duplicates,
             "related": self.related,
-            "context": self.context,
+            "context": lambda p: self.context(p, live),
             "note": lambda p: note_text(self._note(p), self.catalog),
             "gaps": lambda p: {"gaps": self.gaps.entries(p.get("status") or None)},
             "gap_status": lambda p: self.gaps.set_status(
                 text_param(p, "query", 1000), p.get("status") or "addressed"
             ),
         }
-        if op not in handlers:
+        found = OPERATIONS.get(op)
+        if found is None or found.answered_by != "service":
             raise QueryError(f"unknown operation {op!r}")
         return handlers[op](params)
 
-    def search(self, raw: dict[str, Any]) -> dict[str, Any]:
-        params = SearchParams.parse(raw, self.search_defaults())
+    def search(self, params: SearchParams | dict[str, Any], live: Live | None = None) -> SearchAnswer:
+        """One search, on parameters parsed once: by whoever asked, or here from a request's
+        fields (the config filling what they leave out)."""
+        if not isinstance(params, SearchParams):
+            params = SearchParams.parse(params, self.search_defaults())
         found = self.searcher.search(params)
         response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
         # search narrowed by tags or a folder, not one asking for more than the configured
         # threshold, nor a search the asker says is not a question yet (the page's as-you-type).
-        asked = raw.get("record_gap") is not False
-        plain = asked and not (params.passage or params.tags or params.path_prefix)
+        plain = params.record_gap and not (params.passage or params.tags or params.path_prefix)
         usual = plain and params.threshold <= self.config.search_threshold
         if not response["results"] and usual and not self.pending():
             self._record_gap(params.query, response["best_candidate_score"], found.query_vector)
+        if live is None:  # no daemon, no queue: as fresh as the last reindex
+            response["freshness"] = {
+                "queue_depth": 0,
+                "last_change_applied_at": self.catalog.last_indexed_at(),
+            }
+        else:
+            response["freshness"] = live.freshness
+            response["indexing"] = live.indexing
+            if live.indexing is not None and not response["results"]:
+                response["message"] = early_message(live.indexing)
         return response
 
     def _record_gap(self, query: str, best: float | None, vector: np.ndarray | None) -> None:
@@ -255,14 +281,17 @@ class Service:
             self._note(params), self.catalog, self.similarity, whole_number(params, "k", 10, 1, 100)
         )
 
-    def context(self, params: dict[str, Any]) -> dict[str, Any]:
+    def context(self, params: dict[str, Any], live: Live | None = None) -> dict[str, Any]:
         max_tokens = whole_number(params, "max_tokens", DEFAULT_MAX_TOKENS, 50, 100000)
         search = {k: v for k, v in params.items() if k != "max_tokens"}
         search.setdefault("top_k", SEARCH_DEPTH)
         search.setdefault("threshold", CONTEXT_THRESHOLD)
-        return build_context(
-            self.search(search), max_tokens, self.embedder.count_tokens, self.config.search_threshold
-        )
+        found = self.search(search)
+        pack = build_context(found, max_tokens, self.embedder.count_tokens, self.config.search_threshold)
+        if live is not None:
+            pack["freshness"] = live.freshness
+            pack["indexing"] = live.indexing
+        return pack
 
     def _note(self, params: dict[str, Any]) -> str:
         """The note's path as the catalog knows it: as written (a symlink stays one), else resolved."""
@@ -277,8 +306,7 @@ class Service:
         return to_text(Path(to_fs(absolute)).resolve())
 
     def search_defaults(self) -> SearchParams:
-        c = self.config
-        return SearchParams(query="-", top_k=c.search_top_k, threshold=c.search_threshold, mode=c.search_mode)
+        return search_defaults(self.config)
 
     def reindex(
         self,
@@ -422,7 +450,7 @@ class Service:
         logger.info("switched to the rebuilt index")
         return report
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> IndexStatus:
         return {
             "version": __version__,
             "documents": self.catalog.status_counts(),

@@ -146,7 +146,7 @@ def test_serve_and_reindex_share_one_arena_before_any_thread_starts(home, monkey
 
     monkeypatch.setattr(heap, "share_one_arena", stop_here)
     monkeypatch.setattr("mdrag.cli.route.lock_index_for_daemon", too_late)
-    monkeypatch.setattr("mdrag.cli.main.open_backend", too_late)
+    monkeypatch.setattr("mdrag.cli.main.open_route", too_late)
     before = threading.active_count()
     assert run("serve", "--root", str(notes)) == 7
     assert run("reindex", str(notes)) == 7

@@ -12,7 +12,7 @@ import pytest
 
 from mdrag.cli import client as client_module
 from mdrag.cli.client import DaemonClient
-from mdrag.cli.route import open_backend
+from mdrag.cli.route import open_route
 from mdrag.config import Config
 from mdrag.errors import DaemonBusyError
 from mdrag.serve.server import SocketServer
@@ -99,7 +99,7 @@ def test_a_daemon_with_every_slot_busy_is_reported_busy_and_never_taken_for_none
         config = Config().with_overrides(
             server_socket_path=str(two_slots.path), milvus_uri=str(tmp_path / "index" / "milvus.db")
         )
-        with pytest.raises(DaemonBusyError), open_backend(config, quiet=True):
+        with pytest.raises(DaemonBusyError), open_route(config, quiet=True):
             pass
         assert not (tmp_path / "index").exists()  # the index was never opened here
     finally:

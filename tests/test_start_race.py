@@ -18,15 +18,15 @@ pytestmark = pytest.mark.slow
 
 HOLDER = """
 import os, sys, time
-from mdrag.cli.route import LocalBackend
+from mdrag.cli.route import LocalRoute
 from mdrag.config import load_config
-backend = LocalBackend(load_config())
+route = LocalRoute(load_config())
 print("held", flush=True)
 deadline = time.monotonic() + 60
 while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
     time.sleep(0.02)
 time.sleep(2)  # a command that looked for the socket just before the daemon bound it
-backend.close()
+route.close()
 """
 
 

@@ -1,4 +1,4 @@
-"""The page's views over a stand-in backend: indexing progress and results so far, failures, errors."""
+"""The page's views over a stand-in route: indexing progress and results so far, failures, errors."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from mdrag.config import Config
 from mdrag.errors import QueryError
+from mdrag.params import SearchParams
 from mdrag.ui.app import Page, search_params
 
 INDEXING = {
@@ -34,15 +35,15 @@ HIT = {
 }
 
 
-class Backend:
+class FakeRoute:
     """Answers as the daemon would, from canned responses."""
 
     def __init__(self, response: dict[str, Any] | None = None, error: Exception | None = None) -> None:
         self.response = response
         self.error = error
-        self.asked: list[dict[str, Any]] = []
+        self.asked: list[SearchParams] = []
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+    def search(self, params: SearchParams, wait_fresh: float | None = None) -> dict[str, Any]:
         self.asked.append(params)
         if self.error:
             raise self.error
@@ -85,14 +86,14 @@ class Backend:
         }[op]
 
 
-def fragment(backend: Backend, **query: str) -> str:
-    page = Page(backend, Config(), "t0ken")  # type: ignore[arg-type]
+def fragment(route: FakeRoute, **query: str) -> str:
+    page = Page(route, Config(), "t0ken")  # type: ignore[arg-type]
     return page.templates.get_template("results.html").render(**page.answer(query))
 
 
 def test_while_indexing_the_page_shows_progress_eta_and_the_results_so_far():
     html = fragment(
-        Backend(
+        FakeRoute(
             {
                 "query": "q",
                 "results": [HIT],
@@ -113,7 +114,7 @@ def test_while_indexing_the_page_shows_progress_eta_and_the_results_so_far():
 def test_with_nothing_found_while_indexing_the_page_says_why():
     message = "nothing found in the 412 of 994 notes indexed so far; the rest are still being indexed (about 3 min left)"
     html = fragment(
-        Backend(
+        FakeRoute(
             {
                 "query": "q",
                 "results": [],
@@ -145,12 +146,12 @@ def test_the_forms_filters_become_the_clis_search_parameters():
 
 
 def test_a_refused_search_shows_the_reason_escaped():
-    html = fragment(Backend(error=QueryError("query is too long <b>")), q="x" * 10)
+    html = fragment(FakeRoute(error=QueryError("query is too long <b>")), q="x" * 10)
     assert '<p class="error">Error: query is too long &lt;b&gt;</p>' in html
 
 
 def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_gaps_and_duplicates():
-    page = Page(Backend(), Config(), "t0ken")  # type: ignore[arg-type]
+    page = Page(FakeRoute(), Config(), "t0ken")  # type: ignore[arg-type]
     response = asyncio.run(page.status(None))  # type: ignore[arg-type]
     html = bytes(response.body).decode()
     assert "n/bad.md</span>: binary file: contains NUL bytes" in html
@@ -162,9 +163,9 @@ def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_g
 
 
 def test_a_search_as_you_type_records_no_knowledge_gap_but_a_submitted_one_may():
-    backend = Backend({"query": "how d", "results": [], "execution_time_ms": 3.0, "message": "nothing"})
-    page = Page(backend, Config(), "t0ken")  # type: ignore[arg-type]
+    route = FakeRoute({"query": "how d", "results": [], "execution_time_ms": 3.0, "message": "nothing"})
+    page = Page(route, Config(), "t0ken")  # type: ignore[arg-type]
     page.answer({"q": "how d"}, typing=True)  # each keystroke's prefix, fetched by the script
     page.answer({"q": "how do I renew a fishing licence"})  # the form, submitted
-    assert backend.asked[0]["record_gap"] is False
-    assert "record_gap" not in backend.asked[1]
+    assert route.asked[0].record_gap is False
+    assert route.asked[1].record_gap is True

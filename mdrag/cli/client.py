@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from mdrag import protocol, trust
-from mdrag.errors import DaemonBusyError, QueryError, RemoteError, ServerNotRunningError
+from mdrag.answers import ReindexReport, SearchAnswer, StatusAnswer
+from mdrag.errors import DaemonBusyError, RemoteError, ServerNotRunningError
+from mdrag.params import OPERATIONS, SearchParams
+from mdrag.progress import OnProgress
 
 CONNECT_TIMEOUT_S = 2.0
 BUSY_RETRY_S = 3.0  # how long a call retries a daemon that answers "busy" before saying so
@@ -39,11 +42,13 @@ class DaemonClient:
         self,
         op: str,
         timeout: float | None = None,
-        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        on_progress: OnProgress | None = None,
         **params: Any,
     ) -> Any:
         """One request; a daemon out of client slots is asked again for up to BUSY_RETRY_S. With
         `on_progress`, the daemon streams progress lines (told to it) before its answer."""
+        if op not in OPERATIONS:  # a typo fails here, not as the daemon's refusal
+            raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)}")
         if on_progress is not None:
             params["stream"] = True
         deadline = time.monotonic() + BUSY_RETRY_S
@@ -61,7 +66,7 @@ class DaemonClient:
         self,
         op: str,
         timeout: float | None,
-        on_progress: Callable[[dict[str, Any]], None] | None,
+        on_progress: OnProgress | None,
         **params: Any,
     ) -> Any:
         # The folder first: a socket in a folder another user can write may be theirs.
@@ -108,17 +113,22 @@ class DaemonClient:
                 raise DaemonBusyError(
                     f"the mdrag daemon on {self.socket_path} is busy: {failure.get('message')}"
                 )
-            if failure.get("type") == "InvalidRequest":  # the caller's mistake, as if checked here
-                raise QueryError(failure.get("message") or "the daemon refused the request")
-            raise RemoteError(failure.get("message") or "the daemon reported an unknown error")
+            # The daemon's error as its own class (a refused argument is a QueryError, as if
+            # checked here; a note the index lacks a NotFoundError), a RemoteError too.
+            protocol.raise_failure(failure)
         return message["result"]
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("search", **params)
+    def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer:
+        """The search these parameters ask for; the fields they leave out take the daemon's
+        defaults (`SearchParams.to_request`), and `wait_fresh` waits for its queue first."""
+        request: dict[str, Any] = dict(params.to_request())
+        if wait_fresh is not None:
+            request["wait_fresh"] = wait_fresh
+        result: SearchAnswer = self.call("search", **request)
         return result
 
-    def status(self) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("status")
+    def status(self) -> StatusAnswer:
+        result: StatusAnswer = self.call("status")
         return result
 
     def reindex(
@@ -126,9 +136,9 @@ class DaemonClient:
         paths: list[str],
         force: bool,
         rebuild: bool,
-        on_progress: Callable[[dict[str, Any]], None] | None = None,
-    ) -> dict[str, Any]:
-        result: dict[str, Any] = self.call(
+        on_progress: OnProgress | None = None,
+    ) -> ReindexReport:
+        result: ReindexReport = self.call(
             "reindex", timeout=None, on_progress=on_progress, paths=paths, force=force, rebuild=rebuild
         )
         return result

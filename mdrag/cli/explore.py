@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from mdrag.cli.paths import shown, typed
-from mdrag.cli.route import command_config, open_backend
+from mdrag.cli.route import command_config, open_route
 
 GROUP_SHOWN = 5  # notes of a duplicate group listed in text; --json has them all
 
@@ -19,11 +19,11 @@ def run(ctx: click.Context, op: str, **params: Any) -> Any:
     """One read operation through the daemon when it runs, else on the index opened here. A
     `note` or `path_prefix` is read as typed once the roots are known (paths.typed)."""
     config = command_config(ctx)
-    with open_backend(config, quiet=True) as backend:
+    with open_route(config, quiet=True) as route:
         for name in ("note", "path_prefix"):
             if params.get(name):
                 params[name] = typed(params[name])
-        return backend.call(op, **{k: v for k, v in params.items() if v is not None})
+        return route.call(op, **{k: v for k, v in params.items() if v is not None})
 
 
 def emit(result: Any, as_json: bool) -> bool:

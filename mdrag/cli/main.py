@@ -7,6 +7,7 @@ the heavy modules load only when a command has to open the index in this process
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -15,12 +16,12 @@ from typing import Any
 
 import click
 
+from mdrag.answers import ClosestNote, DaemonStatus, Hit, SearchAnswer, StatusAnswer
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
 from mdrag.cli.route import (
-    LocalBackend,
     command_config,
     configure_command_logging,
-    open_backend,
+    open_route,
     progress_bar,
 )
 from mdrag.errors import MdragError, QueryError
@@ -85,8 +86,8 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     if absolute and not config.roots:
         # With no roots configured, the folders named here are the roots.
         config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
-    with open_backend(config, quiet=as_json, create=True) as backend, progress_bar(quiet=as_json) as show:
-        report = backend.reindex(absolute, force, rebuild, show)
+    with open_route(config, quiet=as_json, create=True) as route, progress_bar(quiet=as_json) as show:
+        report = route.reindex(absolute, force, rebuild, show)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -155,21 +156,22 @@ def search(
         params["tags"] = list(tags)
     if path_prefix:
         params["path_prefix"] = path_prefix
-    from mdrag.params import SearchParams
+    from mdrag.params import SearchParams, search_defaults
 
-    SearchParams.parse(params)  # fail fast on a bad query, before any index is opened
-    with open_backend(config, quiet=True) as backend:
+    # Parsed once, before any index is opened (a bad query fails fast): the index opened here
+    # searches on these; the daemon is sent the fields given, and fills the rest from its config.
+    asked = SearchParams.parse(params, search_defaults(config))
+    with open_route(config, quiet=True) as route:
         if path_prefix:  # as typed, once the roots it may start from are known
-            params["path_prefix"] = typed(path_prefix)
-        if wait_fresh is not None and not isinstance(backend, LocalBackend):
-            params["wait_fresh"] = wait_fresh  # a local index is as fresh as it gets
-        response = backend.search(params)
+            asked = dataclasses.replace(asked, path_prefix=typed(path_prefix))
+        response = route.search(asked, wait_fresh)  # a local index is as fresh as it gets
     if as_json:
-        click.echo(json.dumps(add_uris(response), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(add_uris(dict(response)), indent=2, ensure_ascii=False))
     else:
-        if response.get("indexing") and response["results"]:
+        indexing = response.get("indexing")
+        if indexing and response["results"]:
             # Beside the hits; with nothing to give, the reason says how far indexing is.
-            click.echo(click.style(search_banner(response["indexing"]), fg="yellow"))
+            click.echo(click.style(search_banner(indexing), fg="yellow"))
         if response["results"]:
             _print_hits(response)
         else:
@@ -190,8 +192,11 @@ def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> No
     """Open the Nth hit (default 1) of QUERY in your editor: `open.command` in the config
     (e.g. `code --goto {path}:{line}`), else $VISUAL, else $EDITOR, else xdg-open."""
     config = command_config(ctx)
-    with open_backend(config, quiet=True) as backend:
-        response = backend.search({"query": query, "top_k": max(n, 1)})
+    from mdrag.params import SearchParams, search_defaults
+
+    asked = SearchParams.parse({"query": query, "top_k": max(n, 1)}, search_defaults(config))
+    with open_route(config, quiet=True) as route:
+        response = route.search(asked)
     if not response["results"]:
         with contextlib.redirect_stdout(sys.stderr):
             _print_hits(response)
@@ -199,7 +204,7 @@ def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> No
     _open_hit(ctx, response, n, print_only)
 
 
-def _open_hit(ctx: click.Context, response: dict[str, Any], n: int, print_only: bool = False) -> None:
+def _open_hit(ctx: click.Context, response: SearchAnswer, n: int, print_only: bool = False) -> None:
     """Run the editor on hit N (1-based) at its matched line: one argv, never a shell."""
     hits = response["results"]
     if not 1 <= n <= len(hits):
@@ -218,7 +223,7 @@ def _open_hit(ctx: click.Context, response: dict[str, Any], n: int, print_only: 
         raise MdragError(f"{argv[0]} exited with {code}")
 
 
-def _print_hits(response: dict[str, Any]) -> None:
+def _print_hits(response: SearchAnswer) -> None:
     results = response["results"]
     if not results:
         click.echo(nothing_line(response))
@@ -237,19 +242,20 @@ def _print_hits(response: dict[str, Any]) -> None:
     _print_dropped(response)
 
 
-def _print_hit(hit: dict[str, Any], colour: str) -> None:
+def _print_hit(hit: Hit, colour: str) -> None:
     heading = hit["heading_path"] or hit["metadata"].get("title", "")
     click.echo(
         _style(f"{hit['confidence_score']:.3f}", fg=colour)
         + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
         + (_style(f"  {heading}", fg="cyan") if heading else "")
     )
-    for line in explain_lines(hit["explain"]) if hit.get("explain") else []:
+    explain = hit.get("explain")
+    for line in explain_lines(explain) if explain else []:
         click.echo("       " + line)
     click.echo("       " + _snippet_line(hit))
 
 
-def _snippet_line(hit: dict[str, Any]) -> str:
+def _snippet_line(hit: Hit) -> str:
     """The window that matched, on one line around the query's words, marked bold on a terminal."""
     shown_part = hit.get("snippet")
     if shown_part is None:  # a daemon from before snippets: the section, under its heading line
@@ -276,7 +282,7 @@ def _style(text: str, **style: Any) -> str:
     return click.style(text, **style) if _colour() else text
 
 
-def _print_closest(closest: list[dict[str, Any]]) -> None:
+def _print_closest(closest: list[ClosestNote]) -> None:
     """Never a bare "nothing": the nearest notes, so a user sees what the index does hold."""
     for note in closest:
         heading = f"  {note['heading_path']}" if note["heading_path"] else ""
@@ -287,7 +293,7 @@ def _print_closest(closest: list[dict[str, Any]]) -> None:
         )
 
 
-def _print_dropped(response: dict[str, Any]) -> None:
+def _print_dropped(response: SearchAnswer) -> None:
     explain = response.get("explain")
     if not explain:
         return
@@ -306,22 +312,23 @@ def _print_dropped(response: dict[str, Any]) -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show what the index holds: documents by status, sections, failures."""
     config = command_config(ctx)
-    with open_backend(config, quiet=True) as backend:
-        report = backend.status()
+    with open_route(config, quiet=True) as route:
+        report = route.status()
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return
     _print_status(report)
 
 
-def _print_status(report: dict[str, Any]) -> None:
+def _print_status(report: StatusAnswer) -> None:
     daemon = report.get("daemon")
     if daemon:
         click.echo(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
         click.echo(f"state:     {_state(daemon)}")
         click.echo(f"queue:     {daemon['queue_depth']} pending")
-        if daemon.get("indexing"):
-            click.echo(f"progress:  {progress_line(daemon['indexing'])}")
+        indexing = daemon.get("indexing")
+        if indexing:
+            click.echo(f"progress:  {progress_line(indexing)}")
     else:
         click.echo("daemon:    not running (read the index directly)")
     click.echo(f"roots:     {', '.join(report['roots']) or '(none configured)'}")
@@ -368,7 +375,7 @@ def _print_status(report: dict[str, Any]) -> None:
             click.echo(f"  {shown(warning['file_path'])}: {warning['warning']}")
 
 
-def _state(daemon: dict[str, Any]) -> str:
+def _state(daemon: DaemonStatus) -> str:
     """`reconciling` from the first answer until the start-up reconcile is done (a script waiting
     for `watching` then finds every note), with the indexing progress when there is one."""
     state = str(daemon.get("state", "unknown"))
@@ -396,10 +403,10 @@ def ui_command(ctx: click.Context, no_browser: bool, port: int) -> None:
     Its own process, a client of the running daemon; with no daemon it opens the index itself, as
     `mdrag search` does, and holds it until stopped."""
     config = command_config(ctx)
-    with open_backend(config, quiet=True) as backend:
+    with open_route(config, quiet=True) as route:
         from mdrag.ui.serve import serve  # the web framework loads only for this command
 
-        serve(backend, config, open_browser=not no_browser, port=port)
+        serve(route, config, open_browser=not no_browser, port=port)
 
 
 @cli.command("mcp")

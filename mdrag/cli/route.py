@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mdrag import indexlock, private
+from mdrag.answers import ProgressSnapshot, ReindexReport, SearchAnswer, StatusAnswer
 from mdrag.cli import paths
 from mdrag.config import Config, load_config
 from mdrag.errors import (
@@ -23,24 +24,25 @@ from mdrag.errors import (
     UnsafePathError,
 )
 from mdrag.milvus import index_exists, start_early
+from mdrag.params import SearchParams
 from mdrag.progress import OnProgress, progress_line, short_eta
 
 
-class Backend(Protocol):
+class Route(Protocol):
     """What the commands need: the daemon over its socket, or a Service in this process."""
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer: ...
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> StatusAnswer: ...
 
     def reindex(
         self, paths: list[str], force: bool, rebuild: bool, on_progress: OnProgress | None = None
-    ) -> dict[str, Any]: ...
+    ) -> ReindexReport: ...
 
     def call(self, op: str, **params: Any) -> Any: ...
 
 
-class LocalBackend:
+class LocalRoute:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
@@ -55,25 +57,21 @@ class LocalBackend:
             raise
         self.service = Service.open(config, lock)  # owns the lock from here: releases it on close
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        response = self.service.search(params)
-        # No daemon, no queue: the index is exactly as fresh as its last reindex.
-        response["freshness"] = {
-            "queue_depth": 0,
-            "last_change_applied_at": self.service.catalog.last_indexed_at(),
-        }
-        return response
+    def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer:
+        """The search, on the parameters as parsed (once); a local index is as fresh as it gets,
+        so `wait_fresh` has nothing to wait for."""
+        return self.service.search(params)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StatusAnswer:
         return {"daemon": None, **self.service.status()}
 
     def call(self, op: str, **params: Any) -> Any:
-        """Any read operation of the protocol, answered here as the daemon would."""
-        return self.search(params) if op == "search" else self.service.handle(op, params)
+        """Any operation of the table that the service answers, here as the daemon would."""
+        return self.service.handle(op, params)
 
     def reindex(
         self, paths: list[str], force: bool, rebuild: bool, on_progress: OnProgress | None = None
-    ) -> dict[str, Any]:
+    ) -> ReindexReport:
         from mdrag.progress import ProgressMeter
 
         meter = ProgressMeter(on_progress)
@@ -91,7 +89,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
     if not sys.stderr.isatty():
         last = [time.monotonic()]
 
-        def print_progress(progress: dict[str, Any]) -> None:
+        def print_progress(progress: ProgressSnapshot) -> None:
             if not quiet and time.monotonic() - last[0] >= 10:
                 last[0] = time.monotonic()
                 print(progress_line(progress), file=sys.stderr, flush=True)
@@ -116,7 +114,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
         desc="indexing",
     )
 
-    def update(progress: dict[str, Any]) -> None:
+    def update(progress: ProgressSnapshot) -> None:
         if progress["state"] == "scanning" or not progress["total"]:
             return  # nothing counted yet, or a run with nothing to embed: the bar stays as it is
         bar.total = progress["total"]
@@ -137,7 +135,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
 
 
 @contextmanager
-def open_backend(config: Config, quiet: bool, create: bool = False) -> Iterator[Backend]:
+def open_route(config: Config, quiet: bool, create: bool = False) -> Iterator[Route]:
     """The daemon when one answers on the socket, else the index opened here (and only then
     is logging set up: loguru's import is a fifth of a short command's start-up).
 
@@ -156,22 +154,22 @@ def open_backend(config: Config, quiet: bool, create: bool = False) -> Iterator[
             "start `mdrag serve` or run `mdrag reindex DIR`"
         )
     configure_command_logging(config, quiet)
-    backend = _local_unless_daemon(config, client)
-    if backend is None:
+    route = _local_unless_daemon(config, client)
+    if route is None:
         yield client
         return
     paths.use_roots(config.roots)
     try:
-        yield backend
+        yield route
     finally:
-        backend.close()
+        route.close()
 
 
 DAEMON_START_WAIT_S = 30.0  # how long a command waits for a starting daemon's socket to answer
 DAEMON_POLL_S = 0.1
 
 
-def _local_unless_daemon(config: Config, client: Any) -> LocalBackend | None:
+def _local_unless_daemon(config: Config, client: Any) -> LocalRoute | None:
     """The index opened here, or None when a daemon holds it and answers: ask that one.
 
     A daemon takes the index's lock before it binds its socket (a second `serve` is refused at
@@ -181,7 +179,7 @@ def _local_unless_daemon(config: Config, client: Any) -> LocalBackend | None:
     deadline = time.monotonic() + DAEMON_START_WAIT_S
     while True:
         try:
-            return LocalBackend(config)
+            return LocalRoute(config)
         except StoreLockedError as busy:
             if _answers(client):
                 return None

@@ -10,11 +10,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from loguru import logger
 
+from mdrag.answers import ReindexReport
 from mdrag.catalog import Catalog, record_from_row
 from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
@@ -63,8 +64,8 @@ class IndexReport:
     sections_reused: int = 0
     seconds: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> ReindexReport:
+        return cast(ReindexReport, asdict(self))
 
 
 class RunVectors:

@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from loguru import logger
+
+from mdrag.answers import UnavailableRoot
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of the folder at a root's path
 EMPTY = "empty where the index holds notes of it"
@@ -92,7 +93,7 @@ class Roots:
         with self._lock:
             return self._states[root].identity
 
-    def report(self) -> list[dict[str, Any]]:
+    def report(self) -> list[UnavailableRoot]:
         """The unavailable roots for `status`: root, reason, since and the notes kept."""
         return [
             {

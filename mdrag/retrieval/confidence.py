@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from mdrag.answers import Evidence, SearchAnswer
 
 NO_ANSWER = "no confident answer in your notes"
 # Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
@@ -39,7 +39,7 @@ def confidence_level(best_score: float | None, hits: int) -> str:
     return "none"
 
 
-def results_line(response: dict[str, Any]) -> str:
+def results_line(response: SearchAnswer) -> str:
     """'2 results, high confidence, in 21 ms'."""
     count = len(response["results"])
     level = response.get("confidence", {}).get("level", "none")
@@ -48,7 +48,7 @@ def results_line(response: dict[str, Any]) -> str:
     )
 
 
-def nothing_line(response: dict[str, Any]) -> str:
+def nothing_line(response: SearchAnswer) -> str:
     """Why no answer is shown: 'no confident answer in your notes: no section scored 0.7 or more;
     closest notes:', '...: no note found mentions loki; possibly related:' (the daemon's message while
     it indexes)."""
@@ -58,7 +58,7 @@ def nothing_line(response: dict[str, Any]) -> str:
     return message + ("; closest notes:" if response.get("closest") else "")
 
 
-def related_line(response: dict[str, Any]) -> str:
+def related_line(response: SearchAnswer) -> str:
     """'(2 possibly related, none at 0.7 or more, in 21 ms)'."""
     threshold = response.get("search_parameters", {}).get("threshold", 0.7)
     return (
@@ -72,7 +72,7 @@ def related_line(response: dict[str, Any]) -> str:
 _EVIDENCE = {"dense_rank": "1/dense_rank", "keyword_rank": "1/keyword_rank"}
 
 
-def explain_lines(explain: dict[str, Any]) -> list[str]:
+def explain_lines(explain: Evidence) -> list[str]:
     """A hit's --explain: its similarity and ranks, then the evidence its score weighed."""
     e = explain
     return [

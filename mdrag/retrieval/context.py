@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mdrag.answers import Hit, SearchAnswer
 from mdrag.retrieval.confidence import outcome_of
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
@@ -16,7 +17,7 @@ SEARCH_DEPTH = 30  # hits fetched to fill the budget; the pack takes them best f
 CONTEXT_THRESHOLD = 0.5
 
 
-def citation(hit: dict[str, Any], short: bool = False) -> str:
+def citation(hit: Hit | dict[str, Any], short: bool = False) -> str:
     """`path#anchor (lines a-b): heading path`; short, the path and lines alone."""
     source = hit["source"]
     where = f"{source['anchor']} (lines {source['start_line']}-{source['end_line']})"
@@ -26,7 +27,7 @@ def citation(hit: dict[str, Any], short: bool = False) -> str:
 
 
 def build_context(
-    response: dict[str, Any], max_tokens: int, count_tokens: TokenCounter, answer_at: float = 0.7
+    response: SearchAnswer, max_tokens: int, count_tokens: TokenCounter, answer_at: float = 0.7
 ) -> dict[str, Any]:
     """Pack the response's hits, best first, skipping repeats, until the budget is spent.
 

@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdrag.milvus import clip_bytes
 from mdrag.notes.document import DocumentError, decode_text, hash_bytes
 from mdrag.notes.pathtext import to_fs
+
+if TYPE_CHECKING:
+    from mdrag.retrieval.search import Candidate
 
 # The index keeps no copy of a section's text: at ~1.3 KB per row it was a seventh of Milvus
 # Lite's memory. The note is the source of truth, and a row names the version it was cut from
 # (file_hash) and where (start/end_position), so the text is read back from the file. A note
 # changed on disk and not indexed yet holds other text at those places: its rows show the text
 # they embedded instead (`fallback`), so a search still finds the version it indexed.
-Fallback = Callable[[list[dict[str, Any]]], dict[str, str]]
+Fallback = Callable[[list[Any]], dict[str, str]]  # the store's window_texts: rows -> id -> text
 
 
-def attach_texts(rows: Iterable[dict[str, Any]], fallback: Fallback) -> None:
+def attach_texts(rows: Iterable[Candidate], fallback: Fallback) -> None:
     """Set `section_text` on every row that lacks it: from its note when the note still has the
     indexed hash, else from `fallback` (id -> text, one call for all such rows)."""
     notes: dict[tuple[str, str], str | None] = {}
-    stale: list[dict[str, Any]] = []
+    stale: list[Candidate] = []
     for row in rows:
         if "section_text" in row:
             continue

@@ -30,7 +30,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mdrag.retrieval.search import Candidate
 
 FEATURES = (
     "cosine",
@@ -149,7 +152,7 @@ class QueryEvidence:
 
 def features(
     query: Query,
-    candidate: dict[str, Any],
+    candidate: Candidate,
     lowered: tuple[str, str],
     dense_rank: int | None,
     keyword_rank: int | None,
@@ -206,12 +209,12 @@ def probability(values: Sequence[float], mode: str) -> float:
 
 def score_candidates(
     query: str,
-    dense: list[dict[str, Any]],
-    keyword: list[dict[str, Any]],
+    dense: list[Candidate],
+    keyword: list[Candidate],
     key: Any,
     baseline: tuple[float, float] | None = None,
     keyword_searched: bool = True,
-) -> tuple[list[tuple[dict[str, Any], tuple[float, ...]]], QueryEvidence]:
+) -> tuple[list[tuple[Candidate, tuple[float, ...]]], QueryEvidence]:
     """Every distinct candidate of the two ranked lists with its features, in first-seen order,
     and what the pool says about the query as a whole.
 
@@ -221,18 +224,18 @@ def score_candidates(
     prepared = Query.of(query)
     dense_ranks = {key(row): rank for rank, row in enumerate(dense, start=1)}
     keyword_ranks = {key(row): rank for rank, row in enumerate(keyword, start=1)}
-    merged: dict[Any, dict[str, Any]] = {}
+    merged: dict[Any, Candidate] = {}
     for row in [*dense, *keyword]:
         k = key(row)
         if k not in merged:
-            merged[k] = dict(row)
+            merged[k] = row.copy()
         else:
             merged[k]["cosine"] = max(merged[k]["cosine"], row["cosine"])
         if k in keyword_ranks and "bm25" in row:
             merged[k]["bm25"] = row["bm25"]
     # The best row of each note: a candidate's lead is over the best *other* note that is not
     # a copy of it (a vault's duplicated or versioned notes would otherwise erase each other's lead).
-    by_note: dict[str, dict[str, Any]] = {}
+    by_note: dict[str, Candidate] = {}
     for row in merged.values():
         best = by_note.get(row["file_path"])
         if best is None or row["cosine"] > best["cosine"]:
@@ -281,7 +284,7 @@ def score_candidates(
     return out, pool
 
 
-def _spread(leaders: list[dict[str, Any]]) -> float:
+def _spread(leaders: list[Candidate]) -> float:
     """The best note's cosine over the SPREAD_DEPTH-th note's (or the last's, in a smaller pool)."""
     if len(leaders) < 2:
         return 0.0
@@ -310,9 +313,7 @@ def _capitalized(text: str, rare_words: set[str]) -> tuple[str, ...]:
     return tuple(sorted(n for n in names if _stem(n) not in rare_words))
 
 
-def _rival(
-    row: dict[str, Any], leaders: list[dict[str, Any]], cache: dict[int, frozenset[str]]
-) -> float | None:
+def _rival(row: Candidate, leaders: list[Candidate], cache: dict[int, frozenset[str]]) -> float | None:
     """The cosine of the closest other note among `leaders` (best first) that is not a copy of
     the row's, or None."""
     return next(
@@ -328,16 +329,16 @@ def _rival(
     )
 
 
-def _lowered(row: dict[str, Any]) -> tuple[str, str]:
+def _lowered(row: Candidate) -> tuple[str, str]:
     text = str(row.get("section_text") or "").lower()
     return text, f"{row.get('title') or ''} {row.get('heading_path') or ''}".lower()
 
 
-def _copies(a: dict[str, Any], b: dict[str, Any], cache: dict[int, frozenset[str]]) -> bool:
+def _copies(a: Candidate, b: Candidate, cache: dict[int, frozenset[str]]) -> bool:
     """Whether two sections say nearly the same: most words of their openings shared (the
     opening bounds the cost; a copy or a lightly edited version shares it)."""
 
-    def words(row: dict[str, Any]) -> frozenset[str]:
+    def words(row: Candidate) -> frozenset[str]:
         if id(row) not in cache:
             opening = str(row.get("section_text") or "")[:COPY_OPENING].lower()
             cache[id(row)] = frozenset(opening.split())

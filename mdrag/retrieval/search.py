@@ -7,10 +7,11 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TypedDict, cast
 
 import numpy as np
 
+from mdrag import answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.milvus import Store, quote
@@ -21,11 +22,51 @@ from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, con
 from mdrag.retrieval.hittext import attach_texts
 from mdrag.retrieval.snippets import snippet
 
+
+class Candidate(TypedDict, total=False):
+    """A search candidate: one section window as the store returns it, then what the search adds.
+
+    Declared here, where candidates are made; relevance, snippets and hittext read and add to
+    it. A row's display fields (index.rows writes them) and its id/distance come from the store;
+    `cosine` and `bm25` from the search, `section_text` from hittext, `score` and `features` from
+    relevance."""
+
+    # the store's row: its id, match distance and display fields
+    id: str
+    distance: float
+    embedding: list[float]  # keyword rows only, popped once their cosine is taken
+    section_id: str
+    file_path: str
+    file_hash: str
+    window_index: int
+    section_heading: str
+    heading_level: int
+    heading_path: str
+    section_type: str
+    chunk_index: int
+    token_count: int
+    start_position: int
+    end_position: int
+    window_start: int | None  # absent on an older layout's rows
+    window_end: int | None
+    start_line: int
+    end_line: int
+    anchor: str
+    title: str
+    tags: list[str] | None
+    # added by the search
+    cosine: float  # of the query vector and the row's (the best window's, per section)
+    bm25: float  # keyword rows: the BM25 score
+    section_text: str  # hittext: read from the note (or the row's embedded text when stale)
+    score: float  # relevance: the candidate's score in [0, 1]
+    features: tuple[float, ...]  # relevance: its evidence, in relevance.FEATURES order
+
+
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
 
 
-def source_reference(row: dict[str, Any]) -> dict[str, Any]:
+def source_reference(row: Candidate) -> answers.SourceReference:
     """Where a hit lives: path, lines, heading path and a `path#slug` link an editor can open."""
     path = row["file_path"]
     return {
@@ -47,40 +88,40 @@ class Hit:
     chunk_index: int
     confidence_score: float  # relevance score in [0, 1]: how likely it answers (see relevance.py)
     section_text: str
-    snippet: dict[str, Any]  # the window that matched: text, lines, the query's words in it
+    snippet: answers.Snippet  # the window that matched: text, lines, the query's words in it
     start_line: int
     end_line: int
     heading_path: str
-    source: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    explain: dict[str, Any] | None = None  # with --explain: dense score and the ranks behind it
+    source: answers.SourceReference
+    metadata: answers.HitMetadata
+    explain: answers.Evidence | None = None  # with --explain: dense score and the ranks behind it
     similarity: float | None = None  # raw cosine of the section's best-matching window
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> answers.Hit:
         # Shallow on purpose: every dict in a hit is built for it alone, and asdict's deep copy
         # cost a measurable share of each answer.
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return cast(answers.Hit, {f.name: getattr(self, f.name) for f in fields(self)})
 
 
 @dataclass
 class SearchResponse:
     query: str
     results: list[Hit]
-    search_parameters: dict[str, Any]
+    search_parameters: answers.SearchParameters
     execution_time_ms: float
+    confidence: answers.Confidence
     best_candidate_score: float | None = None  # the best score seen, passing or not
-    closest: list[dict[str, Any]] = field(default_factory=list)  # when nothing passes: the nearest notes
+    closest: list[answers.ClosestNote] = field(default_factory=list)  # when nothing passes: the nearest notes
     related: list[Hit] = field(default_factory=list)  # when nothing passes: hits close under the bar
-    confidence: dict[str, Any] = field(default_factory=dict)
     message: str = ""
-    explain: dict[str, Any] | None = None  # with --explain: the candidates the threshold dropped
+    explain: answers.SearchExplain | None = None  # with --explain: the candidates the threshold dropped
     query_vector: np.ndarray | None = None  # not part of the answer: kept for the gap log
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> answers.SearchAnswer:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "query_vector"}
         data["results"] = [hit.to_dict() for hit in self.results]
         data["related"] = [hit.to_dict() for hit in self.related]
-        return data
+        return cast(answers.SearchAnswer, data)
 
 
 class Searcher:
@@ -124,11 +165,11 @@ class Searcher:
             keyword = self._keyword_pool.submit(
                 self.store.search_keyword, relevance.keyword_query(params.query), limit, expr
             )
-        ranked: list[list[dict[str, Any]]] = []
+        ranked: list[list[Candidate]] = []
         try:
             vector = self._query_vector(params)
             if params.mode in ("dense", "hybrid"):
-                dense = self.store.search_dense(vector, limit, expr)
+                dense = cast(list[Candidate], self.store.search_dense(vector, limit, expr))
                 for row in dense:
                     row["cosine"] = row["distance"]
                 dense = [row for row in dense if not (leave_out and leave_out(row["file_path"]))]
@@ -140,7 +181,7 @@ class Searcher:
                 futures.wait([keyword])
             raise
         if keyword is not None:
-            found = keyword.result()
+            found = cast(list[Candidate], keyword.result())
             for row in found:
                 row["cosine"] = float(np.dot(np.asarray(row.pop("embedding"), dtype=np.float32), vector))
                 row["bm25"] = row["distance"]
@@ -158,7 +199,7 @@ class Searcher:
         top = max((hit.confidence_score for hit in hits), default=None)
         level = confidence_level(top, len(hits))
         message = ""
-        closest: list[dict[str, Any]] = []
+        closest: list[answers.ClosestNote] = []
         related: list[Hit] = []
         reason = ""
         if not hits:
@@ -220,9 +261,9 @@ class Searcher:
         mean = np.mean([self.embedder.embed_query(w) for w in windows], axis=0)
         return (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
 
-    def _sections(self, rows: list[dict[str, Any]], params: SearchParams) -> list[dict[str, Any]]:
+    def _sections(self, rows: list[Candidate], params: SearchParams) -> list[Candidate]:
         """Windows -> one candidate per section, in the engine's order, as its best-cosine window."""
-        sections: dict[tuple[str, str, int], dict[str, Any]] = {}
+        sections: dict[tuple[str, str, int], Candidate] = {}
         for row in rows:
             if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]:
                 continue  # a version being swapped out or in: never mix two versions of a note
@@ -236,10 +277,10 @@ class Searcher:
 
 def _score(
     params: SearchParams,
-    dense: list[dict[str, Any]],
-    keyword: list[dict[str, Any]],
+    dense: list[Candidate],
+    keyword: list[Candidate],
     baseline: tuple[float, float] | None,
-) -> tuple[list[dict[str, Any]], relevance.QueryEvidence]:
+) -> tuple[list[Candidate], relevance.QueryEvidence]:
     """Every distinct candidate with its relevance `score` and `features`, best first (ties keep
     the dense-then-keyword order the engine gave), and what the pool says of the query."""
     scored = []
@@ -255,12 +296,12 @@ def _score(
 
 
 def _pass_threshold(
-    ordered: list[dict[str, Any]], params: SearchParams
-) -> tuple[list[dict[str, Any]], float | None, list[dict[str, Any]]]:
+    ordered: list[Candidate], params: SearchParams
+) -> tuple[list[Candidate], float | None, list[Candidate]]:
     """The first top_k candidates whose score passes the threshold, the best score seen,
     and the candidates looked at that the threshold dropped."""
-    chosen: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
+    chosen: list[Candidate] = []
+    dropped: list[Candidate] = []
     best: float | None = None
     for candidate in ordered:
         if len(chosen) >= params.top_k or len(chosen) + len(dropped) >= max(params.top_k, 10):
@@ -273,9 +314,9 @@ def _pass_threshold(
     return chosen, best, dropped
 
 
-def _closest(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _closest(ordered: list[Candidate]) -> list[answers.ClosestNote]:
     """The best-scored section of each of the first few notes, for an answer that kept nothing."""
-    closest: list[dict[str, Any]] = []
+    closest: list[answers.ClosestNote] = []
     seen: set[str] = set()
     for row in ordered:
         if row["file_path"] in seen:
@@ -295,25 +336,25 @@ def _closest(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return closest
 
 
-def _key(row: dict[str, Any]) -> tuple[str, str, int]:
+def _key(row: Candidate) -> tuple[str, str, int]:
     return (row["file_path"], row["section_id"], row["start_position"])
 
 
 def _explain(
     hits: list[Hit],
-    chosen: list[dict[str, Any]],
-    dropped: list[dict[str, Any]],
-    ordered: list[dict[str, Any]],
-    ranked: list[list[dict[str, Any]]],
+    chosen: list[Candidate],
+    dropped: list[Candidate],
+    ordered: list[Candidate],
+    ranked: list[list[Candidate]],
     params: SearchParams,
-) -> dict[str, Any]:
+) -> answers.SearchExplain:
     """Per hit: its similarity, score, the evidence behind it and its ranks; and what the threshold cut."""
     fused_rank = {_key(c): rank for rank, c in enumerate(ordered, start=1)}
     lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
     ranks = {name: {_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()}
     by_id = {c["id"]: c for c in chosen}
 
-    def ranks_of(candidate: dict[str, Any]) -> dict[str, Any]:
+    def ranks_of(candidate: Candidate) -> answers.Evidence:
         key = _key(candidate)
         return {
             "similarity": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
@@ -364,7 +405,7 @@ def _filter(params: SearchParams) -> str:
     return " and ".join(clauses)
 
 
-def _hit(row: dict[str, Any], query: str = "") -> Hit:
+def _hit(row: Candidate, query: str = "") -> Hit:
     """A candidate row (display fields and its `cosine`) as the hit a response shows; its snippet
     marks the query's words (none for a passage: every word of it would be marked)."""
     return Hit(

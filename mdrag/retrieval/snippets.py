@@ -5,9 +5,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
+from mdrag.answers import Snippet
 from mdrag.retrieval.relevance import Query, whole_term
+
+if TYPE_CHECKING:
+    from mdrag.retrieval.search import Candidate
 
 # Words too common to mark: highlighting every "the" would hide the words that matter.
 STOP_WORDS = frozenset(
@@ -61,7 +65,7 @@ def highlights(text: str, terms: list[str], rare: tuple[str, ...] = ()) -> list[
     return sorted(found)
 
 
-def window_text(row: dict[str, Any]) -> tuple[str, int]:
+def window_text(row: Candidate) -> tuple[str, int]:
     """The text of the window that matched and its offset in the file: the part of the section the
     hit's vector stands for. Rows without a window's place (an older layout) give the section."""
     text, start = row["section_text"], row["start_position"]
@@ -82,7 +86,7 @@ def window_text(row: dict[str, Any]) -> tuple[str, int]:
     return text, start
 
 
-def snippet(row: dict[str, Any], query: str) -> dict[str, Any]:
+def snippet(row: Candidate, query: str) -> Snippet:
     """A hit's snippet: the matched window's text (plain), its lines in the file, and the
     (start, end) offsets in that text of the query's words."""
     rare, terms = _marks(query)
@@ -113,7 +117,7 @@ def _without(query: str, rare: tuple[str, ...]) -> str:
     return query
 
 
-def _holding(row: dict[str, Any], rare: tuple[str, ...], text: str, offset: int) -> tuple[str, int]:
+def _holding(row: Candidate, rare: tuple[str, ...], text: str, offset: int) -> tuple[str, int]:
     """The window, or, when it lacks every identifier asked for (pg_restore) and its section holds
     one, the whole lines around the identifier's first place: what a keyword search matched."""
     if not rare or any(whole_term(term).search(text) for term in rare):

@@ -13,19 +13,21 @@ from typing import Any
 from loguru import logger
 
 from mdrag import indexlock
+from mdrag.answers import DaemonStatus, Freshness, Pong, ProgressSnapshot, StatusAnswer
 from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
 from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import Command, WorkQueue
 from mdrag.milvus import index_held
 from mdrag.notes.pathtext import to_text
-from mdrag.progress import ProgressMeter, early_message, progress_line
+from mdrag.params import OPERATIONS
+from mdrag.progress import ProgressMeter, progress_line
 from mdrag.serve.gate import Gate
 from mdrag.serve.liveness import Liveness, PulsingEvent
 from mdrag.serve.notify import SystemdNotifier
 from mdrag.serve.server import SocketServer
 from mdrag.serve.writer import Writer, WriterState
-from mdrag.service import Service
+from mdrag.service import Live, Service
 
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
@@ -241,7 +243,7 @@ class Daemon:
     def request_sweep(self) -> None:
         self.queue.submit(Command("reconcile"))
 
-    def indexing(self) -> dict[str, Any] | None:
+    def indexing(self) -> ProgressSnapshot | None:
         """The run under way (notes and texts done of those known, rate, ETA), else None."""
         return self._running.writer.indexing() if self._running is not None else None
 
@@ -283,19 +285,23 @@ class Daemon:
     # ---- requests from the socket -----------------------------------------------------------------
 
     def handle(self, op: str, params: dict[str, Any]) -> Any:
-        if op == "ping":
-            return {
+        """One request of `params.OPERATIONS` (the server checked its name): the table says who
+        answers it, whether it reads the store, and whether its answer says how fresh it is."""
+        operation = OPERATIONS[op]
+        if operation.answered_by == "daemon":  # ping
+            pong: Pong = {
                 "pong": True,
                 "pid": os.getpid(),
                 "state": self._running.writer.state if self._running is not None else WriterState.STARTING,
                 "roots": list(self.config.roots),
             }
+            return pong
         if not self._ready.wait(STARTUP_WAIT_S) or self._running is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
         service = self._running.service
-        if op not in ("status", "gaps", "gap_status"):
+        if operation.reads_store:
             self._check_store()
-        if op in ("search", "context"):
+        if operation.fresh:
             self.last_request_at = time.monotonic()  # a search waiting for freshness is activity too
             wait = params.pop("wait_fresh", None)
             if wait is not None:
@@ -306,15 +312,12 @@ class Daemon:
                 ):
                     raise QueryError(f"wait_fresh must be 0-{MAX_WAIT_FRESH_S:.0f} seconds")
                 self.queue.wait_idle(float(wait))  # before the gate: a reopen may be what it waits for
-            response = self._read_store(op, params)
-            response["freshness"] = self.freshness()
-            response["indexing"] = indexing = self.indexing()
-            if indexing is not None and not response.get("results", True):
-                response["message"] = early_message(indexing)
-            return response
+            # Its answer says how fresh the index it read was (taken as the read begins).
+            return self._read_store(op, params, fresh=True)
         if op == "status":
-            return {"daemon": self.daemon_status(), **service.status()}
-        if op == "reindex":
+            status: StatusAnswer = {"daemon": self.daemon_status(), **service.status()}
+            return status
+        if operation.answered_by == "writer":  # reindex
             paths = params.get("paths") or None
             if paths is not None and (
                 not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
@@ -328,11 +331,11 @@ class Daemon:
             if params.get("stream") is True:
                 return self._stream_progress(command)
             return command.wait()
-        if op in ("gaps", "gap_status"):
+        if not operation.reads_store:
             return service.handle(op, params)  # the gap log, not the store
         return self._read_store(op, params)
 
-    def _stream_progress(self, command: Command) -> Iterator[dict[str, Any]]:
+    def _stream_progress(self, command: Command) -> Iterator[ProgressSnapshot]:
         """The progress of whatever run is under way until `command` is done, then its result
         (the server sends each as a progress line before the answer)."""
         last: ProgressMeter | None = None  # the run last reported, until its end is reported too
@@ -349,7 +352,7 @@ class Daemon:
                 yield meter.snapshot().to_dict()
         return command.wait()
 
-    def _read_store(self, op: str, params: dict[str, Any]) -> Any:
+    def _read_store(self, op: str, params: dict[str, Any], fresh: bool = False) -> Any:
         """An operation that reads the store: it shares it, and counts as activity from its
         start to its end (a reopen waits for quiet); status and gap requests do neither."""
         running = self.running
@@ -362,7 +365,8 @@ class Daemon:
         try:
             with self.gate.shared():
                 self._check_store()  # a reopen it waited for may have failed
-                return running.service.handle(op, params)
+                live = Live(self.freshness(), self.indexing()) if fresh else None
+                return running.service.handle(op, params, live)
         finally:
             self.last_request_at = time.monotonic()
 
@@ -374,10 +378,10 @@ class Daemon:
                 "changes are queued and will be applied when it is back"
             )
 
-    def freshness(self) -> dict[str, Any]:
+    def freshness(self) -> Freshness:
         return {"queue_depth": self.queue.depth(), "last_change_applied_at": self.queue.last_applied_at}
 
-    def daemon_status(self) -> dict[str, Any]:
+    def daemon_status(self) -> DaemonStatus:
         running = self.running
         writer = running.writer
         return {

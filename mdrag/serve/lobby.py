@@ -195,7 +195,7 @@ class Lobby:
                 else:
                     self._drop(conn)  # idle too long (or never spoke): its connection only
 
-    def _refuse(self, conn: socket.socket, message: dict) -> None:
+    def _refuse(self, conn: socket.socket, message: protocol.ErrorAnswer) -> None:
         self._release(conn)
         reply(conn, message)
 
@@ -211,7 +211,7 @@ class Lobby:
         conn.close()
 
 
-def reply(conn: socket.socket, message: dict) -> None:
+def reply(conn: socket.socket, message: protocol.Message) -> None:
     """One message, then close: never blocks the caller for long on a client that reads nothing."""
     try:
         conn.settimeout(0.5)

@@ -13,7 +13,7 @@ from typing import Any
 from loguru import logger
 
 from mdrag import protocol, trust
-from mdrag.errors import AlreadyRunningError, MdragError, QueryError
+from mdrag.errors import AlreadyRunningError, MdragError
 from mdrag.serve.lobby import Lobby, reply
 from mdrag.trust import peer_uid
 
@@ -213,7 +213,7 @@ class SocketServer:
             else:
                 conn.close()
 
-    def _answer(self, line: bytes) -> Iterator[dict[str, Any]]:
+    def _answer(self, line: bytes) -> Iterator[protocol.Message]:
         """The response to one request: one line, or progress lines first when the handler
         streams (returns a generator: what it yields is progress, what it returns the result)."""
         try:
@@ -228,10 +228,8 @@ class SocketServer:
                         break
                     yield protocol.progress(step)
             yield protocol.ok(result)
-        except QueryError as exc:
-            yield protocol.error("InvalidRequest", str(exc))
-        except MdragError as exc:
-            yield protocol.error(type(exc).__name__, str(exc))
+        except MdragError as exc:  # its kind travels: the client raises the same class
+            yield protocol.failure(exc)
         except Exception as exc:  # a bug answers this request with an error, never the daemon's life
             logger.exception("request failed")
             yield protocol.error("InternalError", f"internal error: {exc!r}")

@@ -9,10 +9,10 @@ from collections import deque
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from loguru import logger
 
+from mdrag.answers import ProgressSnapshot, ReindexReport, Reopen
 from mdrag.config import Config
 from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
 from mdrag.index.workqueue import Command, FileChanges, WorkQueue
@@ -73,7 +73,7 @@ class Writer:
         self.store_error: str | None = None  # set while the store does not answer
         self.store_down_since: float | None = None  # monotonic time store_error was first set
         self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
-        self.reopens: deque[dict[str, Any]] = deque(maxlen=5)  # the last few, for status
+        self.reopens: deque[Reopen] = deque(maxlen=5)  # the last few, for status
         self._ping_at = 0.0  # monotonic time of the next health ping
         self.index_full: str | None = None  # set while the index's file system has no room to write
 
@@ -300,7 +300,7 @@ class Writer:
         self.meter = ProgressMeter()
         return self.meter
 
-    def indexing(self) -> dict[str, Any] | None:
+    def indexing(self) -> ProgressSnapshot | None:
         """The run under way (notes and texts done of those known, rate, ETA), else None."""
         meter = self.meter
         if meter is None:
@@ -336,7 +336,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def _summary(report: dict[str, Any]) -> str:
+def _summary(report: ReindexReport) -> str:
     return (
         f"added {report['added']}, updated {report['updated']}, deleted {report['deleted']}, "
         f"unchanged {report['unchanged']}, failed {len(report['failed'])}, "

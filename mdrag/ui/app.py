@@ -1,9 +1,9 @@
-"""App: the page's routes (search, results, preview, similar, related, status, open) over a Backend.
+"""App: the page's routes (search, results, preview, similar, related, status, open) over an index Route.
 
 Every answer is HTML rendered here, escaped by Jinja's autoescape: the plain form works without
 JavaScript, and the page's script only fetches the same results fragment as the user types.
 Every operation is one the CLI has, asked of the daemon (or the index opened here) through the
-same Backend; nothing here reads a note the index does not hold.
+same Route; nothing here reads a note the index does not hold.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from mdrag.cli.paths import shown, typed
-from mdrag.cli.route import Backend
+from mdrag.cli.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
 from mdrag.errors import MdragError
 from mdrag.notes.opener import editor_argv, run_editor, uris
+from mdrag.params import SearchParams, search_defaults
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import confidence_level, explain_lines, nothing_line, results_line
 from mdrag.ui.guard import Guard, form_token_ok
@@ -57,10 +58,10 @@ def search_params(query: dict[str, Any]) -> dict[str, Any]:
 
 
 class Page:
-    """The routes, holding the backend, the config (for the editor command) and this run's token."""
+    """The page's views, holding the index route, the config (for the editor command) and this run's token."""
 
-    def __init__(self, backend: Backend, config: Config, token: str) -> None:
-        self.backend = backend
+    def __init__(self, route: IndexRoute, config: Config, token: str) -> None:
+        self.route = route
         self.config = config
         self.token = token
         self.templates = Environment(
@@ -88,7 +89,7 @@ class Page:
         if typing:
             params["record_gap"] = False
         try:
-            response = self.backend.search(params)
+            response = self.route.search(SearchParams.parse(params, search_defaults(self.config)))
         except MdragError as exc:
             return {"response": None, "error": str(exc)}
         indexing = response.get("indexing")
@@ -121,7 +122,7 @@ class Page:
         line = _int(request.query_params.get("line"))
         end = _int(request.query_params.get("end"))
         try:
-            note = await _threaded(self.backend.call, "note", note=path)
+            note = await _threaded(self.route.call, "note", note=path)
         except MdragError as exc:
             return self.render("error.html", status_code=404, message=str(exc))
         body, toc = render_note(note["text"], note["links"], line, end or line)
@@ -145,17 +146,17 @@ class Page:
         """A note's similar or related notes (the operation of that name), or why not."""
         path = request.query_params.get("note") or ""
         try:
-            result = await _threaded(self.backend.call, op, note=path, k=10)
+            result = await _threaded(self.route.call, op, note=path, k=10)
         except MdragError as exc:
             return self.render("error.html", status_code=404, message=str(exc))
         return self.render(f"{op}.html", result=result)
 
     async def status(self, request: Request) -> Response:
         def gather() -> dict[str, Any]:
-            report = self.backend.status()
-            gaps = self.backend.call("gaps", status="open")["gaps"]
+            report = self.route.status()
+            gaps = self.route.call("gaps", status="open")["gaps"]
             try:
-                duplicates = self.backend.call("duplicates", min_score=90, limit=DUPLICATE_GROUPS_SHOWN)
+                duplicates = self.route.call("duplicates", min_score=90, limit=DUPLICATE_GROUPS_SHOWN)
             except MdragError as exc:  # the index may be unavailable for a scan; the rest still shows
                 duplicates = {"groups": [], "error": str(exc)}
             return {"report": report, "gaps": gaps, "duplicates": duplicates}
@@ -176,7 +177,7 @@ class Page:
         path = str(form.get("path") or "")
         line = _int(str(form.get("line") or "")) or 1
         try:
-            note = await _threaded(self.backend.call, "note", note=path)  # only an indexed note
+            note = await _threaded(self.route.call, "note", note=path)  # only an indexed note
             argv = editor_argv(note["path"], line, self.config.open_command, terminal=False)
             run_editor(argv, wait=False)
         except (MdragError, OSError) as exc:
@@ -198,13 +199,13 @@ def _int(text: str | None) -> int | None:
 
 
 async def _threaded(function: Any, *args: Any, **kwargs: Any) -> Any:
-    """A blocking backend call off the event loop (a socket round trip, or a search run here)."""
+    """A blocking call on the index route off the event loop (a socket round trip, or a search run here)."""
     return await run_in_threadpool(function, *args, **kwargs)
 
 
-def build_app(backend: Backend, config: Config, token: str, port: int) -> Guard:
+def build_app(route: IndexRoute, config: Config, token: str, port: int) -> Guard:
     """The page behind its guard."""
-    page = Page(backend, config, token)
+    page = Page(route, config, token)
     app = Starlette(
         routes=[
             Route("/", page.home),

@@ -10,7 +10,7 @@ import webbrowser
 
 import uvicorn
 
-from mdrag.cli.route import Backend
+from mdrag.cli.route import Route
 from mdrag.config import Config
 from mdrag.ui.app import build_app
 
@@ -24,7 +24,7 @@ def bind(port: int = 0) -> socket.socket:
     return sock
 
 
-def serve(backend: Backend, config: Config, open_browser: bool, port: int = 0) -> None:
+def serve(route: Route, config: Config, open_browser: bool, port: int = 0) -> None:
     """Serve the page until interrupted; print its address (with the token), open it if asked."""
     sock = bind(port)
     port = sock.getsockname()[1]
@@ -34,7 +34,7 @@ def serve(backend: Backend, config: Config, open_browser: bool, port: int = 0) -
     print("(the address holds this run's key: share it with nobody; Ctrl-C stops the page)", file=sys.stderr)
     server = uvicorn.Server(
         uvicorn.Config(
-            build_app(backend, config, token, port),
+            build_app(route, config, token, port),
             log_level="warning",
             access_log=False,
             lifespan="off",

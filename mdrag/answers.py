@@ -1,0 +1,243 @@
+"""Answers: the shapes of what the operations answer, as they cross the socket (JSON objects).
+
+Declared once here, in the base, so that the modules that build an answer (the searcher, the
+service, the daemon) and those that read one (the client, the CLI, the page, the MCP server)
+name the same keys; nothing heavy is imported, so the CLI reads them for free.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class ProgressSnapshot(TypedDict):
+    """How far an indexing run is (mdrag.progress.Progress.to_dict)."""
+
+    state: str  # "scanning", "indexing" or "done"
+    notes_done: int
+    notes_total: int
+    done: int
+    total: int
+    unit: str
+    rate: float | None
+    eta_s: float | None
+    started_at: float
+
+
+class Freshness(TypedDict):
+    """How far the index is behind the files: changes waiting, and when the last was applied."""
+
+    queue_depth: int
+    last_change_applied_at: float | None
+
+
+class Snippet(TypedDict):
+    """The window of a hit that matched, its lines, and (start, end) of the query's words in it."""
+
+    text: str
+    start_line: int
+    end_line: int
+    highlights: list[list[int]]
+
+
+class SourceReference(TypedDict):
+    """Where a hit lives: path, lines, heading path and a `path#slug` link."""
+
+    path: str
+    start_line: int
+    end_line: int
+    heading_path: str
+    anchor: str
+
+
+class HitMetadata(TypedDict):
+    title: str
+    tags: list[str]
+    section_type: str
+    token_count: int
+    start_position: int
+    end_position: int
+    section_id: str
+    row_id: Any  # the store's id of the row (an int on Lite)
+
+
+class Evidence(TypedDict):
+    """With --explain: what a hit's (or a dropped candidate's) score was made of."""
+
+    similarity: float | None
+    score: float
+    evidence: dict[str, float]  # feature name (relevance.FEATURES) -> value
+    dense_rank: int | None
+    keyword_rank: int | None
+    score_rank: int | None
+
+
+class Hit(TypedDict):
+    """One section that matched (retrieval.search.Hit.to_dict)."""
+
+    file_path: str
+    section_heading: str
+    heading_level: int
+    chunk_index: int
+    confidence_score: float
+    section_text: str
+    snippet: Snippet
+    start_line: int
+    end_line: int
+    heading_path: str
+    source: SourceReference
+    metadata: HitMetadata
+    explain: Evidence | None
+    similarity: float | None
+
+
+class ClosestNote(TypedDict):
+    """A note shown when nothing passed the threshold."""
+
+    path: str
+    heading_path: str
+    score: float
+    similarity: float
+    source: SourceReference
+
+
+class Confidence(TypedDict):
+    level: str  # "high", "medium", "low" or "none"
+    best_score: float | None
+    hits: int
+    outcome: str  # "answer", "related" or "none"
+    reason: str
+
+
+class SearchParameters(TypedDict):
+    """The parameters a search ran with, as its answer reports them."""
+
+    top_k: int
+    threshold: float
+    metric: str  # "IP": inner product of unit vectors (the cosine)
+    mode: str
+    tags: list[str]
+    path_prefix: str
+
+
+class DroppedCandidate(Evidence):
+    file_path: str
+    section_id: str
+
+
+class SearchExplain(TypedDict):
+    """With --explain: the candidates the threshold dropped."""
+
+    mode: str
+    threshold: float
+    candidates: int
+    dropped_by_threshold: list[DroppedCandidate]
+
+
+class _SearchAnswer(TypedDict):
+    query: str
+    results: list[Hit]
+    search_parameters: SearchParameters
+    execution_time_ms: float
+    best_candidate_score: float | None
+    closest: list[ClosestNote]
+    related: list[Hit]
+    confidence: Confidence
+    message: str
+    explain: SearchExplain | None
+
+
+class SearchAnswer(_SearchAnswer, total=False):
+    """A search's answer. `freshness` says how far the index is behind the files; `indexing`
+    (the daemon only) the run under way, None when none is."""
+
+    freshness: Freshness
+    indexing: ProgressSnapshot | None
+
+
+class FailedNote(TypedDict):
+    file_path: str
+    error: str
+
+
+class WarnedNote(TypedDict):
+    file_path: str
+    warning: str
+
+
+class UnavailableRoot(TypedDict):
+    root: str
+    reason: str
+    since: float | None
+    notes_kept: int
+
+
+class StoreStatus(TypedDict):
+    uri: str
+    shards: int
+    full_text_search: bool
+
+
+class IndexStatus(TypedDict):
+    """What the index holds (Service.status), whoever opened it."""
+
+    version: str
+    documents: dict[str, int]  # status ("indexed", "failed") -> notes
+    sections: int
+    failed: list[FailedNote]
+    warnings: list[WarnedNote]
+    last_indexed_at: float | None
+    model: str
+    store: StoreStatus
+    roots: list[str]
+    unavailable_roots: list[UnavailableRoot]
+    open_gaps: int | None
+
+
+class Reopen(TypedDict):
+    at: float
+    rows_written: int
+    seconds: float
+
+
+class DaemonStatus(TypedDict):
+    """The daemon's own state: its store, its writer, its queue."""
+
+    store_available: bool
+    store_error: str | None
+    index_full: str | None  # no room to write: changes wait, searches go on
+    pid: int
+    uptime_s: float
+    state: str
+    socket: str
+    index_reopens: list[Reopen]
+    unwatched_folders: int
+    indexing: ProgressSnapshot | None
+    queue_depth: int
+    last_change_applied_at: float | None
+
+
+class StatusAnswer(IndexStatus):
+    """`status`: the index, and the daemon's state (None when the command opened the index itself)."""
+
+    daemon: DaemonStatus | None
+
+
+class ReindexReport(TypedDict):
+    """What one indexing run did (index.indexer.IndexReport.to_dict); `reindex --json` prints it."""
+
+    added: int
+    updated: int
+    unchanged: int
+    deleted: int
+    failed: list[dict[str, str]]
+    sections_embedded: int
+    sections_reused: int
+    seconds: float
+
+
+class Pong(TypedDict):
+    pong: bool
+    pid: int
+    state: str
+    roots: list[str]
