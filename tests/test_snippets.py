@@ -30,8 +30,11 @@ def test_query_terms_leave_out_common_words_and_keep_each_root_once():
         ("restore backups", ["restore", "Restoring", "backup", "BACKUPS", "restore"]),
         ("pg_restore", ["restore", "Restoring", "pg", "restore"]),  # a name's parts are words
         ("configuration", ["configured"]),
-        ("Get-Item", ["Get", "Item", "Items"]),
-        ("go", ["go"]),  # a short word is marked only where it stands alone
+        # "get" and "go" are stop words for the score and the keyword search alike (words.py), so
+        # not marks either (asked whole, Get-Item is an identifier, marked whole: see below)
+        ("Get-Item", ["Item", "Items"]),
+        ("go", []),
+        ("ago", ["ago"]),  # a short word is marked only where it stands alone
     ],
 )
 def test_the_query_words_are_marked_in_their_forms_and_cases(query, expected):

@@ -32,6 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mdrag.retrieval.words import TERM, WORD, is_stop
+from mdrag.retrieval.words import words as query_words
+
 if TYPE_CHECKING:
     from mdrag.retrieval.search import Candidate
 
@@ -68,19 +71,6 @@ AGREE_DEPTH = 10  # "dense and keyword agree": the note is in the top this many 
 SPREAD_DEPTH = 10  # the spread is the best note's cosine over this note's in the ranking
 Z_CAP = 12.0  # a cosine this many spreads above the vault's mean is as sure as it gets
 
-_WORD = re.compile(r"\w+")
-# A query term that looks like an identifier (pg_restore, Get-ChildItem, EIP-1559, v2.5,
-# 0x1f): rare by its shape, so a note holding it verbatim is strong evidence.
-_TERM = re.compile(r"[^\W_][\w.\-]*[^\W_]|[^\W_]")
-_STOP = frozenset(
-    "a an and are as at be but by can do does for from how i if in into is it its my of on or "
-    "so than that the their then there these this to was what when where which who why will "
-    "with you your me we our not no yes get use using used have has had should would could "
-    "about after before between more most other some such only own same too very just over "
-    "way something anything thing want need let possible able here else somewhere like also "
-    "really even still keep go got put any all one don doesn didn isn won wasn aren".split()
-)
-
 
 @dataclass(frozen=True)
 class Query:
@@ -96,12 +86,12 @@ class Query:
 
     @classmethod
     def of(cls, text: str) -> Query:
-        words = frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
-        terms = _TERM.findall(text)
+        stems = frozenset(_stem(w) for w in query_words(text))
+        terms = TERM.findall(text)
         rare = tuple(sorted({t.lower() for t in terms if _looks_rare(t)}))
-        named = {_stem(w) for term in rare for w in _WORD.findall(term)}
+        named = {_stem(w) for term in rare for w in WORD.findall(term)}
         capitals = _capitalized(text, named)
-        return cls(words, rare, bool(rare) and words <= named, capitals)
+        return cls(stems, rare, bool(rare) and stems <= named, capitals)
 
     def absent(self, texts: Sequence[str]) -> tuple[str, ...]:
         """The query's rare terms (held whole) and names (their stems) that none of these
@@ -126,11 +116,11 @@ def keyword_query(text: str) -> str:
     subject. A query of filler only is asked as it is.
     """
     kept = []
-    for term in _TERM.findall(text):
+    for term in TERM.findall(text):
         if _looks_rare(term):
             kept.append(term)  # Get-ChildItem stays whole, its "Get" included
         else:
-            kept += [w for w in _WORD.findall(term) if w.lower() not in _STOP and len(w) > 1]
+            kept += query_words(term, keep_case=True)
     return " ".join(kept) if kept else text
 
 
@@ -298,7 +288,7 @@ def _capitalized(text: str, rare_words: set[str]) -> tuple[str, ...]:
     """The capitalized words of a lower-case sentence (lower case), past its first word and not
     after a full stop: a product, tool or standard (Loki, MySQL, Pester). A query in Title Case or
     capitals has no such names: there a capital says nothing."""
-    found = [(m.start(), m.group()) for m in _WORD.finditer(text) if len(m.group()) > 2]
+    found = [(m.start(), m.group()) for m in WORD.finditer(text) if len(m.group()) > 2]
     capitals = [w for _, w in found if w[0].isupper() or w.isupper()]
     if not found or len(capitals) * 2 > len(found):
         return ()
@@ -308,7 +298,7 @@ def _capitalized(text: str, rare_words: set[str]) -> tuple[str, ...]:
         if i > 0
         and (word[0].isupper() or any(c.isupper() for c in word[1:]))
         and not _SENTENCE_END.search(text[:start])
-        and word.lower() not in _STOP
+        and not is_stop(word)
     }
     return tuple(sorted(n for n in names if _stem(n) not in rare_words))
 

@@ -9,16 +9,12 @@ from typing import TYPE_CHECKING
 
 from mdrag.answers import Snippet
 from mdrag.retrieval.relevance import Query, whole_term
+from mdrag.retrieval.words import is_stop
+from mdrag.retrieval.words import words as query_words
 
 if TYPE_CHECKING:
     from mdrag.retrieval.search import Candidate
 
-# Words too common to mark: highlighting every "the" would hide the words that matter.
-STOP_WORDS = frozenset(
-    """a an and are as at be but by can could did do does doing for from had has have how i if in
-    into is it its me my no not of on or our should so than that the their them then there these
-    they this those to was we were what when where which who whom why will with would you your""".split()
-)
 # Endings dropped from a query word before matching (each with the shortest root it may leave),
 # so "restoring" marks "restore" and "configuration" marks "configure", as the keyword search's
 # english stemmer joins them; a longer root for "ation" keeps "relation" from marking "release".
@@ -32,10 +28,12 @@ LINE_REACH = 200  # characters a window may widen by to start and end on whole l
 
 
 def query_terms(query: str) -> list[str]:
-    """The query's words worth marking, lower case and stripped of common endings, each once."""
+    """The query's words worth marking (the score's words: see words.py), lower case and stripped
+    of common endings, each once; a word's parts between underscores are marked apart, as the
+    text's words are read below."""
     terms: list[str] = []
-    for word in _WORD.findall(query.casefold()):
-        if word in STOP_WORDS or len(word) < 2:
+    for word in (part for whole in query_words(query.casefold()) for part in _WORD.findall(whole)):
+        if len(word) < 2 or is_stop(word):
             continue
         root = _root(word)
         if root not in terms:
