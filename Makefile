@@ -52,7 +52,8 @@ browser-tool:
 lint: install
 	$(VENV)/bin/ruff check mdrag tests bench
 	$(VENV)/bin/ruff format --check mdrag tests bench
-	$(VENV)/bin/mypy mdrag bench
+	$(VENV)/bin/mypy --strict mdrag
+	$(VENV)/bin/mypy bench
 
 clean:
 	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache

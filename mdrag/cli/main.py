@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 from mdrag.answers import ClosestNote, DaemonStatus, Hit, SearchAnswer, StatusAnswer
-from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg, shown, typed
+from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg
+from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import (
     command_config,
     configure_command_logging,

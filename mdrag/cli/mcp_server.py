@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from loguru import logger
 from mcp.server.mcpserver import MCPServer
@@ -15,6 +16,8 @@ from pydantic import Field
 from mdrag import __version__
 from mdrag.cli.client import DaemonClient
 from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
+
+Tool = TypeVar("Tool", bound=Callable[..., Any])  # a tool function, registered as it is
 
 INSTRUCTIONS = (
     "mdrag searches the user's own markdown notes by meaning. Use `search` to find what the notes say "
@@ -51,8 +54,8 @@ def build_server(socket_path: str) -> MCPServer:
         "mdrag", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
 
-    def tool(title: str) -> Any:
-        def register(fn: Any) -> Any:
+    def tool(title: str) -> Callable[[Tool], Tool]:
+        def register(fn: Tool) -> Tool:
             server.add_tool(fn, title=title, description=inspect.cleandoc(fn.__doc__ or ""))
             return fn
 

@@ -118,7 +118,7 @@ def _same_model(found: str, built_for: str, weights_only: bool = False) -> bool:
     models = old["model"], new["model"]
     if weights_only:
         models = old["model"].split("+")[0], new["model"].split("+")[0]
-    return models[0] == models[1] and old.get("dim") == new["dim"]
+    return bool(models[0] == models[1] and old.get("dim") == new["dim"])
 
 
 def _create_vectors_as_supported(client: MilvusClient, built_for: str, dimension: int) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from frontmatter import YAMLHandler
+from frontmatter.default_handlers import YAMLHandler
 
 from mdrag.errors import DocumentError
 from mdrag.notes.pathtext import to_fs

@@ -60,7 +60,8 @@ class VaultBaseline:
         if not len(vectors):
             return np.zeros((0, 0), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1)
-        return vectors[norms > 0]
+        kept: np.ndarray = vectors[norms > 0]
+        return kept
 
 
 def _hashed(path: str) -> bytes:

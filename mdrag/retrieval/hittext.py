@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from mdrag.errors import DocumentError
 from mdrag.milvus import clip_bytes
-from mdrag.notes.document import DocumentError, decode_text, hash_bytes
+from mdrag.notes.document import decode_text, hash_bytes
 from mdrag.notes.pathtext import to_fs
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mdrag.catalog import Catalog
-from mdrag.errors import NotFoundError
-from mdrag.notes.document import DocumentError, decode_text, hash_bytes, read_bytes
+from mdrag.errors import DocumentError, NotFoundError
+from mdrag.notes.document import decode_text, hash_bytes, read_bytes
 from mdrag.notes.links import LinkResolver
 
 MAX_NOTE_BYTES = 5_000_000  # as index.max_file_mb's default: a preview of more helps nobody

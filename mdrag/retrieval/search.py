@@ -258,7 +258,7 @@ class Searcher:
         if not params.passage:
             return self.embedder.embed_query(params.query)
         windows = self.embedder.windows("", params.query)
-        mean = np.mean([self.embedder.embed_query(w) for w in windows], axis=0)
+        mean: np.ndarray = np.mean([self.embedder.embed_query(w) for w in windows], axis=0)
         return (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
 
     def _sections(self, rows: list[Candidate], params: SearchParams) -> list[Candidate]:

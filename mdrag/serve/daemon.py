@@ -6,7 +6,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,7 +335,7 @@ class Daemon:
             return service.handle(op, params)  # the gap log, not the store
         return self._read_store(op, params)
 
-    def _stream_progress(self, command: Command) -> Iterator[ProgressSnapshot]:
+    def _stream_progress(self, command: Command) -> Generator[ProgressSnapshot, None, Any]:
         """The progress of whatever run is under way until `command` is done, then its result
         (the server sends each as a progress line before the answer)."""
         last: ProgressMeter | None = None  # the run last reported, until its end is reported too
