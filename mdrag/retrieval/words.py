@@ -8,13 +8,12 @@ import re
 # the output onto the clipboard"), so the score's word coverage, the keyword search's query and
 # the marks in a hit all leave them out.
 STOP_WORDS = frozenset(
-    "a an and are as at be but by can could do does doing did for from had has have how i if in "
-    "into is it its me my no not of on or our should so than that the their them then there these "
-    "they this those to was we were what when where which who whom why will with would you your "
-    "yes get use using used about after before between more most other some such only own same "
-    "too very just over way something anything thing want need let possible able here else "
-    "somewhere like also really even still keep go got put any all one don doesn didn isn won "
-    "wasn aren".split()
+    "a an and are as at be but by can do does for from how i if in into is it its my of on or "
+    "so than that the their then there these this to was what when where which who why will "
+    "with you your me we our not no yes get use using used have has had should would could "
+    "about after before between more most other some such only own same too very just over "
+    "way something anything thing want need let possible able here else somewhere like also "
+    "really even still keep go got put any all one don doesn didn isn won wasn aren".split()
 )
 # A word: letters, digits and underscores (pg_restore is one word; Get-ChildItem is two).
 WORD = re.compile(r"\w+")
