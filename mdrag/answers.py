@@ -7,7 +7,7 @@ name the same keys; nothing heavy is imported, so the CLI reads them for free.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeGuard
 
 
 class ProgressSnapshot(TypedDict):
@@ -221,6 +221,28 @@ class StatusAnswer(IndexStatus):
     """`status`: the index, and the daemon's state (None when the command opened the index itself)."""
 
     daemon: DaemonStatus | None
+
+
+class StartingDaemon(TypedDict):
+    """The daemon while it starts: what it is doing, before it can say what the index holds."""
+
+    state: str  # "loading"
+    loading: str  # what: "opening the index", "loading the model", "loading the vectors", ...
+    pid: int
+    uptime_s: float
+    socket: str
+
+
+class StartingAnswer(TypedDict):
+    """`status` while the daemon starts: answered at once, whatever the index's size."""
+
+    daemon: StartingDaemon
+    starting: bool  # always True: what tells this answer from a StatusAnswer
+
+
+def is_starting(answer: StatusAnswer | StartingAnswer) -> TypeGuard[StartingAnswer]:
+    """A status asked while the daemon starts (it says what loads, not what the index holds)."""
+    return answer.get("starting") is True
 
 
 class ReindexReport(TypedDict):

@@ -339,10 +339,12 @@ class Service:
 
     # ---- the writer's and the daemon's questions about the index (they never reach past these) ----
 
-    def load(self) -> None:
+    def load(self, step: Callable[[str], None] = lambda _: None) -> None:
         """The model and the vectors, loaded now rather than on first use: a daemon's first search
-        is then fast, and a model that cannot load fails its start."""
+        is then fast, and a model that cannot load fails its start. `step` is told each part."""
+        step("loading the model")
         self.embedder.load()
+        step(f"loading the vectors of {self.catalog.section_count()} sections")
         self.store.load_vectors()
 
     @property

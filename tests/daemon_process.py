@@ -72,8 +72,8 @@ class DaemonProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.log()}")
-            if self.client.alive():
-                self.client.call("status")  # answers once the model is loaded and the index open
+            # `status` answers at once while the daemon starts ("starting"), fully once it is up.
+            if self.client.alive() and not self.client.call("status").get("starting"):
                 return self
             time.sleep(0.2)
         raise RuntimeError(f"daemon did not come up in {timeout}s:\n{self.log()}")

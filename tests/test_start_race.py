@@ -57,7 +57,9 @@ def wait_ready(daemon: DaemonProcess, timeout: float = 90.0) -> None:
         assert daemon.process is not None and daemon.process.poll() is None, daemon.log()
         assert time.monotonic() < deadline, daemon.log()
         time.sleep(0.05)
-    daemon.client.call("status")  # answers once the index is open
+    while daemon.client.call("status").get("starting"):  # at once while it starts; then the index's
+        assert time.monotonic() < deadline, daemon.log()
+        time.sleep(0.05)
 
 
 def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
@@ -81,6 +83,63 @@ def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
     log = indexed.log()
     assert "the index is held by another process" in log and "waiting up to" in log
     assert "the index was let go after" in log
+    assert indexed.status()["documents"] == {"indexed": 2}
+
+
+HOLD_UNTIL_RELEASED = """
+import os, sys, time
+from mdrag.cli.route import LocalRoute
+from mdrag.config import load_config
+route = LocalRoute(load_config())
+print("held", flush=True)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+route.close()
+"""
+
+
+def test_status_answers_at_once_while_the_daemon_cannot_open_the_index_yet(indexed, tmp_path):
+    """A start slowed by a command that holds the index: `status` says what the daemon waits for
+    within a second, rather than blocking until the index is open (once 34.6 s at 282k sections)."""
+    release = tmp_path / "release"
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD_UNTIL_RELEASED, str(release)],
+        env=indexed.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            indexed.launch()
+            deadline = time.monotonic() + 60
+            while not indexed.client.alive():  # the socket is bound before the index opens
+                assert time.monotonic() < deadline, indexed.log()
+                time.sleep(0.05)
+            time.sleep(0.5)  # into the wait for the holder
+            asked = time.monotonic()
+            report = indexed.client.call("status")
+            took = time.monotonic() - asked
+            print(f"\nstatus while the daemon waits for the index: {took * 1000:.0f} ms")
+            assert took < 1.0
+            assert report["starting"] is True and report["daemon"]["state"] == "loading", report
+            assert "waiting for another process" in report["daemon"]["loading"]
+            shown = subprocess.run(
+                [sys.executable, "-m", "mdrag.cli.main", "status"],
+                env=indexed.env,
+                capture_output=True,
+                text=True,
+            )
+            assert shown.returncode == 0, shown.stderr
+            assert "daemon:    starting" in shown.stdout and "waiting for another process" in shown.stdout
+            release.touch()
+            wait_ready(indexed)
+            _, err = holder.communicate(timeout=30)
+            assert holder.returncode == 0, err
+        finally:
+            if holder.poll() is None:
+                holder.kill()
     assert indexed.status()["documents"] == {"indexed": 2}
 
 
@@ -118,7 +177,7 @@ def test_a_status_polled_every_50_ms_while_the_daemon_starts_never_stops_it(inde
     failures = [(code, err) for code, _, err in answers if code != 0]
     assert not failures, failures
     direct = [r for _, r, _ in answers if r and r["daemon"] is None]
-    served = [r for _, r, _ in answers if r and r["daemon"] is not None]
+    served = [r for _, r, _ in answers if r and r["daemon"] is not None and not r.get("starting")]
     assert direct and served, f"the poll did not span the start: {len(direct)} direct, {len(served)} served"
     # From its first answer the daemon says `reconciling` until every note (c.md too) is in.
     for report in served:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mdrag import protocol, trust
-from mdrag.answers import ReindexReport, SearchAnswer, StatusAnswer
+from mdrag.answers import ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
 from mdrag.errors import DaemonBusyError, RemoteError, ServerNotRunningError
 from mdrag.params import OPERATIONS, SearchParams
 from mdrag.progress import OnProgress
@@ -127,8 +127,9 @@ class DaemonClient:
         result: SearchAnswer = self.call("search", **request)
         return result
 
-    def status(self) -> StatusAnswer:
-        result: StatusAnswer = self.call("status")
+    def status(self) -> StatusAnswer | StartingAnswer:
+        """What the index holds, or, while the daemon starts, what it is loading (at once)."""
+        result: StatusAnswer | StartingAnswer = self.call("status")
         return result
 
     def reindex(

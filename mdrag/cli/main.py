@@ -12,11 +12,19 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 import click
 
-from mdrag.answers import ClosestNote, DaemonStatus, Hit, SearchAnswer, StatusAnswer
+from mdrag.answers import (
+    ClosestNote,
+    DaemonStatus,
+    Hit,
+    SearchAnswer,
+    StartingAnswer,
+    StatusAnswer,
+    is_starting,
+)
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import (
@@ -321,7 +329,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
     _print_status(report)
 
 
-def _print_status(report: StatusAnswer) -> None:
+def _print_status(report: StatusAnswer | StartingAnswer) -> None:
+    if is_starting(report):
+        starting = report["daemon"]
+        click.echo(f"daemon:    starting (pid {starting['pid']}, up {_duration(starting['uptime_s'])})")
+        click.echo(f"state:     {starting['loading']}; what the index holds is shown once it is open")
+        return
+    _print_index_status(cast(StatusAnswer, report))  # not starting: the whole answer
+
+
+def _print_index_status(report: StatusAnswer) -> None:
     daemon = report.get("daemon")
     if daemon:
         click.echo(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mdrag import indexlock, private
-from mdrag.answers import ProgressSnapshot, ReindexReport, SearchAnswer, StatusAnswer
+from mdrag.answers import ProgressSnapshot, ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
 from mdrag.cli import paths
 from mdrag.config import Config, load_config
 from mdrag.errors import (
@@ -33,7 +33,7 @@ class Route(Protocol):
 
     def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer: ...
 
-    def status(self) -> StatusAnswer: ...
+    def status(self) -> StatusAnswer | StartingAnswer: ...
 
     def reindex(
         self, paths: list[str], force: bool, rebuild: bool, on_progress: OnProgress | None = None

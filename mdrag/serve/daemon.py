@@ -13,7 +13,7 @@ from typing import Any
 from loguru import logger
 
 from mdrag import indexlock
-from mdrag.answers import DaemonStatus, Freshness, Pong, ProgressSnapshot, StatusAnswer
+from mdrag.answers import DaemonStatus, Freshness, Pong, ProgressSnapshot, StartingAnswer, StatusAnswer
 from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
 from mdrag.index.watcher import Watcher
@@ -79,6 +79,7 @@ class Daemon:
         self.last_request_at = time.monotonic()
         self._lock = lock
         self._running: _Running | None = None  # set once, with the index open (see run)
+        self._loading = "starting"  # what the start is doing, for a status asked meanwhile
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -95,12 +96,12 @@ class Daemon:
             # Serve at once, so a client never mistakes a starting daemon for none and opens
             # the index itself; its requests wait until the service is up (see handle).
             self.server.start()
-            self.notifier.status("loading the model and opening the index")
             service = self._open_service()
             # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
             # now, and the vectors too, so its first search is fast and a model that cannot load
             # fails the start.
-            service.load()
+            service.load(self._step)
+            self._step("starting the file watcher")
             watcher = service.watcher(self.queue, on_overflow=self.request_sweep)
             watcher.start()  # before the first reconcile, so no change slips between the two
             writer_ = Writer(
@@ -153,6 +154,7 @@ class Daemon:
                         self.config.server_socket_path,
                     )
                     self._lock = None  # the service's from here: it releases it when it closes
+                    self._step("opening the index")
                     return Service.open(self.config, lock, pending=self.pending)
                 except StoreLockedError:
                     if time.monotonic() >= deadline:
@@ -164,12 +166,31 @@ class Daemon:
                 )
             if not waiting:
                 waiting = True
+                self._step("waiting for another process to let go of the index (a command started first)")
                 logger.warning(
                     "the index is held by another process (a command that started before this daemon); "
                     "waiting up to {:.0f} s for it to finish",
                     INDEX_HOLD_WAIT_S,
                 )
             time.sleep(0.1)
+
+    def _step(self, what: str) -> None:
+        """What the start is doing now: a status asked meanwhile says so, and so does systemd's."""
+        self._loading = what
+        self.notifier.status(what)
+
+    def starting_status(self) -> StartingAnswer:
+        """`status` before the index is open: answered at once, never after the start."""
+        return {
+            "daemon": {
+                "state": "loading",
+                "loading": self._loading,
+                "pid": os.getpid(),
+                "uptime_s": round(time.time() - self.started_at, 1),
+                "socket": str(self.server.path),
+            },
+            "starting": True,
+        }
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._stop.set()
@@ -296,6 +317,8 @@ class Daemon:
                 "roots": list(self.config.roots),
             }
             return pong
+        if op == "status" and not self._ready.is_set():
+            return self.starting_status()  # at once: what it loads, not what the index holds
         if not self._ready.wait(STARTUP_WAIT_S) or self._running is None:
             raise StoreError("the daemon is still loading the model and opening the index; try again shortly")
         service = self._running.service

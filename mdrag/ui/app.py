@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from mdrag.answers import is_starting
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
@@ -55,6 +56,10 @@ def search_params(query: dict[str, Any]) -> dict[str, Any]:
             except ValueError:
                 raise MdragError(f"{field} must be a number, got {text!r}") from None
     return params
+
+
+class DaemonStarting(Exception):
+    """The daemon is still starting: its status says what it loads, not yet what the index holds."""
 
 
 class Page:
@@ -154,6 +159,8 @@ class Page:
     async def status(self, request: Request) -> Response:
         def gather() -> dict[str, Any]:
             report = self.route.status()
+            if is_starting(report):  # the gaps and duplicates would wait for the start: say so now
+                raise DaemonStarting(report["daemon"]["loading"])
             gaps = self.route.call("gaps", status="open")["gaps"]
             try:
                 duplicates = self.route.call("duplicates", min_score=90, limit=DUPLICATE_GROUPS_SHOWN)
@@ -163,6 +170,9 @@ class Page:
 
         try:
             values = await _threaded(gather)
+        except DaemonStarting as exc:
+            message = f"The daemon is starting ({exc}); this page shows the index once it is open."
+            return self.render("error.html", status_code=503, message=message)
         except MdragError as exc:
             return self.render("error.html", status_code=503, message=str(exc))
         daemon = values["report"].get("daemon") or {}
