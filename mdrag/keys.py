@@ -27,7 +27,7 @@ def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def note_id(path: str) -> str:
+def doc_id(path: str) -> str:
     """A note's key in both collections (the `doc_id` column, and its shard): its path, hashed.
     Hex, because a filter on the raw path cannot match every path (Milvus Lite's parser has no
     escape for a newline, which a file name may hold)."""

@@ -238,7 +238,7 @@ def test_rebuild_starts_from_an_empty_index(make_service, notes):
 
 def stray_row(path: str, vector: list[float]) -> dict:
     """A vector row of a file version the catalog never switched to, as a crash leaves it."""
-    from mdrag.milvus.store import doc_id
+    from mdrag.keys import doc_id
 
     display = {
         "section_id": "e" * 32,

@@ -15,9 +15,9 @@ def test_a_file_hash_is_the_sha256_of_its_bytes():
     assert keys.file_hash(DATA) == "d58d548bdb9b18792c6f5a4b1538f79fffd01f37466065452c137eabc7f3ee37"
 
 
-def test_a_note_id_is_its_path_hashed():
-    assert keys.note_id(PATH) == "62d04fcfb3ca0e861443b089e7bf6dc2"
-    assert keys.note_id("a.md") == "fecccc97532467adbf93017b357c8b17"
+def test_a_doc_id_is_its_note_path_hashed():
+    assert keys.doc_id(PATH) == "62d04fcfb3ca0e861443b089e7bf6dc2"
+    assert keys.doc_id("a.md") == "fecccc97532467adbf93017b357c8b17"
 
 
 def test_a_section_id_is_its_model_sectioning_and_embedded_text_hashed():

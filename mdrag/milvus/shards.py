@@ -25,7 +25,7 @@ def shard_paths(db: Path, count: int) -> list[Path]:
 
 def shard_of(doc_id: str, count: int) -> int:
     """The shard of every vector row of one note: a note's rows live together, so its deletes
-    and lookups go to one database. doc_id is hex (store.doc_id)."""
+    and lookups go to one database. doc_id is hex (mdrag.keys.doc_id)."""
     return int(doc_id[:8], 16) % count
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mdrag import keys
 from mdrag.milvus import clip_bytes
-from mdrag.notes.document import DocumentError, decode_text, hash_bytes
+from mdrag.notes.document import DocumentError, decode_text
 from mdrag.notes.pathtext import to_fs
 
 # The index keeps no copy of a section's text: at ~1.3 KB per row it was a seventh of Milvus
@@ -46,7 +47,7 @@ def _note_text(path: str, file_hash: str) -> str | None:
             data = handle.read()  # whatever its size: the hash decides
     except OSError:
         return None
-    if hash_bytes(data) != file_hash:
+    if keys.file_hash(data) != file_hash:
         return None
     try:
         return decode_text(data)
