@@ -15,14 +15,12 @@ it names the holder (a daemon started beside a `status` must know it met a comma
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import threading
 import time
 from pathlib import Path
 
 from mdrag import private
-from mdrag.config import is_lite_uri
 from mdrag.errors import StoreLockedError
 
 DAEMON = "daemon"
@@ -49,16 +47,6 @@ class IndexBusyError(StoreLockedError):
         self.pid = pid
         self.role = role  # DAEMON, or COMMAND for a short-lived command (the daemon waits for those)
         self.socket = socket  # the socket a daemon serves (or will serve once started); "" if unknown
-
-
-def lock_path(milvus_uri: str, data_dir: Path) -> Path:
-    """The lock file of an index: `NAME.mdrag.lock` beside a Milvus Lite file, or
-    `server-DIGEST.mdrag.lock` in the data dir for a Milvus server URI."""
-    if is_lite_uri(milvus_uri):
-        db = Path(milvus_uri).expanduser().absolute()
-        return db.with_name(f"{db.name}.mdrag.lock")
-    digest = hashlib.sha256(milvus_uri.encode()).hexdigest()[:12]
-    return Path(data_dir).expanduser() / f"server-{digest}.mdrag.lock"
 
 
 class IndexLock:

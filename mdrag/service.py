@@ -6,7 +6,6 @@ no daemon runs. Both answer every read operation (`handle`) and `reindex` with t
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -19,12 +18,13 @@ from loguru import logger
 
 from mdrag import __version__, indexlock, private
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
-from mdrag.config import Config, is_lite_uri
+from mdrag.config import Config
 from mdrag.embedding.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError
 from mdrag.index.indexer import Indexer, IndexReport
 from mdrag.index.rebuild import remove_leftovers
 from mdrag.index.roots import Roots
+from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
@@ -46,29 +46,6 @@ def on_disk(path: str) -> str:
     return path
 
 
-def beside_index(config: Config, suffix: str) -> Path:
-    """A file kept next to the index: beside a Milvus Lite file, or in the data dir for a server."""
-    if is_lite_uri(config.milvus_uri):
-        return Path(config.milvus_uri).expanduser().resolve().with_suffix(suffix)
-    digest = hashlib.sha256(config.milvus_uri.encode()).hexdigest()[:12]
-    return config.data_dir / f"server-{digest}{suffix}"
-
-
-def dirty_marker(config: Config) -> Path:
-    """A file that exists while a writer has the index open; found at start, it means a crash."""
-    return beside_index(config, ".db.dirty")
-
-
-def carried_vectors_path(config: Config) -> Path:
-    """Where an older layout's vectors wait for its rebuild (see carried.py)."""
-    return beside_index(config, ".carried.sqlite")
-
-
-def gap_log_path(config: Config) -> Path:
-    """Outside Milvus on purpose: the record of unanswered searches survives `reindex --rebuild`."""
-    return beside_index(config, ".gaps.sqlite")
-
-
 class Service:
     """Everything needed to index and search, opened once and closed once."""
 
@@ -79,9 +56,7 @@ class Service:
         pending: Callable[[], bool] = lambda: False,
     ) -> None:
         # mdrag's own lock before Milvus opens: a second writer is refused here, touching nothing.
-        self._lock = indexlock.acquire(
-            indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
-        )
+        self._lock = indexlock.acquire(IndexFiles.of(config).lock, config.milvus_uri)
         try:
             self._open(config, embedder, pending)
         except BaseException:
@@ -91,17 +66,18 @@ class Service:
     def _open(self, config: Config, embedder: Embedder | None, pending: Callable[[], bool]) -> None:
         self.config = config
         # Before anything opens: a link there is refused with nothing started or repaired.
-        private.refuse_link(dirty_marker(config), "the crash marker")
-        private.refuse_link(gap_log_path(config), "the gap log")
-        if is_lite_uri(config.milvus_uri):
-            removed = remove_leftovers(config.milvus_uri)  # we hold the lock: no rebuild runs
+        files = IndexFiles.of(config)
+        private.refuse_link(files.dirty_marker, "the crash marker")
+        private.refuse_link(files.gap_log, "the gap log")
+        if files.is_lite:
+            removed = remove_leftovers(files)  # we hold the lock: no rebuild runs
             if removed:
                 logger.warning(
                     "removed what a rebuild that did not finish left beside the index: {}",
                     ", ".join(str(path) for path in removed),
                 )
         # What an older mdrag or a umask of 022 left readable by others: the notes' text is in there.
-        private.tighten(private.beside(beside_index(config, ".db")))
+        private.tighten(files.present())
         # True while notes wait to be indexed (the daemon's queue or a run under way): a search
         # that finds nothing then may only be early, and is no gap.
         self.pending = pending
@@ -112,7 +88,7 @@ class Service:
             config.embedding_batch_size,
             config.embedding_backend,
         )
-        carried = CarriedVectors(carried_vectors_path(config))
+        carried = CarriedVectors(files.carried_vectors)
         self.store = Store(
             config.milvus_uri,
             config.milvus_token,
@@ -135,9 +111,9 @@ class Service:
         self.indexer.max_file_bytes = int(config.index_max_file_mb * 1_000_000)
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
-        self.gaps = GapLog(gap_log_path(config))
+        self.gaps = GapLog(files.gap_log)
         self.indexer.listeners.append(self._notice_answered_gaps)
-        self._marker = dirty_marker(config)
+        self._marker = files.dirty_marker
         if self._marker.exists():
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
             self.indexer.repair()

@@ -21,17 +21,12 @@ from loguru import logger
 
 from mdrag.catalog import Catalog
 from mdrag.index.indexer import Indexer, IndexReport
-from mdrag.milvus import Store, database_files
+from mdrag.indexfiles import IndexFiles
+from mdrag.milvus import Store
 from mdrag.progress import ProgressMeter
 
 if TYPE_CHECKING:  # the service removes a killed rebuild's leftovers (below) when it opens
     from mdrag.service import Service
-
-
-def side_uri(uri: str) -> str:
-    """Where the new index is built: `NAME.rebuild.db` beside `NAME.db` (its shards beside it)."""
-    db = Path(uri).expanduser().absolute()
-    return str(db.with_name(f"{db.stem}.rebuild{db.suffix}"))
 
 
 def rebuild_beside(
@@ -46,8 +41,9 @@ def rebuild_beside(
     Interrupted (cancel), the new index is discarded and the old one stays as it was.
     """
     config = service.config
-    side = side_uri(config.milvus_uri)
-    remove_leftovers(config.milvus_uri)  # left by a rebuild that was interrupted
+    files = IndexFiles.of(config)
+    side = files.rebuild_uri  # `NAME.rebuild.db` beside `NAME.db` (its shards beside it)
+    remove_leftovers(files)  # left by a rebuild that was interrupted
     logger.info("rebuilding the index beside the live one, in {}", side)
     store = Store(side, config.milvus_token, service.embedder.dimension, service.embedder.model_id)
     try:
@@ -56,11 +52,11 @@ def rebuild_beside(
     finally:
         store.close()
     if cancel is not None and cancel.is_set():
-        remove_leftovers(config.milvus_uri)
+        remove_leftovers(files)
         return report
     with exclusive():
         service.store.close()
-        for new, old in zip(database_files(side), database_files(config.milvus_uri), strict=True):
+        for new, old in zip(files.rebuild_databases, files.databases, strict=True):
             os.replace(new, old)  # both servers stopped: a plain file each
         service.store.reopen()
         service.catalog.reset(service.stored_records())
@@ -68,16 +64,15 @@ def rebuild_beside(
     return report
 
 
-def remove_leftovers(uri: str) -> list[Path]:
+def remove_leftovers(files: IndexFiles) -> list[Path]:
     """Remove the side index of a rebuild that did not finish (its databases, and the logs and
     lock files of their Lite servers); returns what was there. Only for a process that holds
     the index's lock, so that no rebuild can be under way."""
     removed = []
-    for db in database_files(side_uri(uri)):
-        for path in (db, db.parent / f"{db.name}.log", db.parent / f".{db.name}.lock"):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                continue
-            removed.append(path)
+    for path in files.rebuild_files():
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
     return removed

@@ -29,6 +29,7 @@ from pymilvus.exceptions import (
 )
 
 from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
+from mdrag.indexfiles import normalized
 from mdrag.keys import doc_id
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
@@ -512,7 +513,7 @@ class Store:
         if not self.is_lite:
             return None
         try:
-            found = os.statvfs(os.path.dirname(os.path.abspath(os.path.expanduser(self.uri))))
+            found = os.statvfs(normalized(self.uri).parent)
         except OSError:
             return None
         return found.f_bavail * found.f_frsize
