@@ -1,8 +1,8 @@
 """Index lock: mdrag's own exclusive lock on an index, so one process at a time writes it.
 
 An `flock` on a file of mdrag's own beside the index (for a Milvus server URI, one in the data
-dir named after the URI), taken before Milvus is opened and held until released or the process
-ends. The file holds the holder's pid, for the error a second writer gets. It is never
+dir named after the URI: `IndexFiles.lock`), taken before Milvus is opened and held until
+released or the process ends. The file holds the holder's pid, for the error a second writer gets. It is never
 unlinked, by anyone: a lock file removed while held lets the next process lock a new file of
 the same name, which is how a refused second writer used to corrupt a live index (milvus-lite's
 own lock file is deleted by a failed open). The kernel drops the lock when its holder dies.
