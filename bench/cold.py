@@ -43,7 +43,7 @@ def read_texts(db: str) -> list[str]:
     """Every shard's texts: a note's rows live in one of the index's shard databases."""
     from pymilvus import MilvusClient
 
-    from mdrag.milvus.lite import database_files
+    from mdrag.milvus import database_files
 
     texts: dict[tuple[str, int], str] = {}
     fields = ["section_id", "window_index", "embedded_text"]

@@ -1,8 +1,8 @@
 """Index lock: mdrag's own exclusive lock on an index, so one process at a time writes it.
 
 An `flock` on a file of mdrag's own beside the index (for a Milvus server URI, one in the data
-dir named after the URI), taken before Milvus is opened and held until released or the process
-ends. The file holds the holder's pid, for the error a second writer gets. It is never
+dir named after the URI: `IndexFiles.lock`), taken before Milvus is opened and held until
+released or the process ends. The file holds the holder's pid, for the error a second writer gets. It is never
 unlinked, by anyone: a lock file removed while held lets the next process lock a new file of
 the same name, which is how a refused second writer used to corrupt a live index (milvus-lite's
 own lock file is deleted by a failed open). The kernel drops the lock when its holder dies.
@@ -15,14 +15,12 @@ it names the holder (a daemon started beside a `status` must know it met a comma
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import threading
 import time
 from pathlib import Path
 
 from mdrag import private
-from mdrag.config import is_lite_uri
 from mdrag.errors import StoreLockedError
 
 DAEMON = "daemon"
@@ -49,16 +47,6 @@ class IndexBusyError(StoreLockedError):
         self.pid = pid
         self.role = role  # DAEMON, or COMMAND for a short-lived command (the daemon waits for those)
         self.socket = socket  # the socket a daemon serves (or will serve once started); "" if unknown
-
-
-def lock_path(milvus_uri: str, data_dir: Path) -> Path:
-    """The lock file of an index: `NAME.mdrag.lock` beside a Milvus Lite file, or
-    `server-DIGEST.mdrag.lock` in the data dir for a Milvus server URI."""
-    if is_lite_uri(milvus_uri):
-        db = Path(milvus_uri).expanduser().absolute()
-        return db.with_name(f"{db.name}.mdrag.lock")
-    digest = hashlib.sha256(milvus_uri.encode()).hexdigest()[:12]
-    return Path(data_dir).expanduser() / f"server-{digest}.mdrag.lock"
 
 
 class IndexLock:

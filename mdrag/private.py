@@ -1,11 +1,12 @@
 """Private files: what mdrag keeps beside an index is its user's alone, and never written through a link.
 
 The index holds the notes' text, so it and everything beside it (Milvus Lite's databases and
-logs, the locks, the crash marker, the gap log) must be no more readable than the notes'
-owner alone, whatever umask the shell had: the long-running commands set umask 077 before they
-create anything (the Lite servers they start inherit it), and files an older mdrag left open
-to others are closed at the next open. A file of mdrag's own is opened with O_NOFOLLOW: a
-symbolic link in its place (to a note, say) is refused, never truncated or appended to.
+logs, the locks, the crash marker, the gap log: mdrag.indexfiles names them all) must be no more
+readable than the notes' owner alone, whatever umask the shell had: the long-running commands
+set umask 077 before they create anything (the Lite servers they start inherit it), and files
+an older mdrag left open to others are closed at the next open. A file of mdrag's own is opened
+with O_NOFOLLOW: a symbolic link in its place (to a note, say) is refused, never truncated or
+appended to.
 """
 
 from __future__ import annotations
@@ -87,25 +88,3 @@ def tighten(paths: list[Path]) -> None:
         from loguru import logger  # here: a command that only talks to the daemon never loads it
 
         logger.info("closed {} to other users: {}", paths[0].parent, ", ".join(sorted(closed)))
-
-
-_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.")  # what follows NAME. in our files' names
-
-
-def beside(anchor: Path) -> list[Path]:
-    """The files mdrag and Milvus Lite keep beside an index (`NAME.*` and `.NAME.*` for an
-    anchor `NAME.db`), and their folder when it holds nothing else (a folder of mdrag's own,
-    never one of the user's that the index was put in)."""
-    folder = anchor.parent
-    stem = anchor.name.split(".")[0]
-    if not stem:  # `.db` alone: every dotfile would match
-        return []
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return []
-    # NAME.db*, NAME.shard1.db*, NAME.rebuild.db*, NAME.gaps.sqlite, NAME.carried.sqlite and the
-    # dotted Lite locks: never a user's NAME.md beside an index put in their notes folder.
-    ours = tuple(f"{dot}{stem}.{kind}" for dot in ("", ".") for kind in _KINDS)
-    found = [p for p in entries if p.name.startswith(ours)]
-    return [*found, folder] if len(found) == len(entries) else found

@@ -6,7 +6,6 @@ no daemon runs. Both answer every read operation (`handle`) and `reindex` with t
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -22,14 +21,15 @@ from loguru import logger
 from mdrag import __version__, indexlock, private
 from mdrag.answers import Freshness, IndexStatus, ProgressSnapshot, SearchAnswer
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
-from mdrag.config import Config, is_lite_uri
+from mdrag.config import Config
 from mdrag.embedding.embedder import Embedder
 from mdrag.errors import ConfigError, QueryError, StoreError
 from mdrag.index.indexer import Indexer, IndexReport
-from mdrag.index.rebuild import remove_leftovers, side_uri, switch_in
+from mdrag.index.rebuild import remove_leftovers, switch_in
 from mdrag.index.roots import Roots
 from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import WorkQueue
+from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import CarriedVectors, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
@@ -49,29 +49,6 @@ def on_disk(path: str) -> str:
     if not os.path.lexists(path) and os.path.lexists(to_fs(path)):
         return to_fs(path)
     return path
-
-
-def beside_index(config: Config, suffix: str) -> Path:
-    """A file kept next to the index: beside a Milvus Lite file, or in the data dir for a server."""
-    if is_lite_uri(config.milvus_uri):
-        return Path(config.milvus_uri).expanduser().resolve().with_suffix(suffix)
-    digest = hashlib.sha256(config.milvus_uri.encode()).hexdigest()[:12]
-    return config.data_dir / f"server-{digest}{suffix}"
-
-
-def dirty_marker(config: Config) -> Path:
-    """A file that exists while a writer has the index open; found at start, it means a crash."""
-    return beside_index(config, ".db.dirty")
-
-
-def carried_vectors_path(config: Config) -> Path:
-    """Where an older layout's vectors wait for its rebuild (see carried.py)."""
-    return beside_index(config, ".carried.sqlite")
-
-
-def gap_log_path(config: Config) -> Path:
-    """Outside Milvus on purpose: the record of unanswered searches survives `reindex --rebuild`."""
-    return beside_index(config, ".gaps.sqlite")
 
 
 @dataclass(frozen=True)
@@ -100,9 +77,7 @@ class Service:
         is taken here, before Milvus opens: a second writer is refused, touching nothing. The
         service owns the lock from here on and releases it when it closes (or fails to open)."""
         if lock is None:
-            lock = indexlock.acquire(
-                indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri
-            )
+            lock = indexlock.acquire(IndexFiles.of(config).lock, config.milvus_uri)
         try:
             return cls(config, lock, embedder, pending)
         except BaseException:
@@ -119,18 +94,19 @@ class Service:
         """Use `Service.open`: it takes the lock this needs held."""
         self.config = config
         self._lock = lock
+        self.files = files = IndexFiles.of(config)  # every file kept beside the index, named once
         # Before anything opens: a link there is refused with nothing started or repaired.
-        private.refuse_link(dirty_marker(config), "the crash marker")
-        private.refuse_link(gap_log_path(config), "the gap log")
-        if is_lite_uri(config.milvus_uri):
-            removed = remove_leftovers(config.milvus_uri)  # we hold the lock: no rebuild runs
+        private.refuse_link(files.dirty_marker, "the crash marker")
+        private.refuse_link(files.gap_log, "the gap log")
+        if files.is_lite:
+            removed = remove_leftovers(files)  # we hold the lock: no rebuild runs
             if removed:
                 logger.warning(
                     "removed what a rebuild that did not finish left beside the index: {}",
                     ", ".join(str(path) for path in removed),
                 )
         # What an older mdrag or a umask of 022 left readable by others: the notes' text is in there.
-        private.tighten(private.beside(beside_index(config, ".db")))
+        private.tighten(files.present())
         # True while notes wait to be indexed (the daemon's queue or a run under way): a search
         # that finds nothing then may only be early, and is no gap.
         self.pending = pending
@@ -141,7 +117,7 @@ class Service:
             config.embedding_batch_size,
             config.embedding_backend,
         )
-        self._carried = CarriedVectors(carried_vectors_path(config))
+        self._carried = CarriedVectors(files.carried_vectors)
         self.store = self._open_store(config.milvus_uri, carry_to=self._carried)
         self.catalog = Catalog(self.stored_records())
         self.filter = NoteFilter(config.roots, config.exclude)
@@ -149,9 +125,9 @@ class Service:
         self.indexer = self._indexer(self.store, self.catalog, self._carried, self.roots)
         self.searcher = Searcher(self.embedder, self.store, self.catalog)
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
-        self.gaps = GapLog(gap_log_path(config))
+        self.gaps = GapLog(files.gap_log)
         self.indexer.listeners.append(self._notice_answered_gaps)
-        self._marker = dirty_marker(config)
+        self._marker = files.dirty_marker
         if self._marker.exists():
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
             self.indexer.repair()
@@ -432,21 +408,19 @@ class Service:
         it (see index/rebuild.py). `exclusive` keeps every request out of the live store during the
         switch (the daemon's gate). Interrupted (cancel), the new index is discarded and the old one
         stays as it was."""
-        live = self.config.milvus_uri
-        side = side_uri(live)
-        remove_leftovers(live)  # left by a rebuild that was interrupted
-        logger.info("rebuilding the index beside the live one, in {}", side)
-        store = self._open_store(side)
+        remove_leftovers(self.files)  # left by a rebuild that was interrupted
+        logger.info("rebuilding the index beside the live one, in {}", self.files.rebuild_uri)
+        store = self._open_store(self.files.rebuild_uri)
         try:
             report = self._indexer(store, Catalog()).reconcile(None, progress=progress, cancel=cancel)
         finally:
             store.close()
         if cancel is not None and cancel.is_set():
-            remove_leftovers(live)
+            remove_leftovers(self.files)
             return report
         with exclusive():
             self.store.close()
-            switch_in(side, live)
+            switch_in(self.files)
             self.store.reopen()
             self.catalog.reset(self.stored_records())
         logger.info("switched to the rebuilt index")

@@ -36,7 +36,6 @@ HOMES = {
 PUBLIC_MILVUS = {
     "CarriedVectors",
     "Store",
-    "doc_id",
     "clip_bytes",
     "MAX_TAGS",
     "quote",

@@ -6,7 +6,7 @@ import codecs
 
 import pytest
 
-from mdrag.notes.document import hash_bytes
+from mdrag import keys
 from mdrag.retrieval.hittext import attach_texts
 from tests.conftest import write
 
@@ -22,7 +22,7 @@ def row_of(path, data: bytes, text: str, section: str, row_id: str = "r1") -> di
     return {
         "id": row_id,
         "file_path": str(path),
-        "file_hash": hash_bytes(data),
+        "file_hash": keys.file_hash(data),
         "start_position": start,
         "end_position": start + len(section),
     }

@@ -238,7 +238,7 @@ def test_rebuild_starts_from_an_empty_index(make_service, notes):
 
 def stray_row(path: str, vector: list[float]) -> dict:
     """A vector row of a file version the catalog never switched to, as a crash leaves it."""
-    from mdrag.milvus.store import doc_id
+    from mdrag.keys import doc_id
 
     display = {
         "section_id": "e" * 32,
@@ -274,7 +274,8 @@ def stray_row(path: str, vector: list[float]) -> dict:
 
 
 def test_rows_left_by_a_crash_are_removed_at_the_next_open(make_service, make_config, embedder, notes):
-    from mdrag.service import Service, dirty_marker
+    from mdrag.indexfiles import IndexFiles
+    from mdrag.service import Service
 
     path = str(write(notes / "bread.md", SOURDOUGH))
     service = make_service([notes])
@@ -284,7 +285,7 @@ def test_rows_left_by_a_crash_are_removed_at_the_next_open(make_service, make_co
     assert all(h["section_heading"] != "Stray" for h in texts_hits(service, "stray dough"))
     # Simulate kill -9: the store closes without the clean shutdown that removes the marker.
     service.store.close()
-    assert dirty_marker(service.config).exists()
+    assert IndexFiles.of(service.config).dirty_marker.exists()
     reopened = Service.open(make_config([notes]), embedder=embedder)
     try:
         assert reopened.store.count_vectors() == 2
@@ -308,8 +309,9 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
 
 
 def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):
+    from mdrag.indexfiles import IndexFiles
     from mdrag.milvus import schema
-    from mdrag.service import Service, carried_vectors_path
+    from mdrag.service import Service
 
     write(notes / "bread.md", SOURDOUGH)
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
@@ -320,11 +322,11 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
     upgraded = Service.open(old.config, embedder=embedder)  # same model, newer layout: no person needed
     try:
         assert len(upgraded.catalog) == 0
-        assert carried_vectors_path(old.config).exists()  # the old vectors, kept before the drop
+        assert IndexFiles.of(old.config).carried_vectors.exists()  # the old vectors, kept before the drop
         report = upgraded.reindex()
         assert report.added == 1
         assert report.sections_embedded == 0 and report.sections_reused == 2  # read, not embedded
-        assert not carried_vectors_path(old.config).exists()  # a complete run needs them no more
+        assert not IndexFiles.of(old.config).carried_vectors.exists()  # a complete run needs them no more
         assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         upgraded.close()
@@ -337,7 +339,8 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
     # of embedding.backend): rebuilt with no person needed, every section embedded again, since
     # the other back-end's vectors are close to these but not the same.
     from mdrag.embedding.embedder import Embedder
-    from mdrag.service import Service, carried_vectors_path
+    from mdrag.indexfiles import IndexFiles
+    from mdrag.service import Service
 
     write(notes / "bread.md", SOURDOUGH)
     fp32 = Embedder(backend="onnx")
@@ -348,7 +351,7 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
     switched = Service.open(old.config, embedder=embedder)
     try:
         assert len(switched.catalog) == 0
-        assert not carried_vectors_path(old.config).exists()  # nothing of the old vectors kept
+        assert not IndexFiles.of(old.config).carried_vectors.exists()  # nothing of the old vectors kept
         report = switched.reindex()
         assert report.added == 1 and report.sections_embedded == 2 and report.sections_reused == 0
         assert switched.search({"query": "sourdough starter", "threshold": 0.3})["results"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mdrag import indexlock
+from mdrag.indexfiles import IndexFiles
 from mdrag.indexlock import IndexBusyError
 
 
@@ -67,11 +68,11 @@ def test_one_process_shares_its_lock_until_its_last_release(tmp_path):
 
 def test_a_lite_index_is_locked_beside_it_and_a_server_index_in_the_data_dir(tmp_path):
     assert (
-        indexlock.lock_path(str(tmp_path / "milvus.db"), tmp_path / "data")
+        IndexFiles.at(str(tmp_path / "milvus.db"), tmp_path / "data").lock
         == tmp_path / "milvus.db.mdrag.lock"
     )
-    one = indexlock.lock_path("http://localhost:19530", tmp_path / "data")
-    other = indexlock.lock_path("http://otherhost:19530", tmp_path / "data")
+    one = IndexFiles.at("http://localhost:19530", tmp_path / "data").lock
+    other = IndexFiles.at("http://otherhost:19530", tmp_path / "data").lock
     assert one.parent == tmp_path / "data" and one != other
 
 

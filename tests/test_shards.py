@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import write
 
+from mdrag.keys import doc_id
 from mdrag.milvus.shards import LITE_SHARDS, best_hits, shard_of, shard_paths
-from mdrag.milvus.store import doc_id
 
 TOPICS = {
     "bread": "# Sourdough\n\nFeed the starter flour and water every day; bake when it doubles.\n",

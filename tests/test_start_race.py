@@ -199,12 +199,12 @@ def refusal(tmp_path: Path, holder_socket: str) -> tuple[str, float, int]:
     from mdrag.cli.client import DaemonClient
     from mdrag.config import Config
     from mdrag.errors import StoreLockedError
-    from mdrag.indexlock import lock_path
+    from mdrag.indexfiles import IndexFiles
 
     config = Config().with_overrides(
         milvus_uri=str(tmp_path / "milvus.db"), server_socket_path=str(tmp_path / "mdrag.sock")
     )
-    lock = lock_path(config.milvus_uri, config.data_dir)
+    lock = IndexFiles.of(config).lock
     socket = holder_socket or config.server_socket_path
     with subprocess.Popen(
         [sys.executable, "-c", DAEMON_HOLDER, str(lock), socket], stdout=subprocess.PIPE, text=True

@@ -49,16 +49,18 @@ def test_a_folder_owned_by_another_uid_is_refused_naming_the_uid_and_xdg_runtime
 
 
 def test_only_mdrags_own_files_beside_an_index_are_tightened_never_a_note_named_like_it(tmp_path):
-    from mdrag.private import beside
+    from mdrag.indexfiles import IndexFiles
 
     for name in (
         "index.db", "index.db.log", ".index.db.lock", "index.shard1.db", "index.gaps.sqlite",
         "index.carried.sqlite", "index.rebuild.db", "index.md", "index-notes.md", "other.db",
     ):  # fmt: skip
         (tmp_path / name).write_text("x")
-    found = sorted(p.name for p in beside(tmp_path / "index.db"))
+    found = sorted(p.name for p in IndexFiles.at(str(tmp_path / "index.db"), tmp_path).present())
     assert found == sorted(
         [".index.db.lock", "index.carried.sqlite", "index.db", "index.db.log", "index.gaps.sqlite",
          "index.rebuild.db", "index.shard1.db"]
     )  # fmt: skip
-    assert beside(tmp_path / ".db") == []  # a nameless index would match every dotfile
+    assert (
+        IndexFiles.at(str(tmp_path / ".db"), tmp_path).present() == []
+    )  # a nameless index would match every dotfile

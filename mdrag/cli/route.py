@@ -7,7 +7,6 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Protocol
 
 from mdrag import indexlock, private
@@ -23,6 +22,7 @@ from mdrag.errors import (
     StoreLockedError,
     UnsafePathError,
 )
+from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import index_exists, start_early
 from mdrag.params import SearchParams
 from mdrag.progress import OnProgress, progress_line, short_eta
@@ -48,7 +48,7 @@ class LocalRoute:
     def __init__(self, config: Config) -> None:
         private.restrict_umask()  # what this command (and the Lite servers it starts) makes is private
         # The index's lock before any Lite server starts: a refused command touches nothing.
-        lock = indexlock.acquire(indexlock.lock_path(config.milvus_uri, config.data_dir), config.milvus_uri)
+        lock = indexlock.acquire(IndexFiles.of(config).lock, config.milvus_uri)
         try:
             start_early(config.milvus_uri)  # the servers' start overlaps the imports below
             from mdrag.service import Service  # heavy: pymilvus, numpy, the model's runtime
@@ -150,8 +150,7 @@ def open_route(config: Config, quiet: bool, create: bool = False) -> Iterator[Ro
         return
     if not create and not index_exists(config.milvus_uri):
         raise NoIndexError(
-            f"no index at {Path(config.milvus_uri).expanduser()}: "
-            "start `mdrag serve` or run `mdrag reindex DIR`"
+            f"no index at {IndexFiles.of(config).database}: start `mdrag serve` or run `mdrag reindex DIR`"
         )
     configure_command_logging(config, quiet)
     route = _local_unless_daemon(config, client)
@@ -239,7 +238,7 @@ def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
     lock once its socket is bound, waiting for the command to let go (the daemon wins the race)."""
     try:
         return indexlock.acquire(
-            indexlock.lock_path(config.milvus_uri, config.data_dir),
+            IndexFiles.of(config).lock,
             config.milvus_uri,
             indexlock.DAEMON,
             config.server_socket_path,

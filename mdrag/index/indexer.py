@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import threading
@@ -15,6 +14,7 @@ from typing import Any, cast
 import numpy as np
 from loguru import logger
 
+from mdrag import keys
 from mdrag.answers import ReindexReport
 from mdrag.catalog import Catalog, record_from_row
 from mdrag.embedding.embedder import EmbedCancelled, Embedder
@@ -28,7 +28,6 @@ from mdrag.notes.document import (
     Document,
     FileUnreadable,
     FileVanished,
-    hash_bytes,
     parse_document,
     read_bytes,
 )
@@ -323,7 +322,7 @@ class Indexer:
                 meter.read(0)
                 yield prepared
                 continue
-            prepared.file_hash, prepared.size = hash_bytes(data), len(data)
+            prepared.file_hash, prepared.size = keys.file_hash(data), len(data)
             if known is not None and known.file_hash == prepared.file_hash and not force:
                 report.unchanged += 1
                 meter.unchanged()
@@ -347,9 +346,8 @@ class Indexer:
             lead, spans = self.embedder.window_spans(prefix, body)
             prepared.windows.append([f"{lead}{body[start:end]}" for start, end in spans])
             prepared.spans.append(spans)
-            key = "\0".join([self.embedder.model_id, str(SECTIONING_VERSION), prefix, body])
             prepared.section_ids.append(
-                hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+                keys.section_id(self.embedder.model_id, SECTIONING_VERSION, prefix, body)
             )
 
     # ---- writing ---------------------------------------------------------------------------

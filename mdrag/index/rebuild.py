@@ -13,32 +13,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mdrag.milvus import database_files
+from mdrag.indexfiles import IndexFiles
 
 
-def side_uri(uri: str) -> str:
-    """Where the new index is built: `NAME.rebuild.db` beside `NAME.db` (its shards beside it)."""
-    db = Path(uri).expanduser().absolute()
-    return str(db.with_name(f"{db.stem}.rebuild{db.suffix}"))
-
-
-def switch_in(side: str, live: str) -> None:
-    """Replace the live index's databases by the side's. Both stores must be closed (their Lite
+def switch_in(files: IndexFiles) -> None:
+    """Replace the live index's databases by the rebuild's. Both stores must be closed (their Lite
     servers stopped), so each is a plain file, moved in one rename."""
-    for new, old in zip(database_files(side), database_files(live), strict=True):
+    for new, old in zip(files.rebuild_databases, files.databases, strict=True):
         os.replace(new, old)
 
 
-def remove_leftovers(uri: str) -> list[Path]:
+def remove_leftovers(files: IndexFiles) -> list[Path]:
     """Remove the side index of a rebuild that did not finish (its databases, and the logs and
     lock files of their Lite servers); returns what was there. Only for a process that holds
     the index's lock, so that no rebuild can be under way."""
     removed = []
-    for db in database_files(side_uri(uri)):
-        for path in (db, db.parent / f"{db.name}.log", db.parent / f".{db.name}.lock"):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                continue
-            removed.append(path)
+    for path in files.rebuild_files():
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
     return removed

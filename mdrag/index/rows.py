@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,8 +11,9 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
+from mdrag import keys
 from mdrag.errors import RowsRejectedError
-from mdrag.milvus import MAX_TAGS, Store, clip_bytes, doc_id
+from mdrag.milvus import MAX_TAGS, Store, clip_bytes
 from mdrag.notes.document import Document
 from mdrag.notes.sections import Section, titled_path
 
@@ -61,7 +61,6 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
         heading_path = " > ".join(titled_path(heading_title, section.heading_path))
         for w, text in enumerate(windows):
             window_start, window_end = positions[w]
-            key = f"{p.path}\0{p.file_hash}\0{ordinal}\0{w}".encode("utf-8", "surrogateescape")
             display = {
                 "section_id": sid,
                 "file_path": p.path,
@@ -85,9 +84,9 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
             }
             rows.append(
                 {
-                    "id": hashlib.sha256(key).hexdigest()[:32],
+                    "id": keys.row_id(p.path, p.file_hash, ordinal, w),
                     "section_id": sid,
-                    "doc_id": doc_id(p.path),
+                    "doc_id": keys.doc_id(p.path),
                     "file_path": p.path,
                     "file_hash": p.file_hash,
                     "window_index": w,
@@ -129,7 +128,7 @@ def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) ->
         # Milvus needs a vector in every row; a unit placeholder for files with no sections.
         doc_vector = [1.0] + [0.0] * (dimension - 1)
     return {
-        "doc_id": doc_id(p.path),
+        "doc_id": keys.doc_id(p.path),
         "file_path": p.path,
         "file_hash": p.file_hash,
         "size": p.size,

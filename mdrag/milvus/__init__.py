@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 _HOMES = {
     "CarriedVectors": "carried",
     "Store": "store",
-    "doc_id": "store",
     "clip_bytes": "store",
     "MAX_TAGS": "schema",
     "quote": "filters",
@@ -27,7 +26,6 @@ __all__ = [
     "Store",
     "clip_bytes",
     "database_files",
-    "doc_id",
     "index_exists",
     "index_held",
     "quote",
@@ -39,7 +37,7 @@ if TYPE_CHECKING:
     from mdrag.milvus.filters import quote
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.schema import MAX_TAGS
-    from mdrag.milvus.store import Store, clip_bytes, doc_id
+    from mdrag.milvus.store import Store, clip_bytes
 
 
 def __getattr__(name: str) -> Any:

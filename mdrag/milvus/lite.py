@@ -14,6 +14,7 @@ from typing import Any
 
 from mdrag import private
 from mdrag.config import is_lite_uri
+from mdrag.indexfiles import lite_lock, lite_log, normalized
 from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
 # milvus-lite 2.5.1 imports pkg_resources only to read its own version: a deprecation warning on
@@ -35,7 +36,7 @@ _starting: dict[Path, threading.Thread] = {}  # head starts still under way
 
 
 def database_path(uri: str) -> Path:
-    return Path(uri).expanduser()
+    return normalized(uri)
 
 
 def database_files(uri: str) -> list[Path]:
@@ -45,7 +46,7 @@ def database_files(uri: str) -> list[Path]:
 
 def lock_held(db: Path) -> bool:
     """Milvus Lite keeps ".NAME.lock" beside a database while a process has it open."""
-    return (db.parent / f".{db.name}.lock").exists()
+    return lite_lock(db).exists()
 
 
 def started_here(db: Path) -> bool:
@@ -161,16 +162,11 @@ def servers_alive(dbs: list[Path]) -> bool:
     )
 
 
-def server_log(db: Path) -> Path:
-    """Where a Lite server's own output goes: beside its database, never a command's stdout."""
-    return db.parent / f"{db.name}.log"
-
-
 _server_cls: Any = None
 
 
 def _server_class() -> Any:
-    """milvus-lite's Server, its process's output sent to `server_log` rather than inherited
+    """milvus-lite's Server, its process's output sent to `lite_log` rather than inherited
     (a `--json` answer on stdout stays clean); milvus-lite's own manager starts this one too."""
     global _server_cls
     if _server_cls is not None:
@@ -197,7 +193,7 @@ def _server_class() -> Any:
             env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")}
             library_path = str(self._bin_path) + ":" + os.environ.get("LD_LIBRARY_PATH", "")
             env = {"LD_LIBRARY_PATH": library_path, "DYLD_LIBRARY_PATH": library_path, **env}
-            log_path = server_log(Path(self._db_file))
+            log_path = lite_log(Path(self._db_file))
             log_fd = private.open_file(
                 log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "the Lite server log"
             )
@@ -219,7 +215,7 @@ def _server_class() -> Any:
                     process.wait(0.5)
                 except subprocess.TimeoutExpired:
                     return True
-            lite_server.logger.error("Start milvus-lite failed; see %s", server_log(Path(self._db_file)))
+            lite_server.logger.error("Start milvus-lite failed; see %s", lite_log(Path(self._db_file)))
             return False
 
     server_manager.Server = LoggedServer
@@ -280,7 +276,7 @@ def index_held(uri: str) -> bool:
         return False
     for db in database_files(uri):
         try:
-            fd = os.open(db.parent / f".{db.name}.lock", os.O_RDWR)
+            fd = os.open(lite_lock(db), os.O_RDWR)
         except OSError:
             continue  # none (nobody has it open) or not ours to open
         try:

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
-# Milvus Lite scans a collection on one core and runs one request at a time per database, so
-# one database leaves every other core idle during a search. Each shard is a database of its own
-# with its own server, and a search asks them all at once: on 2 cores two shards answer a few ms
-# faster than one at 100k sections, for one more server's memory (~90 MB; docs/design.md, "Two
-# shards on Milvus Lite").
-LITE_SHARDS = 2
+from mdrag.indexfiles import LITE_SHARDS, shard_paths
+
+__all__ = ["LITE_SHARDS", "best_hits", "by_shard", "shard_of", "shard_paths"]
 
 T = TypeVar("T")
 
 
-def shard_paths(db: Path, count: int) -> list[Path]:
-    """The database files of an index: the named one (shard 0, which also holds the metadata
-    collection), then `NAME.shard1.db`, ... beside it."""
-    return [db] + [db.with_name(f"{db.stem}.shard{i}{db.suffix}") for i in range(1, count)]
-
-
 def shard_of(doc_id: str, count: int) -> int:
     """The shard of every vector row of one note: a note's rows live together, so its deletes
-    and lookups go to one database. doc_id is hex (store.doc_id)."""
+    and lookups go to one database. doc_id is hex (mdrag.keys.doc_id)."""
     return int(doc_id[:8], 16) % count
 
 

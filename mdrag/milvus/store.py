@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
@@ -30,6 +29,8 @@ from pymilvus.exceptions import (
 )
 
 from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
+from mdrag.indexfiles import normalized
+from mdrag.keys import doc_id
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import in_filter
@@ -74,12 +75,6 @@ _CONNECTION_ERRORS = (
 # eighteen: Milvus Lite pays for each output field of every search. The section's text is not
 # stored: search reads it from the note (hittext.py).
 HIT_FIELDS = ["display"]
-
-
-def doc_id(path: str) -> str:
-    """A file's key in both collections: hex, because a filter on the raw path cannot match
-    every path (Milvus Lite's parser has no escape for a newline, which a file name may hold)."""
-    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
@@ -518,7 +513,7 @@ class Store:
         if not self.is_lite:
             return None
         try:
-            found = os.statvfs(os.path.dirname(os.path.abspath(os.path.expanduser(self.uri))))
+            found = os.statvfs(normalized(self.uri).parent)
         except OSError:
             return None
         return found.f_bavail * found.f_frsize

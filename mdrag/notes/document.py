@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import hashlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from mdrag import keys
 from mdrag.errors import DocumentError
 from mdrag.notes.pathtext import to_fs
 
@@ -66,10 +66,6 @@ class Document:
     @property
     def word_count(self) -> int:
         return len(self.body.split())
-
-
-def hash_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 class FileVanished(DocumentError):
@@ -147,7 +143,7 @@ def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) 
         path=str(path),
         text=text,
         body_offset=body_offset,
-        file_hash=file_hash or hash_bytes(data),
+        file_hash=file_hash or keys.file_hash(data),
         size=len(data),
         created_at=created,
         modified_at=modified,

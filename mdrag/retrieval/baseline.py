@@ -13,11 +13,12 @@ the judged vaults, this evidence did not pay, so a search draws the sample only 
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from typing import Any
 
 import numpy as np
+
+from mdrag import keys
 
 SAMPLE = 512  # notes in the sample: the mean and spread settle well before this
 REDRAW = 0.25  # the vault grew or shrank by this share since the draw: draw again
@@ -53,16 +54,10 @@ class VaultBaseline:
             return self._sample
 
     def _draw(self) -> np.ndarray:
-        paths = sorted(
-            self._catalog.paths(), key=lambda p: hashlib.sha256(p.encode("utf-8", "surrogateescape")).digest()
-        )
+        paths = sorted(self._catalog.paths(), key=keys.doc_id)
         vectors = self._store.doc_vectors_of(paths[:SAMPLE])
         if not len(vectors):
             return np.zeros((0, 0), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1)
         kept: np.ndarray = vectors[norms > 0]
         return kept
-
-
-def _hashed(path: str) -> bytes:
-    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).digest()

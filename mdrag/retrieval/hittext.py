@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from mdrag import keys
 from mdrag.errors import DocumentError
 from mdrag.milvus import clip_bytes
-from mdrag.notes.document import decode_text, hash_bytes
+from mdrag.notes.document import decode_text
 from mdrag.notes.pathtext import to_fs
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _note_text(path: str, file_hash: str) -> str | None:
             data = handle.read()  # whatever its size: the hash decides
     except OSError:
         return None
-    if hash_bytes(data) != file_hash:
+    if keys.file_hash(data) != file_hash:
         return None
     try:
         return decode_text(data)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mdrag import keys
 from mdrag.catalog import Catalog
 from mdrag.errors import DocumentError, NotFoundError
-from mdrag.notes.document import decode_text, hash_bytes, read_bytes
+from mdrag.notes.document import decode_text, read_bytes
 from mdrag.notes.links import LinkResolver
 
 MAX_NOTE_BYTES = 5_000_000  # as index.max_file_mb's default: a preview of more helps nobody
@@ -30,7 +31,7 @@ def note_text(path: str, catalog: Catalog) -> dict[str, Any]:
     return {
         "path": path,
         "text": text,
-        "fresh": hash_bytes(data) == record.file_hash,
+        "fresh": keys.file_hash(data) == record.file_hash,
         "status": record.status,
         "links": links,
     }

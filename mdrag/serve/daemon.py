@@ -18,6 +18,7 @@ from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
 from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import Command, WorkQueue
+from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import index_held
 from mdrag.notes.pathtext import to_text
 from mdrag.params import OPERATIONS
@@ -148,7 +149,7 @@ class Daemon:
                     # As the daemon, for the process's life (a second `serve` reads the role and
                     # is refused at once): taken once, here or by `mdrag serve`, owned by the service.
                     lock = self._lock or indexlock.acquire(
-                        indexlock.lock_path(self.config.milvus_uri, self.config.data_dir),
+                        IndexFiles.of(self.config).lock,
                         self.config.milvus_uri,
                         indexlock.DAEMON,
                         self.config.server_socket_path,

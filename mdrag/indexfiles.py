@@ -1,0 +1,143 @@
+"""Index files: every file kept beside an index (databases, locks, marker, logs, side index), named once.
+
+A Milvus Lite index `NAME.db` keeps, in its folder:
+
+    NAME.db, NAME.shard1.db, ...         the databases, one per shard (mdrag.milvus knows the layout)
+    NAME.db.log, .NAME.db.lock, ...      each database's Lite server log, and Milvus Lite's own lock
+    NAME.db.mdrag.lock                   mdrag's index lock: one writer (indexlock.py)
+    NAME.db.dirty                        the crash marker: there while a writer has the index open
+    NAME.carried.sqlite                  an older layout's vectors, kept across its rebuild
+    NAME.gaps.sqlite                     the gap log: unanswered searches, kept across a rebuild
+    NAME.rebuild.db, ... (and theirs)    a daemon's rebuild, built beside the live index
+
+For a Milvus server URI the files of mdrag's own lie in the data dir instead, named
+`server-DIGEST` after the URI. Every path is normalised once (`normalized`): `~` expanded and
+made absolute, a link left as the user named it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mdrag.config import is_lite_uri
+
+if TYPE_CHECKING:
+    from mdrag.config import Config
+
+# What follows NAME. in the names of the files an index keeps (`present` finds them by it).
+_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.")
+
+
+def normalized(path: str | Path) -> Path:
+    """A path as every file of an index is named from: `~` expanded, made absolute."""
+    return Path(path).expanduser().absolute()
+
+
+def lite_log(db: Path) -> Path:
+    """Where a Lite server's own output goes: beside its database, never a command's stdout."""
+    return db.parent / f"{db.name}.log"
+
+
+def lite_lock(db: Path) -> Path:
+    """Milvus Lite's own lock on a database (milvus-lite names it `.NAME.lock`, beside it),
+    held while a process has the database open."""
+    return db.parent / f".{db.name}.lock"
+
+
+@dataclass(frozen=True)
+class IndexFiles:
+    """Every file kept beside one index, built from its Milvus URI and mdrag's data dir."""
+
+    uri: str
+    is_lite: bool
+    database: Path | None  # NAME.db, the named database (shard 0); None for a Milvus server
+    lock: Path  # mdrag's index lock (indexlock.py)
+    dirty_marker: Path  # exists while a writer has the index open; found at start, it means a crash
+    carried_vectors: Path  # an older layout's vectors, waiting for its rebuild (milvus/carried.py)
+    gap_log: Path  # outside Milvus on purpose: unanswered searches survive `reindex --rebuild`
+    rebuild_uri: str  # where a daemon's rebuild builds the new index; "" for a Milvus server
+
+    @classmethod
+    def of(cls, config: Config) -> IndexFiles:
+        return cls.at(config.milvus_uri, config.data_dir)
+
+    @classmethod
+    def at(cls, uri: str, data_dir: Path) -> IndexFiles:
+        if is_lite_uri(uri):
+            db = normalized(uri)
+            return cls(
+                uri=uri,
+                is_lite=True,
+                database=db,
+                lock=db.with_name(f"{db.name}.mdrag.lock"),
+                dirty_marker=db.with_suffix(".db.dirty"),
+                carried_vectors=db.with_suffix(".carried.sqlite"),
+                gap_log=db.with_suffix(".gaps.sqlite"),
+                rebuild_uri=str(db.with_name(f"{db.stem}.rebuild{db.suffix}")),
+            )
+        folder, name = normalized(data_dir), f"server-{hashlib.sha256(uri.encode()).hexdigest()[:12]}"
+        return cls(
+            uri=uri,
+            is_lite=False,
+            database=None,
+            lock=folder / f"{name}.mdrag.lock",
+            dirty_marker=folder / f"{name}.db.dirty",
+            carried_vectors=folder / f"{name}.carried.sqlite",
+            gap_log=folder / f"{name}.gaps.sqlite",
+            rebuild_uri="",
+        )
+
+    @property
+    def databases(self) -> list[Path]:
+        """The Lite index's database files, the named one first (none for a server)."""
+        return _database_files(str(self.database)) if self.is_lite else []
+
+    @property
+    def rebuild_databases(self) -> list[Path]:
+        """The databases a rebuild builds beside the live ones, in the same order."""
+        return _database_files(self.rebuild_uri) if self.is_lite else []
+
+    def rebuild_files(self) -> list[Path]:
+        """Everything a rebuild makes beside the index: its databases, and their Lite servers'
+        logs and locks (what a rebuild killed midway leaves)."""
+        return [path for db in self.rebuild_databases for path in (db, lite_log(db), lite_lock(db))]
+
+    def present(self) -> list[Path]:
+        """The files mdrag and Milvus Lite keep beside this index that are there now (`NAME.*`
+        and `.NAME.*`), and their folder when it holds nothing else (a folder of mdrag's own,
+        never one of the user's that the index was put in)."""
+        anchor = self.database if self.database is not None else self.dirty_marker
+        folder = anchor.parent
+        stem = anchor.name.split(".")[0]
+        if not stem:  # `.db` alone: every dotfile would match
+            return []
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            return []
+        # NAME.db*, NAME.shard1.db*, NAME.rebuild.db*, NAME.gaps.sqlite, NAME.carried.sqlite and the
+        # dotted Lite locks: never a user's NAME.md beside an index put in their notes folder.
+        ours = tuple(f"{dot}{stem}.{kind}" for dot in ("", ".") for kind in _KINDS)
+        found = [p for p in entries if p.name.startswith(ours)]
+        return [*found, folder] if len(found) == len(entries) else found
+
+
+def _database_files(uri: str) -> list[Path]:
+    return shard_paths(normalized(uri), LITE_SHARDS)
+
+
+# Milvus Lite scans a collection on one core and runs one request at a time per database, so
+# one database leaves every other core idle during a search. Each shard is a database of its own
+# with its own server, and a search asks them all at once: on 2 cores two shards answer a few ms
+# faster than one at 100k sections, for one more server's memory (~90 MB; docs/design.md, "Two
+# shards on Milvus Lite").
+LITE_SHARDS = 2
+
+
+def shard_paths(db: Path, count: int) -> list[Path]:
+    """The database files of an index: the named one (shard 0, which also holds the metadata
+    collection), then `NAME.shard1.db`, ... beside it."""
+    return [db] + [db.with_name(f"{db.stem}.shard{i}{db.suffix}") for i in range(1, count)]

@@ -1,0 +1,30 @@
+"""The index's keys never change: each pinned on a fixed input to the value mdrag computed before
+they moved into mdrag/keys.py (an index built then must keep its ids)."""
+
+from __future__ import annotations
+
+from mdrag import keys
+from mdrag.notes.sections import SECTIONING_VERSION
+
+PATH = "notes/caf\u00e9 \udcff.md"  # a non-ASCII name with an undecodable byte (surrogateescape)
+DATA = b"# Title\n\nbody\n"
+MODEL = "sentence-transformers/all-MiniLM-L6-v2+onnx-int8"
+
+
+def test_a_file_hash_is_the_sha256_of_its_bytes():
+    assert keys.file_hash(DATA) == "d58d548bdb9b18792c6f5a4b1538f79fffd01f37466065452c137eabc7f3ee37"
+
+
+def test_a_doc_id_is_its_note_path_hashed():
+    assert keys.doc_id(PATH) == "62d04fcfb3ca0e861443b089e7bf6dc2"
+    assert keys.doc_id("a.md") == "fecccc97532467adbf93017b357c8b17"
+
+
+def test_a_section_id_is_its_model_sectioning_and_embedded_text_hashed():
+    assert SECTIONING_VERSION == 1  # a new version is meant to change every section id
+    key = keys.section_id(MODEL, SECTIONING_VERSION, "Title > Part", "body \udcff text")
+    assert key == "61a0f1446f75c18975016e9a4ed04d96"
+
+
+def test_a_row_id_is_its_note_version_section_and_window_hashed():
+    assert keys.row_id(PATH, keys.file_hash(DATA), 3, 1) == "8bfca7c5ee982d2b1877244de358cd3f"
