@@ -73,7 +73,7 @@ class Config:
     log_level: str = "INFO"
     log_progress_interval_s: float = 10.0
     # How a hit opens in the user's editor: a command template ({path}, {line}, {uri},
-    # {obsidian_uri}); empty means $VISUAL, else $EDITOR, else the system's opener (opener.py).
+    # {obsidian_uri}); empty means $VISUAL, else $EDITOR, else the system's opener (notes/opener.py).
     open_command: str = ""
     source: str = "defaults"  # where the values came from, for error messages
 

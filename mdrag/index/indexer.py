@@ -130,7 +130,7 @@ class Indexer:
     ) -> IndexReport:
         """Index every note under `paths` (default: all roots) and drop what vanished there.
 
-        A root that is unavailable (see roots.py) is neither scanned nor emptied: its notes stay
+        A root that is unavailable (see index/roots.py) is neither scanned nor emptied: its notes stay
         as indexed, unless `forget` (a person named it: `mdrag reindex ROOT`).
         """
         started = time.monotonic()
@@ -419,7 +419,7 @@ class Indexer:
         if run.store_may_know_more:
             sources.append(self.store.vectors_for_sections)
         if self.carried is not None:
-            sources.append(self.carried.lookup)  # after a layout upgrade (see carried.py)
+            sources.append(self.carried.lookup)  # after a layout upgrade (see milvus/carried.py)
         for lookup in sources:
             unknown = sorted({sid for sid, w in wanted if (sid, w) not in vectors})
             if not unknown:

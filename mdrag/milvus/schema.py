@@ -15,7 +15,7 @@ METADATA = "document_metadata"
 # 2: heading anchors on sections, links on notes; 3: a hit's fields in `display`; 4: `display`
 # holds the matched window's place, heading paths led by the note's title, headings without
 # their `{#id}` attribute lists or HTML entities (an upgrade re-embeds only those headings);
-# 5: no `section_text` (a hit's text is read from its note, see hittext.py).
+# 5: no `section_text` (a hit's text is read from its note, see retrieval/hittext.py).
 SCHEMA_VERSION = 5
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the

@@ -73,7 +73,7 @@ _CONNECTION_ERRORS = (
 # What a search hit shows. Every candidate carries it: on Milvus Lite a second call to fetch
 # the rows of the final hits (a `get` by id) costs more than the fields do. One field, not
 # eighteen: Milvus Lite pays for each output field of every search. The section's text is not
-# stored: search reads it from the note (hittext.py).
+# stored: search reads it from the note (retrieval/hittext.py).
 HIT_FIELDS = ["display"]
 
 
