@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mdrag.answers import Link
+
 
 @dataclass(frozen=True)
 class FileRecord:
@@ -21,7 +23,7 @@ class FileRecord:
     section_count: int = 0
     indexed_at: float = 0.0
     size: int = 0
-    links: list[dict[str, Any]] = field(default_factory=list)  # what the note links to, unresolved
+    links: list[Link] = field(default_factory=list)  # what the note links to, unresolved
 
 
 # The metadata row's fields a record is made of (the store reads only these to load the catalog).

@@ -12,6 +12,7 @@ import numpy as np
 from loguru import logger
 
 from mdrag import keys
+from mdrag.answers import Link
 from mdrag.errors import RowsRejectedError
 from mdrag.milvus import MAX_TAGS, Store, clip_bytes
 from mdrag.notes.document import Document
@@ -30,7 +31,7 @@ class PreparedNote:
     windows: list[list[str]] = field(default_factory=list)
     spans: list[list[tuple[int, int]]] = field(default_factory=list)  # each window's place in its body
     title: str = ""
-    links: list[dict[str, Any]] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
     error: str = ""
     file_hash: str = ""
     size: int = 0

@@ -6,11 +6,11 @@ import posixpath
 import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from markdown_it.token import Token
 
+from mdrag.answers import Link
 from mdrag.notes.scanner import NOTE_SUFFIXES
 
 # [[target]], [[target#heading]], [[target|alias]], [[target#heading|alias]]; ![[embeds]] count too.
@@ -22,9 +22,9 @@ MAX_LINKS = 500  # per note: a generated index page must not make one metadata r
 MAX_TARGET_CHARS = 1000
 
 
-def extract_links(tokens: list[Token], first_line: int) -> list[dict[str, Any]]:
+def extract_links(tokens: list[Token], first_line: int) -> list[Link]:
     """The links a note's body makes, in order; `first_line` is the 1-based file line of the body."""
-    links: list[dict[str, Any]] = []
+    links: list[Link] = []
     for token in tokens:
         if token.type != "inline" or token.map is None:
             continue  # code blocks are never inline tokens, so their [[...]] are not links
@@ -59,7 +59,7 @@ def _is_note(target: str) -> bool:
     return not suffix or suffix in NOTE_SUFFIXES or not suffix[1:].isalpha()
 
 
-def _link(kind: str, target: str, anchor: str, alias: str, line: int) -> dict[str, Any]:
+def _link(kind: str, target: str, anchor: str, alias: str, line: int) -> Link:
     clip = MAX_TARGET_CHARS
     return {
         "kind": kind,
@@ -79,7 +79,7 @@ class LinkResolver:
         for path in sorted(self.paths):
             self._by_stem.setdefault(PurePosixPath(path).stem.casefold(), []).append(path)
 
-    def resolve(self, source: str, link: dict[str, Any]) -> str | None:
+    def resolve(self, source: str, link: Link) -> str | None:
         target = link["target"].replace("\\", "/")  # a note written on Windows
         if not target:  # [[#heading]]: a link within the note itself
             return source
@@ -119,7 +119,7 @@ def _without_suffix(target: str) -> str:
     return target
 
 
-def link_names(link: dict[str, Any]) -> str:
+def link_names(link: Link) -> str:
     """The file name (no suffix, case folded) a link can resolve to: a cheap test before resolving."""
     return _without_suffix(PurePosixPath(link["target"].replace("\\", "/")).name).casefold()
 

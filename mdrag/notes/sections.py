@@ -7,11 +7,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from mdrag.answers import Link
 from mdrag.notes.anchors import Slugger
 from mdrag.notes.document import Document
 from mdrag.notes.links import extract_links
@@ -73,7 +73,7 @@ class Outline:
 
     sections: list[Section]
     first_h1: str
-    links: list[dict[str, Any]] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
 
 
 @dataclass

@@ -17,6 +17,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
+from mdrag.answers import ResolvedLink
+
 MAX_WIKILINK_CHARS = 500
 _FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
@@ -88,7 +90,7 @@ def split_frontmatter(text: str) -> tuple[str, int]:
 
 
 def render_note(
-    text: str, links: list[dict[str, Any]], start_line: int | None = None, end_line: int | None = None
+    text: str, links: list[ResolvedLink], start_line: int | None = None, end_line: int | None = None
 ) -> tuple[str, list[dict[str, Any]]]:
     """The note as HTML (the blocks of lines start_line-end_line, 1-based, marked as the match,
     the first with id="match"), and its table of contents: [{level, text, id}]."""
