@@ -19,7 +19,15 @@ import numpy as np
 from loguru import logger
 
 from mdrag import __version__, indexlock, private
-from mdrag.answers import Freshness, IndexStatus, ProgressSnapshot, SearchAnswer
+from mdrag.answers import (
+    DuplicatesAnswer,
+    Freshness,
+    IndexStatus,
+    ProgressSnapshot,
+    RelatedAnswer,
+    SearchAnswer,
+    SimilarAnswer,
+)
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config
 from mdrag.embedding.embedder import Embedder
@@ -230,7 +238,7 @@ class Service:
         for query in answered:
             logger.info("a new note may answer the recorded gap {!r}", query)
 
-    def similar(self, params: dict[str, Any]) -> dict[str, Any]:
+    def similar(self, params: dict[str, Any]) -> SimilarAnswer:
         k = whole_number(params, "k", 10, 1, 100)
         if params.get("text") is not None:
             target = self.similarity.of_text(text_param(params, "text", MAX_DRAFT_CHARS))
@@ -239,7 +247,7 @@ class Service:
         # `floor`: the lowest score listed, so an empty answer can say what it left out.
         return {"note": target.path, "floor": SIMILAR_FLOOR, "results": self.similarity.similar(target, k)}
 
-    def duplicates(self, params: dict[str, Any]) -> dict[str, Any]:
+    def duplicates(self, params: dict[str, Any]) -> DuplicatesAnswer:
         # Below 50 nearly every pair qualifies: a list nobody can act on, at quadratic cost.
         min_score = whole_number(params, "min_score", 90, 50, 100)
         limit = whole_number(params, "limit", 1000, 1, 100000)
@@ -252,7 +260,7 @@ class Service:
             "groups": duplicate_groups(pairs)[:limit],
         }
 
-    def related(self, params: dict[str, Any]) -> dict[str, Any]:
+    def related(self, params: dict[str, Any]) -> RelatedAnswer:
         return related_notes(
             self._note(params), self.catalog, self.similarity, whole_number(params, "k", 10, 1, 100)
         )

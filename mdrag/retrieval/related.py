@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any
 
+from mdrag.answers import Backlink, OutgoingLink, RelatedAnswer, RelatedNote, SimilarNote
 from mdrag.catalog import Catalog
 from mdrag.errors import NotFoundError
 from mdrag.notes.links import LinkResolver, link_names
 from mdrag.retrieval.similarity import Similarity
 
 
-def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 10) -> dict[str, Any]:
+def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 10) -> RelatedAnswer:
     """Links out (broken ones flagged), links in, and the k most similar notes, for one note."""
     record = catalog.get(path)
     if record is None:
         raise NotFoundError(f"{path} is not an indexed note")
     resolver = LinkResolver(catalog.paths())
-    outgoing = []
+    outgoing: list[OutgoingLink] = []
     for link in record.links:
         resolved = resolver.resolve(path, link)
         outgoing.append({**link, "path": resolved, "broken": resolved is None})
-    backlinks = []
+    backlinks: list[Backlink] = []
     name = PurePosixPath(path).stem.casefold()
     for other in catalog.records():
         if other.file_path == path:
@@ -44,22 +44,23 @@ def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 
 
 
 def _labelled(
-    path: str, outgoing: list[dict[str, Any]], backlinks: list[dict[str, Any]], similar: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    path: str, outgoing: list[OutgoingLink], backlinks: list[Backlink], similar: list[SimilarNote]
+) -> list[RelatedNote]:
     """One entry per other note, naming every way it relates: links to, linked from, similar."""
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, RelatedNote] = {}
 
-    def entry(other: str) -> dict[str, Any]:
+    def entry(other: str) -> RelatedNote:
         return entries.setdefault(other, {"path": other, "relations": [], "score": None, "tier": None})
 
     for link in outgoing:
-        if link["path"] and link["path"] != path and "links to" not in entry(link["path"])["relations"]:
-            entry(link["path"])["relations"].append("links to")
-    for link in backlinks:
-        if "linked from" not in entry(link["path"])["relations"]:
-            entry(link["path"])["relations"].append("linked from")
+        target = link["path"]
+        if target and target != path and "links to" not in entry(target)["relations"]:
+            entry(target)["relations"].append("links to")
+    for backlink in backlinks:
+        if "linked from" not in entry(backlink["path"])["relations"]:
+            entry(backlink["path"])["relations"].append("linked from")
     for note in similar:
         item = entry(note["path"])
         item["relations"].append("similar")
-        item.update(score=note["score"], tier=note["tier"])
+        item["score"], item["tier"] = note["score"], note["tier"]
     return sorted(entries.values(), key=lambda e: (-len(e["relations"]), -(e["score"] or 0), e["path"]))

@@ -7,13 +7,13 @@ ways, so a copy scores near 100 and a note that merely shares a topic does not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from loguru import logger
 
+from mdrag.answers import DuplicateGroup, DuplicatePair, SimilarNote
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.errors import NotFoundError, QueryError
@@ -39,7 +39,7 @@ def tier(score: int) -> str:
     return next(name for lowest, name in TIERS if score >= lowest)
 
 
-def duplicate_groups(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def duplicate_groups(pairs: list[DuplicatePair]) -> list[DuplicateGroup]:
     """The notes joined by the pairs, each group once: a folder of 365 near-identical stubs is
     one group of 365 notes, not 66,000 pairs to read. Best pair first, then the larger group."""
     parent: dict[str, str] = {}
@@ -52,14 +52,25 @@ def duplicate_groups(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     for pair in pairs:
         parent[root(pair["a"])] = root(pair["b"])
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, _Group] = {}
     for pair in pairs:
-        group = groups.setdefault(root(pair["a"]), {"notes": set(), "best_score": 0, "pairs": 0})
-        group["notes"] |= {pair["a"], pair["b"]}
-        group["best_score"] = max(group["best_score"], pair["score"])
-        group["pairs"] += 1
-    ordered = [{**g, "notes": sorted(g["notes"])} for g in groups.values()]
+        group = groups.setdefault(root(pair["a"]), _Group())
+        group.notes |= {pair["a"], pair["b"]}
+        group.best_score = max(group.best_score, pair["score"])
+        group.pairs += 1
+    ordered: list[DuplicateGroup] = [
+        {"notes": sorted(g.notes), "best_score": g.best_score, "pairs": g.pairs} for g in groups.values()
+    ]
     return sorted(ordered, key=lambda g: (-g["best_score"], -len(g["notes"]), g["notes"][0]))
+
+
+@dataclass
+class _Group:
+    """A duplicate group while the pairs are read: its notes as a set."""
+
+    notes: set[str] = field(default_factory=set)
+    best_score: int = 0
+    pairs: int = 0
 
 
 def match_score(a: np.ndarray, b: np.ndarray) -> float:
@@ -113,9 +124,7 @@ class Similarity:
 
     # ---- operations --------------------------------------------------------------------------
 
-    def similar(
-        self, target: NoteVectors, k: int = 10, min_score: int = SIMILAR_FLOOR
-    ) -> list[dict[str, Any]]:
+    def similar(self, target: NoteVectors, k: int = 10, min_score: int = SIMILAR_FLOOR) -> list[SimilarNote]:
         """The k notes most like `target` scoring at least `min_score`, best first, with score and tier."""
         neighbours = self.store.search_doc_vectors(target.doc, k * CANDIDATES_PER_RESULT + 1)
         candidates = {
@@ -134,7 +143,7 @@ class Similarity:
         results.sort(key=lambda r: (-r["score"], -r["doc_cosine"], r["path"]))
         return results[:k]
 
-    def duplicates(self, min_score: int = 90) -> tuple[list[dict[str, Any]], bool]:
+    def duplicates(self, min_score: int = 90) -> tuple[list[DuplicatePair], bool]:
         """Every pair of notes scoring at least `min_score`, each pair once, best first, and
         whether the scan covered every candidate pair."""
         paths, docs = [], []
@@ -154,7 +163,7 @@ class Similarity:
             logger.warning(
                 "duplicates: stopped at {} candidate pairs; raise --min-score", MAX_CANDIDATE_PAIRS
             )
-        pairs: list[dict[str, Any]] = []
+        pairs: list[DuplicatePair] = []
         # Load windows a slice of pairs at a time: the whole index's vectors need not fit at once.
         for start in range(0, len(candidates), PAIR_BATCH):
             batch = candidates[start : start + PAIR_BATCH]
@@ -209,5 +218,5 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return (vector / (np.linalg.norm(vector) or 1.0)).astype(np.float32)
 
 
-def _result(path: str, score: int, doc_cosine: float) -> dict[str, Any]:
+def _result(path: str, score: int, doc_cosine: float) -> SimilarNote:
     return {"path": path, "score": score, "tier": tier(score), "doc_cosine": round(float(doc_cosine), 4)}
