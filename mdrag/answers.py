@@ -414,3 +414,18 @@ class Gap(TypedDict):
 
 class GapsAnswer(TypedDict):
     gaps: list[Gap]
+
+
+# What Service.handle answers, whichever read operation it was asked (a reader knows which it asked,
+# and names that one: `result: SimilarAnswer = route.call("similar", ...)`).
+ServiceAnswer = (
+    SearchAnswer
+    | IndexStatus
+    | SimilarAnswer
+    | DuplicatesAnswer
+    | RelatedAnswer
+    | ContextPack
+    | NoteText
+    | GapsAnswer
+    | Gap
+)

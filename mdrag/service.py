@@ -20,12 +20,14 @@ from loguru import logger
 
 from mdrag import __version__, indexlock, private
 from mdrag.answers import (
+    ContextPack,
     DuplicatesAnswer,
     Freshness,
     IndexStatus,
     ProgressSnapshot,
     RelatedAnswer,
     SearchAnswer,
+    ServiceAnswer,
     SimilarAnswer,
 )
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
@@ -171,10 +173,10 @@ class Service:
         """The catalog as the store holds it (at open, and after the store comes back)."""
         return records_from_rows(self.store.metadata_rows(RECORD_FIELDS))
 
-    def handle(self, op: str, params: dict[str, Any], live: Live | None = None) -> Any:
+    def handle(self, op: str, params: dict[str, Any], live: Live | None = None) -> ServiceAnswer:
         """Answer one operation of `params.OPERATIONS` that the service answers (the daemon and
         a command's own process both call this); `live`: the daemon's view, for a fresh answer."""
-        handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
+        handlers: dict[str, Callable[[dict[str, Any]], ServiceAnswer]] = {
             "search": lambda p: self.search(p, live),
             "status": lambda _: self.status(),
             "similar": self.similar,
@@ -265,7 +267,7 @@ class Service:
             self._note(params), self.catalog, self.similarity, whole_number(params, "k", 10, 1, 100)
         )
 
-    def context(self, params: dict[str, Any], live: Live | None = None) -> dict[str, Any]:
+    def context(self, params: dict[str, Any], live: Live | None = None) -> ContextPack:
         max_tokens = whole_number(params, "max_tokens", DEFAULT_MAX_TOKENS, 50, 100000)
         search = {k: v for k, v in params.items() if k != "max_tokens"}
         search.setdefault("top_k", SEARCH_DEPTH)

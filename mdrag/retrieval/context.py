@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from mdrag.answers import Hit, SearchAnswer
+from mdrag.answers import ContextPack, ContextSource, Hit, SearchAnswer
 from mdrag.retrieval.confidence import outcome_of
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
@@ -17,7 +16,7 @@ SEARCH_DEPTH = 30  # hits fetched to fill the budget; the pack takes them best f
 CONTEXT_THRESHOLD = 0.5
 
 
-def citation(hit: Hit | dict[str, Any], short: bool = False) -> str:
+def citation(hit: Hit, short: bool = False) -> str:
     """`path#anchor (lines a-b): heading path`; short, the path and lines alone."""
     source = hit["source"]
     where = f"{source['anchor']} (lines {source['start_line']}-{source['end_line']})"
@@ -28,7 +27,7 @@ def citation(hit: Hit | dict[str, Any], short: bool = False) -> str:
 
 def build_context(
     response: SearchAnswer, max_tokens: int, count_tokens: TokenCounter, answer_at: float = 0.7
-) -> dict[str, Any]:
+) -> ContextPack:
     """Pack the response's hits, best first, skipping repeats, until the budget is spent.
 
     A section whose text appears twice (a note copied into two places) goes in once; a hit
@@ -45,7 +44,7 @@ def build_context(
     only sections under it (an assistant should say they may not answer), else "none".
     """
     blocks: list[str] = []
-    sources: list[dict[str, Any]] = []
+    sources: list[ContextSource] = []
     seen: set[str] = set()
     used = 0
     hits = response["results"]

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from loguru import logger
 
 from mdrag import private
+from mdrag.answers import Gap
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.params import GAP_STATUSES
 
@@ -97,7 +97,7 @@ class GapLog:
                 (gap_key(query), query.strip(), now, now, best_score, blob),
             )
 
-    def entries(self, status: str | None = None) -> list[dict[str, Any]]:
+    def entries(self, status: str | None = None) -> list[Gap]:
         """The gaps, most frequent first (then most recent)."""
         if status is not None and status not in GAP_STATUSES:
             raise QueryError(f"status must be one of {', '.join(GAP_STATUSES)}, got {status!r}")
@@ -115,7 +115,7 @@ class GapLog:
         with self._db() as db:
             return int(db.execute("SELECT COUNT(*) FROM gaps WHERE status = 'open'").fetchone()[0])
 
-    def set_status(self, query: str, status: str) -> dict[str, Any]:
+    def set_status(self, query: str, status: str) -> Gap:
         if status not in GAP_STATUSES:
             raise QueryError(f"status must be one of {', '.join(GAP_STATUSES)}, got {status!r}")
         self._settle()
@@ -155,7 +155,7 @@ class GapLog:
         return answered
 
 
-def _entry(row: sqlite3.Row) -> dict[str, Any]:
+def _entry(row: sqlite3.Row) -> Gap:
     return {
         "query": row["query"],
         "count": row["count"],

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mdrag import keys
+from mdrag.answers import NoteText, ResolvedLink
 from mdrag.catalog import Catalog
 from mdrag.errors import DocumentError, NotFoundError
 from mdrag.notes.document import decode_text, read_bytes
@@ -13,7 +12,7 @@ from mdrag.notes.links import LinkResolver
 MAX_NOTE_BYTES = 5_000_000  # as index.max_file_mb's default: a preview of more helps nobody
 
 
-def note_text(path: str, catalog: Catalog) -> dict[str, Any]:
+def note_text(path: str, catalog: Catalog) -> NoteText:
     """The note's text as it is on disk now, whether the index holds that version (`fresh`), and
     each link it makes with the indexed note it resolves to (None when broken).
 
@@ -27,7 +26,7 @@ def note_text(path: str, catalog: Catalog) -> dict[str, Any]:
     except DocumentError as exc:
         raise NotFoundError(f"{path}: {exc}") from None
     resolver = LinkResolver(catalog.paths())
-    links = [{**link, "path": resolver.resolve(path, link)} for link in record.links]
+    links: list[ResolvedLink] = [{**link, "path": resolver.resolve(path, link)} for link in record.links]
     return {
         "path": path,
         "text": text,
