@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from mdrag.answers import ContextPack, DuplicatesAnswer, Gap, GapsAnswer, RelatedAnswer, SimilarAnswer
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import command_config, open_route
 
@@ -26,7 +27,7 @@ def run(ctx: click.Context, op: str, **params: Any) -> Any:
         return route.call(op, **{k: v for k, v in params.items() if v is not None})
 
 
-def emit(result: Any, as_json: bool) -> bool:
+def emit(result: object, as_json: bool) -> bool:
     """Print `result` as JSON when asked; True when done."""
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
@@ -60,6 +61,7 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
     closely related at 70 and above, related from 40; a note under 40 is not listed."""
     if (note is None) == (text_source is None):
         raise click.UsageError("give either NOTE or --text FILE|-")
+    result: SimilarAnswer
     if text_source is not None:
         result = run(ctx, "similar", text=read_text_arg(text_source), k=k)
     else:
@@ -82,12 +84,12 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
 def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) -> None:
     """Notes scoring at least --min-score with another, grouped (a pair is a group of two):
     candidates to merge."""
-    result = run(ctx, "duplicates", min_score=min_score, limit=limit)
+    result: DuplicatesAnswer = run(ctx, "duplicates", min_score=min_score, limit=limit)
     if emit(result, as_json):
         return
     groups = result.get("groups")
     if groups is None:  # a daemon from before groups: each pair a group of two
-        groups = [{"notes": [p["a"], p["b"]], "best_score": p["score"]} for p in result["pairs"]]
+        groups = [{"notes": [p["a"], p["b"]], "best_score": p["score"], "pairs": 1} for p in result["pairs"]]
     for group in groups:
         notes = group["notes"]
         if len(notes) > 2:
@@ -117,7 +119,7 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
 @click.pass_context
 def related(ctx: click.Context, note: str, k: int, as_json: bool) -> None:
     """NOTE's links, backlinks and semantic neighbours, each labelled by how it relates."""
-    result = run(ctx, "related", note=note, k=k)
+    result: RelatedAnswer = run(ctx, "related", note=note, k=k)
     if emit(result, as_json):
         return
     for item in result["related"]:
@@ -139,7 +141,7 @@ def gaps(ctx: click.Context, status: str | None, as_json: bool) -> None:
     """Searches your notes could not answer, most frequent first."""
     if ctx.invoked_subcommand is not None:
         return
-    result = run(ctx, "gaps", status=status)
+    result: GapsAnswer = run(ctx, "gaps", status=status)
     if emit(result, as_json):
         return
     if not result["gaps"]:
@@ -163,7 +165,7 @@ def gaps(ctx: click.Context, status: str | None, as_json: bool) -> None:
 @click.pass_context
 def resolve_gap(ctx: click.Context, query: str, status: str, as_json: bool) -> None:
     """Mark the gap recorded for QUERY as addressed (or deferred, or open again)."""
-    gap = run(ctx, "gap_status", query=query, status=status)
+    gap: Gap = run(ctx, "gap_status", query=query, status=status)
     if not emit(gap, as_json):
         click.echo(f"{gap['query']}: {gap['status']}")
 
@@ -184,7 +186,7 @@ def context(
     as_json: bool,
 ) -> None:
     """A prompt-ready pack of the sections that best answer QUERY, with citations, within a budget."""
-    result = run(
+    result: ContextPack = run(
         ctx,
         "context",
         query=query,

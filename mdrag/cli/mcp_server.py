@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from loguru import logger
 from mcp.server.mcpserver import MCPServer
@@ -14,6 +14,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from mdrag import __version__
+from mdrag.answers import ContextPack
 from mdrag.cli.client import DaemonClient
 from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
 
@@ -40,6 +41,8 @@ def build_server(socket_path: str) -> MCPServer:
     """An MCP server whose every tool is one request to the daemon on `socket_path`."""
     client = DaemonClient(socket_path)
 
+    # The tools' return annotations stay dict[str, Any]: the server would publish a TypedDict there
+    # as the tool's output schema and check each answer against it, a change in what a tool offers.
     def ask(op: str, **params: Any) -> dict[str, Any]:
         # Only what the caller set goes out, so the daemon's own defaults apply to the rest.
         try:
@@ -143,10 +146,11 @@ def build_server(socket_path: str) -> MCPServer:
         (a section reaches the usual 0.7 bar), "related" (only sections under it, scores 0.5-0.7: say
         they may not answer the question) or "none" (the pack is empty and `closest` names up to 3
         nearest notes: weaker matches, not proof that the notes are silent on the topic)."""
-        pack = ask("context", query=query, max_tokens=max_tokens, threshold=threshold)
+        answer = ask("context", query=query, max_tokens=max_tokens, threshold=threshold)
+        pack = cast(ContextPack, answer)
         # The pack is text meant for a model to read, so it goes out as text, not as an escaped JSON string.
         text = pack.get("context") or _no_context(pack)
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=pack)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
 
     @tool("Index status")
     def status() -> dict[str, Any]:
@@ -164,7 +168,7 @@ def build_server(socket_path: str) -> MCPServer:
     return server
 
 
-def _no_context(pack: dict[str, Any]) -> str:
+def _no_context(pack: ContextPack) -> str:
     """An empty pack as text a model reads: why it is empty and the nearest notes it could name."""
     lines = [pack.get("message") or "no confident answer in the notes"]
     if pack.get("closest"):
