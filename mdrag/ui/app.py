@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
@@ -21,7 +21,17 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from mdrag.answers import is_starting
+from mdrag.answers import (
+    DuplicateGroup,
+    DuplicatesAnswer,
+    Gap,
+    GapsAnswer,
+    NoteText,
+    RelatedAnswer,
+    SimilarAnswer,
+    StatusAnswer,
+    is_starting,
+)
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
@@ -56,6 +66,21 @@ def search_params(query: dict[str, Any]) -> dict[str, Any]:
             except ValueError:
                 raise MdragError(f"{field} must be a number, got {text!r}") from None
     return params
+
+
+class ScanFailed(TypedDict):
+    """The status page's duplicates when the scan could not run: none, and why."""
+
+    groups: list[DuplicateGroup]
+    error: str
+
+
+class StatusValues(TypedDict):
+    """What the status page shows: the index, its open gaps and its duplicate groups."""
+
+    report: StatusAnswer
+    gaps: list[Gap]
+    duplicates: DuplicatesAnswer | ScanFailed
 
 
 class DaemonStarting(Exception):
@@ -127,7 +152,7 @@ class Page:
         line = _int(request.query_params.get("line"))
         end = _int(request.query_params.get("end"))
         try:
-            note = await _threaded(self.route.call, "note", note=path)
+            note: NoteText = await _threaded(self.route.call, "note", note=path)
         except MdragError as exc:
             return self.render("error.html", status_code=404, message=str(exc))
         body, toc = render_note(note["text"], note["links"], line, end or line)
@@ -151,32 +176,34 @@ class Page:
         """A note's similar or related notes (the operation of that name), or why not."""
         path = request.query_params.get("note") or ""
         try:
-            result = await _threaded(self.route.call, op, note=path, k=10)
+            result: SimilarAnswer | RelatedAnswer = await _threaded(self.route.call, op, note=path, k=10)
         except MdragError as exc:
             return self.render("error.html", status_code=404, message=str(exc))
         return self.render(f"{op}.html", result=result)
 
     async def status(self, request: Request) -> Response:
-        def gather() -> dict[str, Any]:
+        def gather() -> StatusValues:
             report = self.route.status()
             if is_starting(report):  # the gaps and duplicates would wait for the start: say so now
                 raise DaemonStarting(report["daemon"]["loading"])
-            gaps = self.route.call("gaps", status="open")["gaps"]
+            open_gaps: GapsAnswer = self.route.call("gaps", status="open")
+            duplicates: DuplicatesAnswer | ScanFailed
             try:
                 duplicates = self.route.call("duplicates", min_score=90, limit=DUPLICATE_GROUPS_SHOWN)
             except MdragError as exc:  # the index may be unavailable for a scan; the rest still shows
                 duplicates = {"groups": [], "error": str(exc)}
-            return {"report": report, "gaps": gaps, "duplicates": duplicates}
+            # Not starting: the whole answer (is_starting narrows only the other way).
+            return {"report": cast(StatusAnswer, report), "gaps": open_gaps["gaps"], "duplicates": duplicates}
 
         try:
-            values = await _threaded(gather)
+            values: StatusValues = await _threaded(gather)
         except DaemonStarting as exc:
             message = f"The daemon is starting ({exc}); this page shows the index once it is open."
             return self.render("error.html", status_code=503, message=message)
         except MdragError as exc:
             return self.render("error.html", status_code=503, message=str(exc))
-        daemon = values["report"].get("daemon") or {}
-        progress = daemon.get("indexing")
+        daemon = values["report"].get("daemon")
+        progress = daemon.get("indexing") if daemon else None
         return self.render("status.html", progress=progress_line(progress) if progress else "", **values)
 
     async def open(self, request: Request) -> Response:
