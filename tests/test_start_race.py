@@ -16,6 +16,7 @@ from tests.daemon_process import DaemonProcess
 
 pytestmark = pytest.mark.slow
 
+# A command that holds the index until the file argv[1] appears, then argv[2] seconds more.
 HOLDER = """
 import os, sys, time
 from mdrag.cli.route import LocalRoute
@@ -25,7 +26,7 @@ print("held", flush=True)
 deadline = time.monotonic() + 60
 while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
     time.sleep(0.02)
-time.sleep(2)  # a command that looked for the socket just before the daemon bound it
+time.sleep(float(sys.argv[2]))
 route.close()
 """
 
@@ -64,7 +65,8 @@ def wait_ready(daemon: DaemonProcess, timeout: float = 90.0) -> None:
 
 def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
     with subprocess.Popen(  # closes its pipes and reaps it on the way out
-        [sys.executable, "-c", HOLDER, indexed.socket_path],
+        # a command that looked for the socket just before the daemon bound it, done 2 s after
+        [sys.executable, "-c", HOLDER, indexed.socket_path, "2"],
         env=indexed.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -86,25 +88,12 @@ def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
     assert indexed.status()["documents"] == {"indexed": 2}
 
 
-HOLD_UNTIL_RELEASED = """
-import os, sys, time
-from mdrag.cli.route import LocalRoute
-from mdrag.config import load_config
-route = LocalRoute(load_config())
-print("held", flush=True)
-deadline = time.monotonic() + 60
-while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
-    time.sleep(0.02)
-route.close()
-"""
-
-
 def test_status_answers_at_once_while_the_daemon_cannot_open_the_index_yet(indexed, tmp_path):
     """A start slowed by a command that holds the index: `status` says what the daemon waits for
     within a second, rather than blocking until the index is open (once 34.6 s at 282k sections)."""
     release = tmp_path / "release"
     with subprocess.Popen(
-        [sys.executable, "-c", HOLD_UNTIL_RELEASED, str(release)],
+        [sys.executable, "-c", HOLDER, str(release), "0"],
         env=indexed.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
