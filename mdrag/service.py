@@ -33,7 +33,7 @@ from mdrag.answers import (
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config
 from mdrag.embedding.embedder import Embedder
-from mdrag.errors import ConfigError, QueryError, StoreError
+from mdrag.errors import ConfigError, QueryError
 from mdrag.index.indexer import Indexer, IndexReport
 from mdrag.index.rebuild import remove_leftovers, switch_in
 from mdrag.index.roots import Roots
@@ -364,7 +364,7 @@ class Service:
         `exclusive`), then reload the catalog from the store and repair half-done writes (a write
         that failed midway may have landed in part: the store's metadata is the truth)."""
         store = self.store
-        if store.closed or not store.engine_alive() or (store.is_lite and not _answers(store)):
+        if store.closed or not store.engine_alive() or (store.is_lite and not store.answers()):
             logger.info("restarting the Milvus Lite server(s) and reopening the index")
             with exclusive():
                 store.reopen()
@@ -472,11 +472,3 @@ class Service:
             self._marker.unlink(missing_ok=True)
         finally:
             self._lock.release()
-
-
-def _answers(store: Store) -> bool:
-    try:
-        store.ping()
-    except StoreError:
-        return False
-    return True

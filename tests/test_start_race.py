@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,24 +65,32 @@ def wait_ready(daemon: DaemonProcess, timeout: float = 90.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
+@contextlib.contextmanager
+def holding(daemon: DaemonProcess, until: str, then_s: float) -> Iterator[subprocess.Popen[str]]:
+    """A command (HOLDER) that holds the index until `until` exists, then `then_s` more; yielded
+    once it holds it, killed on the way out if still running."""
     with subprocess.Popen(  # closes its pipes and reaps it on the way out
-        # a command that looked for the socket just before the daemon bound it, done 2 s after
-        [sys.executable, "-c", HOLDER, indexed.socket_path, "2"],
-        env=indexed.env,
+        [sys.executable, "-c", HOLDER, until, str(then_s)],
+        env=daemon.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     ) as holder:
         try:
             assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-            indexed.launch()
-            wait_ready(indexed)
-            _, err = holder.communicate(timeout=30)
-            assert holder.returncode == 0, err
+            yield holder
         finally:
             if holder.poll() is None:
                 holder.kill()
+
+
+def test_a_starting_daemon_waits_for_a_command_that_holds_the_index(indexed):
+    # a command that looked for the socket just before the daemon bound it, done 2 s after
+    with holding(indexed, indexed.socket_path, 2) as holder:
+        indexed.launch()
+        wait_ready(indexed)
+        _, err = holder.communicate(timeout=30)
+        assert holder.returncode == 0, err
     assert indexed.process is not None and indexed.process.poll() is None
     log = indexed.log()
     assert "the index is held by another process" in log and "waiting up to" in log
@@ -92,43 +102,32 @@ def test_status_answers_at_once_while_the_daemon_cannot_open_the_index_yet(index
     """A start slowed by a command that holds the index: `status` says what the daemon waits for
     within a second, rather than blocking until the index is open (once 34.6 s at 282k sections)."""
     release = tmp_path / "release"
-    with subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(release), "0"],
-        env=indexed.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as holder:
-        try:
-            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-            indexed.launch()
-            deadline = time.monotonic() + 60
-            while not indexed.client.alive():  # the socket is bound before the index opens
-                assert time.monotonic() < deadline, indexed.log()
-                time.sleep(0.05)
-            time.sleep(0.5)  # into the wait for the holder
-            asked = time.monotonic()
-            report = indexed.client.call("status")
-            took = time.monotonic() - asked
-            print(f"\nstatus while the daemon waits for the index: {took * 1000:.0f} ms")
-            assert took < 1.0
-            assert report["starting"] is True and report["daemon"]["state"] == "loading", report
-            assert "waiting for another process" in report["daemon"]["loading"]
-            shown = subprocess.run(
-                [sys.executable, "-m", "mdrag.cli.main", "status"],
-                env=indexed.env,
-                capture_output=True,
-                text=True,
-            )
-            assert shown.returncode == 0, shown.stderr
-            assert "daemon:    starting" in shown.stdout and "waiting for another process" in shown.stdout
-            release.touch()
-            wait_ready(indexed)
-            _, err = holder.communicate(timeout=30)
-            assert holder.returncode == 0, err
-        finally:
-            if holder.poll() is None:
-                holder.kill()
+    with holding(indexed, str(release), 0) as holder:
+        indexed.launch()
+        deadline = time.monotonic() + 60
+        while not indexed.client.alive():  # the socket is bound before the index opens
+            assert time.monotonic() < deadline, indexed.log()
+            time.sleep(0.05)
+        time.sleep(0.5)  # into the wait for the holder
+        asked = time.monotonic()
+        report = indexed.client.call("status")
+        took = time.monotonic() - asked
+        print(f"\nstatus while the daemon waits for the index: {took * 1000:.0f} ms")
+        assert took < 1.0
+        assert report["starting"] is True and report["daemon"]["state"] == "loading", report
+        assert "waiting for another process" in report["daemon"]["loading"]
+        shown = subprocess.run(
+            [sys.executable, "-m", "mdrag.cli.main", "status"],
+            env=indexed.env,
+            capture_output=True,
+            text=True,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "daemon:    starting" in shown.stdout and "waiting for another process" in shown.stdout
+        release.touch()
+        wait_ready(indexed)
+        _, err = holder.communicate(timeout=30)
+        assert holder.returncode == 0, err
     assert indexed.status()["documents"] == {"indexed": 2}
 
 

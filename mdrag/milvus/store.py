@@ -478,13 +478,14 @@ class Store:
             raise self._unanswered(getattr(method, "__name__", "write"), exc, kwargs["timeout"]) from exc
         except MilvusException as exc:
             failure = f"Milvus {getattr(method, '__name__', 'write')} failed on {self.uri}: {exc.message}"
-            if isinstance(exc, _CONNECTION_ERRORS) or not self._answers():
+            if isinstance(exc, _CONNECTION_ERRORS) or not self.answers():
                 raise StoreError(failure) from exc
             raise RowsRejectedError(failure) from exc
         except (TypeError, ValueError, OverflowError) as exc:  # pymilvus checks rows before sending
             raise RowsRejectedError(f"Milvus refused the rows: {exc}") from exc
 
-    def _answers(self) -> bool:
+    def answers(self) -> bool:
+        """Whether every shard answers a ping now (a stuck Lite server is alive but does not)."""
         try:
             self.ping()
         except StoreError:
