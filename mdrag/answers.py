@@ -227,7 +227,7 @@ class StartingDaemon(TypedDict):
     """The daemon while it starts: what it is doing, before it can say what the index holds."""
 
     state: str  # "loading"
-    loading: str  # what: "opening the index", "loading the model", "loading the vectors", ...
+    loading: str  # what: "opening the index", "loading the model and the vectors of N sections", ...
     pid: int
     uptime_s: float
     socket: str

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,10 +329,13 @@ class Service:
     def load(self, step: Callable[[str], None] = lambda _: None) -> None:
         """The model and the vectors, loaded now rather than on first use: a daemon's first search
         is then fast, and a model that cannot load fails its start. `step` is told each part."""
-        step("loading the model")
-        self.embedder.load()
-        step(f"loading the vectors of {self.catalog.section_count()} sections")
-        self.store.load_vectors()
+        step(f"loading the model and the vectors of {self.catalog.section_count()} sections")
+        # At once: the vectors load in the Milvus Lite servers (processes of their own), the model
+        # in this one, so a restart waits for the longer of the two rather than their sum.
+        with ThreadPoolExecutor(1, thread_name_prefix="mdrag-load") as pool:
+            vectors = pool.submit(self.store.load_vectors)
+            self.embedder.load()
+            vectors.result()
 
     @property
     def is_lite(self) -> bool:
