@@ -113,6 +113,17 @@ queries (leave-one-out). A query answers when the decision says yes and a releva
 first 10 hits; it is silent when the decision says no."""
 
 
+SCALE_METHOD = """\
+`python -m bench.scale --factor 5 --work DIR` indexes the PowerShell reference docs once, serves
+them with a real daemon, then grows the index to five times its sections with copies of the
+corpus in further folders (section ids derive from content, so no copy is embedded again). At
+each size: the whole daemon's resident memory idle (itself and its Milvus Lite servers, summed),
+searches through the socket (the median of three passes) and as whole `mdrag search` processes,
+and a restart: when `status` first answers, when a search sent at that moment is answered, and
+when the start-up reconcile is done. Once grown, the daemon reopens the index by itself; a search
+sent as the reopen begins measures how long it waits.
+"""
+
 PREFILTER_METHOD = """\
 The dense scan is most of a socket query at 100k sections, and Milvus Lite scans a column of
 sign bits (BINARY_VECTOR, HAMMING) ~6x faster than float32. `python -m bench.prefilter --index
@@ -283,6 +294,14 @@ def render() -> str:
     if side is not None:
         machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})
         parts += ["", "### Side by side with memsearch", "", PEER_METHOD, peer.table(side, machine)]
+    scale = _load("scale")
+    if scale is not None:
+        from bench.scale import table as scale_table
+
+        machine = scale.get("machine", {})
+        parts += ["", "### Large vaults", "", SCALE_METHOD]
+        parts += [f"Measured {machine.get('date', '?')} on {machine.get('cores', '?')} cores:", ""]
+        parts.append(scale_table(scale))
     first_pass = _load("prefilter")
     if first_pass is not None:
         from bench.prefilter import table as first_pass_table

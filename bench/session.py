@@ -23,13 +23,19 @@ class Daemon:
         self.process: subprocess.Popen[str] | None = None
         self.started_in_s = 0.0
 
-    def __enter__(self) -> Daemon:
+    def spawn(self) -> subprocess.Popen[str]:
+        """Start `mdrag serve` and return at once (`with Daemon(...)` also waits until it serves)."""
         Path(self.work.socket).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        log = open(self.log_path, "a")  # handed to the child process
+        with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(
+                harness.mdrag("serve"), env=self.work.env(), stdout=log, stderr=log, text=True
+            )
+        return self.process
+
+    def __enter__(self) -> Daemon:
         started = time.perf_counter()
-        self.process = subprocess.Popen(
-            harness.mdrag("serve"), env=self.work.env(), stdout=log, stderr=log, text=True
-        )
+        self.spawn()
+        assert self.process is not None
         deadline = started + 600
         while time.perf_counter() < deadline:
             if self.process.poll() is not None:

@@ -1,0 +1,166 @@
+"""Lite fields: what the keyword part of the vectors collection costs a Milvus Lite server, in
+memory and in load time, measured on real rows.
+
+    python -m bench.lite_fields --source DB [--rows 100000]
+
+Reads the rows of an existing mdrag index's `document_vectors` (every field but the BM25 sparse
+vector, which Milvus derives from the text), repeats them under new ids up to --rows, and writes
+them into three fresh Milvus Lite databases, one per layout:
+
+- `as_shipped`: the collection as mdrag creates it (the window text with the english analyzer,
+  the BM25 function, its sparse vector and SPARSE_INVERTED_INDEX);
+- `no_bm25`: the same without the BM25 function and sparse vector (the text kept, plain);
+- `no_text`: without the text either (what keyword search from an index beside Milvus would leave).
+
+Each database is then closed and opened by a fresh server (REPEAT times), the collection loaded
+and timed, searched, and the server's resident memory read once it has settled: the memory a
+daemon pays for the rows after a restart, and the load a restart (or a reopen) waits for. One
+layout at a time, so each server has the machine to itself; run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+from bench.lite_memory import _server_mb
+
+VECTORS = "document_vectors"
+LAYOUTS = ("as_shipped", "no_bm25", "no_text")
+SETTLE_S = 10.0  # the server frees what loading took only after a while
+SEARCHES = 20
+REPEAT = 2  # fresh servers per layout: their spread is the figure's noise
+BATCH = 500
+FIELDS = [
+    "id",
+    "section_id",
+    "doc_id",
+    "file_path",
+    "file_hash",
+    "window_index",
+    "tags",
+    "display",
+    "embedded_text",
+    "embedding",
+]
+
+
+def source_rows(db: Path) -> list[dict[str, Any]]:
+    client = MilvusClient(str(db))
+    try:
+        rows: list[dict[str, Any]] = []
+        iterator = client.query_iterator(VECTORS, batch_size=1000, filter="", output_fields=FIELDS)
+        while batch := iterator.next():
+            rows.extend(dict(r) for r in batch)
+        iterator.close()
+        return rows
+    finally:
+        client.close()
+
+
+def schema(layout: str, dimension: int) -> tuple[Any, Any]:
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+    s.add_field("section_id", DataType.VARCHAR, max_length=64)
+    s.add_field("doc_id", DataType.VARCHAR, max_length=64)
+    s.add_field("file_path", DataType.VARCHAR, max_length=4096)
+    s.add_field("file_hash", DataType.VARCHAR, max_length=64)
+    s.add_field("window_index", DataType.INT32)
+    s.add_field("tags", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=512)
+    s.add_field("display", DataType.JSON)
+    if layout == "as_shipped":
+        analyzer = {"enable_analyzer": True, "analyzer_params": {"type": "english"}}
+        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, **analyzer)
+    elif layout == "no_bm25":
+        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535)
+    s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
+    index = MilvusClient.prepare_index_params()
+    index.add_index("embedding", index_type="FLAT", metric_type="IP")
+    if layout == "as_shipped":
+        s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        s.add_function(
+            Function(
+                name="embedded_text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["embedded_text"],
+                output_field_names=["sparse"],
+            )
+        )
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    return s, index
+
+
+def one(layout: str, rows: list[dict[str, Any]], count: int, folder: Path) -> dict[str, Any]:
+    db = folder / f"{layout}.db"
+    client = MilvusClient(str(db))
+    s, index = schema(layout, len(rows[0]["embedding"]))
+    client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
+    empty_mb = _server_mb(db)
+    batch: list[dict[str, Any]] = []
+    for i in range(count):
+        row = dict(rows[i % len(rows)])
+        row["id"] = f"{i:064x}"
+        if layout == "no_text":
+            row.pop("embedded_text", None)
+        batch.append(row)
+        if len(batch) == BATCH:
+            client.insert(VECTORS, batch)
+            batch = []
+    if batch:
+        client.insert(VECTORS, batch)
+    client.close()  # the server stops with its last client: the next open is a restart
+    loads = [_reopened(db, rows[0]["embedding"]) for _ in range(REPEAT)]
+    disk = sum(p.stat().st_size for p in folder.glob(f"{layout}.db*") if p.is_file())
+    return {
+        "rows": count,
+        "load_s": [load for load, _ in loads],
+        "server_loaded_mb": [mb for _, mb in loads],
+        "server_empty_mb": empty_mb,
+        "kb_per_row": [round((mb - empty_mb) * 1024 / count, 2) for _, mb in loads],
+        "disk_mb": round(disk / 2**20, 1),
+    }
+
+
+def _reopened(db: Path, vector: list[float]) -> tuple[float, float]:
+    """A fresh server on `db`: seconds to load the collection, and its resident MB once it has
+    loaded, answered SEARCHES searches and settled."""
+    time.sleep(1)
+    client = MilvusClient(str(db))
+    try:
+        client.release_collection(VECTORS)
+        started = time.perf_counter()
+        client.load_collection(VECTORS)
+        load_s = round(time.perf_counter() - started, 1)
+        for _ in range(SEARCHES):
+            client.search(VECTORS, data=[vector], anns_field="embedding", limit=30)
+        time.sleep(SETTLE_S)
+        return load_s, _server_mb(db)
+    finally:
+        client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--source", type=Path, required=True, help="a shard database of an mdrag index")
+    parser.add_argument("--rows", type=int, default=100_000)
+    args = parser.parse_args()
+    rows = source_rows(args.source)
+    print(f"{len(rows)} source rows from {args.source}", flush=True)
+    results = {}
+    for layout in LAYOUTS:
+        with tempfile.TemporaryDirectory(prefix="mdrag-lite-fields-") as folder:
+            results[layout] = one(layout, rows, args.rows, Path(folder))
+            print(layout, results[layout], flush=True)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""Scale: what a large vault costs on one machine, at 1x and Nx the PowerShell corpus.
+
+    python -m bench.scale [--factor 5] [--work DIR] [--queries 100]
+
+The corpus is indexed once (a cold `mdrag reindex`), then a daemon serves it and the index grows
+to --factor times its sections by copies of the corpus in further folders under the root
+(section ids derive from content, so no copy is embedded again: bench.query's growth). At 1x and
+at Nx, each measured the same way:
+
+- memory: the whole daemon idle (itself and every Milvus Lite server it started, resident sets
+  summed), and the slope between the two sizes in KB per section, the cost a vault pays as it grows;
+- search: socket p50/p99/max over --queries realistic queries (three passes, the median pass),
+  and whole `mdrag search` processes (start, ask the daemon, print);
+- restart: the daemon stopped and started again on the same index: when `status` first answers
+  (and what it says it loads, sampled every POLL_S, so each loading step gets its time), when a
+  search sent at that moment is answered, and when the start-up reconcile is done;
+- a reopen (Nx only): the daemon reopens a grown Milvus Lite index by itself once it is quiet;
+  a search sent the moment `status` says REOPENING measures how long a reopen holds a search.
+
+With --work DIR the built index is kept, and a later run on the same DIR skips the cold index
+and the growth it finds done. Writes bench/results/scale.json.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import harness, memory, query
+from bench.session import Daemon
+from mdrag.cli.client import DaemonClient
+from mdrag.errors import RemoteError, ServerNotRunningError
+
+POLL_S = 0.05
+REOPEN_WAIT_S = 240  # quiet time (30 s) and a reload of the grown index
+
+
+def disk_mb(index: Path) -> float:
+    """Every file in the index's folder: each shard's database, and what mdrag keeps beside them."""
+    return round(sum(p.stat().st_size for p in index.parent.iterdir() if p.is_file()) / 2**20, 1)
+
+
+def idle_memory(daemon: Daemon) -> dict[str, Any]:
+    """The whole daemon's resident memory after a few quiet seconds, once it has answered searches."""
+    for text in memory.QUERIES:
+        daemon.search(text)
+    time.sleep(5)
+    found = daemon.rss()
+    status = daemon.status()
+    return {
+        "notes": status["documents"].get("indexed", 0),
+        "sections": status["sections"],
+        "whole_daemon_mb": found["with_milvus"],
+        "whole_daemon_pss_mb": found["with_milvus_pss"],
+        "daemon_alone_mb": found["VmRSS"],
+    }
+
+
+def restart(daemon: Daemon) -> dict[str, Any]:
+    """Stop the daemon, start it again, and time what a user meets: status, a search, readiness."""
+    daemon.__exit__(None, None, None)
+    client = DaemonClient(daemon.work.socket, timeout=600)
+    started = time.perf_counter()
+    process = daemon.spawn()
+    steps: dict[str, float] = {}
+    status_s = None
+    first: dict[str, Any] = {}
+    while time.perf_counter() - started < 600:
+        if process.poll() is not None:
+            raise RuntimeError(f"mdrag serve exited with {process.returncode}:\n{daemon.log()}")
+        try:
+            answer: dict[str, Any] = dict(client.status())
+        except (ServerNotRunningError, RemoteError, OSError):
+            time.sleep(POLL_S)
+            continue
+        now = round(time.perf_counter() - started, 2)
+        if status_s is None:
+            status_s, first = now, answer
+            searched = _FirstSearch(client, started)
+            searched.start()
+        if not answer.get("starting"):
+            break
+        steps.setdefault(answer["daemon"]["loading"], now)
+        time.sleep(POLL_S)
+    serving_s = round(time.perf_counter() - started, 2)
+    searched.join(600)
+    daemon.search("warm-up", wait_fresh=300)  # the start-up reconcile applied
+    return {
+        "status_answers_s": status_s,
+        "first_status": {"starting": bool(first.get("starting")), **first.get("daemon", {})},
+        "loading_steps_s": steps,  # each step's first sighting, seconds from the start
+        "serving_s": serving_s,
+        "first_search_answered_s": searched.answered_s,
+        "reconciled_s": round(time.perf_counter() - started, 2),
+    }
+
+
+class _FirstSearch(threading.Thread):
+    """One search sent now through `client`; `answered_s` counts from `origin` (the daemon's start)."""
+
+    def __init__(self, client: DaemonClient, origin: float) -> None:
+        super().__init__(daemon=True)
+        self.client = client
+        self.origin = origin
+        self.answered_s: float | None = None
+
+    def run(self) -> None:
+        self.client.call("search", query="restart a service")
+        self.answered_s = round(time.perf_counter() - self.origin, 2)
+
+
+def reopen_block(daemon: Daemon) -> dict[str, Any] | None:
+    """Wait, asking only `status`, until the daemon reopens the grown index; a search sent the
+    moment it says REOPENING: how long it waited. None if no reopen came (not due)."""
+    before = len(daemon.status()["daemon"]["index_reopens"])
+    started = time.perf_counter()
+    while time.perf_counter() - started < REOPEN_WAIT_S:
+        status = daemon.status()
+        if status["daemon"]["state"] == "reopening":
+            sent = time.perf_counter()
+            daemon.search("restart a service")
+            waited = round(time.perf_counter() - sent, 2)
+            while len(daemon.status()["daemon"]["index_reopens"]) == before:
+                time.sleep(POLL_S)
+            return {**daemon.status()["daemon"]["index_reopens"][-1], "search_waited_s": waited}
+        if len(status["daemon"]["index_reopens"]) > before:
+            return {**status["daemon"]["index_reopens"][-1], "search_waited_s": None}
+        time.sleep(POLL_S)
+    return None
+
+
+def at_size(daemon: Daemon, queries: list[str]) -> dict[str, Any]:
+    return {
+        "memory": idle_memory(daemon),
+        "search": query.measured(daemon, queries),
+        "index_on_disk_mb": disk_mb(daemon.work.db),
+    }
+
+
+def measure(work: harness.Work, factor: int, count: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"factor": factor}
+    with Daemon(work) as daemon:
+        queries = query.realistic_queries(work.notes, count)
+        grown = any(work.notes.glob("copy-*"))
+        if not grown:
+            result["one"] = at_size(daemon, queries)
+            result["one"]["restart"] = restart(daemon)
+            print(summary_of("1x", result["one"]), flush=True)
+            result["growth"] = query.grow(daemon, factor * daemon.status()["sections"])
+            result["growth"].pop("reindex_reports")
+            grown_by = result["growth"]
+            print(f"grown by {grown_by['copies']} copies in {grown_by['seconds']} s", flush=True)
+            result["reopen"] = reopen_block(daemon)
+            print(f"reopen: {result['reopen']}", flush=True)
+        result["many"] = at_size(daemon, queries)
+        result["many"]["restart"] = restart(daemon)
+        result["many"]["after_restart"] = idle_memory(daemon)
+        print(summary_of(f"{factor}x", result["many"]), flush=True)
+    if "one" in result:
+        one, many = result["one"]["memory"], result["many"]["after_restart"]
+        added_mb = many["whole_daemon_mb"] - one["whole_daemon_mb"]
+        result["slope_kb_per_section"] = round(added_mb * 1024 / (many["sections"] - one["sections"]), 2)
+    return result
+
+
+def summary_of(name: str, size: dict[str, Any]) -> str:
+    m, s, r = size["memory"], size["search"], size["restart"]
+    return (
+        f"{name}: {m['notes']} notes, {m['sections']} sections, index {size['index_on_disk_mb']} MB on disk; "
+        f"whole daemon idle {m['whole_daemon_mb']} MB; "
+        f"search socket p50 {s['p50_ms']} ms, max {s['max_ms']} ms, "
+        f"process median {s['process']['wall_ms']['median']} ms (max {s['process']['wall_ms']['max']}); "
+        f"restart: status answers at {r['status_answers_s']} s, serving at {r['serving_s']} s "
+        f"(steps {r['loading_steps_s']}), first search answered {r['first_search_answered_s']} s, "
+        f"reconciled {r['reconciled_s']} s"
+    )
+
+
+# The large-vault targets (issue #35), each checked against the Nx figures.
+TARGETS = (
+    ("whole daemon per section (slope 1x to Nx, restarted)", "slope_kb_per_section", 3.0, "KB"),
+    ("`status` answers after a restart", "status_answers_s", 1.0, "s"),
+    ("a restarted daemon serves searches", "serving_s", 10.0, "s"),
+    ("a search sent during a reopen waits", "search_waited_s", 1.0, "s"),
+    ("whole `mdrag search` process, median", "process_median_ms", 150.0, "ms"),
+    ("whole `mdrag search` process, max", "process_max_ms", 1000.0, "ms"),
+    ("socket search p50", "p50_ms", 60.0, "ms"),
+)
+
+
+def _row(name: str, size: dict[str, Any]) -> str:
+    m, s, r = size.get("after_restart", size["memory"]), size["search"], size["restart"]
+    return (
+        f"| {name} | {m['notes']:,} | {m['sections']:,} | {size['index_on_disk_mb']:,.0f} MB | "
+        f"{m['whole_daemon_mb']:,.0f} MB | {s['p50_ms']} / {s['max_ms']} ms | "
+        f"{s['process']['wall_ms']['median']:.0f} / {s['process']['wall_ms']['max']:.0f} ms | "
+        f"{r['status_answers_s']} s | {r['serving_s']} s | {r['reconciled_s']} s |"
+    )
+
+
+def figures(result: dict[str, Any]) -> dict[str, float | None]:
+    """The Nx figures the targets name, flat."""
+    many = result["many"]
+    reopen = result.get("reopen") or {}
+    return {
+        "slope_kb_per_section": result.get("slope_kb_per_section"),
+        "status_answers_s": many["restart"]["status_answers_s"],
+        "serving_s": many["restart"]["serving_s"],
+        "search_waited_s": reopen.get("search_waited_s"),
+        "process_median_ms": many["search"]["process"]["wall_ms"]["median"],
+        "process_max_ms": many["search"]["process"]["wall_ms"]["max"],
+        "p50_ms": many["search"]["p50_ms"],
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    """The sizes side by side, then each target with its Nx figure (for docs/benchmarks.md)."""
+    lines = [
+        "| size | notes | sections | index on disk | whole daemon idle after a start | socket search "
+        "p50 / max | whole `mdrag search` median / max | restart: `status` answers | restart: "
+        "serving | restart: reconciled |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    if "one" in result:
+        lines.append(_row("1x", result["one"]))
+    lines.append(_row(f"{result['factor']}x", result["many"]))
+    steps = result["many"]["restart"]["loading_steps_s"]
+    lines += [
+        "",
+        f"The {result['factor']}x restart, each step's first sighting by `status` (seconds "
+        "from the start): " + ", ".join(f"{k} {v}" for k, v in steps.items()) + ".",
+    ]
+    reopen = result.get("reopen")
+    if reopen:
+        lines.append(
+            f"The daemon reopened the grown index by itself ({reopen['rows_written']:,} rows written) "
+            f"in {reopen['seconds']} s; a search sent as it began waited {reopen['search_waited_s']} s."
+        )
+    lines += ["", "| target | measured | goal | met |", "| --- | ---: | ---: | --- |"]
+    found = figures(result)
+    for name, key, goal, unit in TARGETS:
+        value = found[key]
+        shown = "-" if value is None else f"{value} {unit}"
+        met = "-" if value is None else ("yes" if value <= goal else "no")
+        lines.append(f"| {name} | {shown} | ≤ {goal:g} {unit} | {met} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    cli = harness.parser(__doc__)
+    cli.add_argument("--factor", type=int, default=5, help="grow the index to N times the corpus")
+    cli.add_argument("--queries", type=int, default=100)
+    args = cli.parse_args()
+    work = harness.prepare(args.work, args.files)
+    result: dict[str, Any] = {"corpus": str(harness.CORPUS)}
+    try:
+        if not work.indexed():
+            _, finished = harness.reindex(work)
+            result["cold_index_s"] = round(finished.wall_s, 1)
+            print(f"cold index: {finished.wall_s:.0f} s", flush=True)
+        result.update(measure(work, args.factor, args.queries))
+    finally:
+        harness.cleanup(work, keep=args.work is not None)
+    print(f"slope: {result.get('slope_kb_per_section')} KB per section")
+    print(f"written to {harness.save('scale', result)}")
+
+
+if __name__ == "__main__":
+    main()
