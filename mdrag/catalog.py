@@ -62,6 +62,8 @@ class Catalog:
     def __init__(self, records: dict[str, FileRecord] | None = None) -> None:
         self._records = dict(records or {})
         self._transient: dict[str, str] = {}  # path -> pending | processing (not persisted)
+        # The indexed notes of each file hash: where a copy's or a moved note's rows already are.
+        self._holders = _holders(self._records)
         self._lock = threading.Lock()
 
     def get(self, path: str) -> FileRecord | None:
@@ -71,15 +73,34 @@ class Catalog:
         record = self._records.get(path)
         return record.file_hash if record is not None and record.status == "indexed" else None
 
+    def holder_of(self, file_hash: str) -> str | None:
+        """A note whose indexed version has exactly these bytes (its rows hold their vectors)."""
+        return next(iter(self._holders.get(file_hash, ())), None)
+
     def put(self, record: FileRecord) -> None:
         with self._lock:
+            self._let_go(record.file_path)
             self._records[record.file_path] = record
             self._transient.pop(record.file_path, None)
+            if _holds(record):
+                self._holders.setdefault(record.file_hash, set()).add(record.file_path)
 
     def remove(self, path: str) -> None:
         with self._lock:
+            self._let_go(path)
             self._records.pop(path, None)
             self._transient.pop(path, None)
+
+    def _let_go(self, path: str) -> None:
+        """`path` no longer holds its version's rows."""
+        old = self._records.get(path)
+        if old is None:
+            return
+        holders = self._holders.get(old.file_hash)
+        if holders is not None:
+            holders.discard(path)
+            if not holders:
+                del self._holders[old.file_hash]
 
     def mark(self, paths: list[str], state: str) -> None:
         """Record that files are queued (pending) or being indexed (processing)."""
@@ -95,6 +116,7 @@ class Catalog:
     def reset(self, records: dict[str, FileRecord] | None = None) -> None:
         with self._lock:
             self._records = dict(records or {})
+            self._holders = _holders(self._records)
             self._transient.clear()
 
     def paths(self) -> list[str]:
@@ -135,3 +157,16 @@ class Catalog:
 
     def __len__(self) -> int:
         return len(self._records)
+
+
+def _holds(record: FileRecord) -> bool:
+    """Whether the store holds this version's rows (a note without sections has none)."""
+    return record.status == "indexed" and record.section_count > 0
+
+
+def _holders(records: dict[str, FileRecord]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for record in records.values():
+        if _holds(record):
+            found.setdefault(record.file_hash, set()).add(record.file_path)
+    return found

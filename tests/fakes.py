@@ -51,6 +51,7 @@ class MemoryStore:
         self.dimension = dimension
         self.vectors: dict[str, dict[str, Any]] = {}
         self.metadata: dict[str, dict[str, Any]] = {}
+        self.section_lookups = self.row_lookups = 0  # how the indexer found stored vectors
 
     def insert_vectors(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
@@ -84,12 +85,17 @@ class MemoryStore:
         return [key for key in self.iter_vector_keys() if key["file_path"] in wanted]
 
     def vectors_for_sections(self, section_ids: list[str]) -> dict[tuple[str, int], Any]:
+        self.section_lookups += 1
         wanted = set(section_ids)
         return {
             (row["section_id"], int(row["window_index"])): row["embedding"]
             for row in self.vectors.values()
             if row["section_id"] in wanted
         }
+
+    def vectors_of_rows(self, rows: list[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+        self.row_lookups += 1
+        return {row_id: self.vectors[row_id] for _, row_id in rows if row_id in self.vectors}
 
     def count_vectors(self) -> int:
         return len(self.vectors)

@@ -65,6 +65,31 @@ def test_a_renamed_note_is_re_added_from_the_vectors_it_had(indexer, notes):
     assert set(indexer.store.metadata) == {str(notes / "version-control.md")}
 
 
+def test_a_copied_note_reads_its_vectors_by_key_from_the_note_it_copies(indexer, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    indexer.reconcile()
+    store = indexer.store
+    scans = store.section_lookups
+    write(notes / "copy" / "bread.md", SOURDOUGH)
+    report = indexer.reconcile()
+    assert (report.added, report.sections_embedded, report.sections_reused) == (1, 0, 2)
+    assert store.row_lookups == 1 and store.section_lookups == scans  # no scan by section
+    by_path: dict[str, list[Any]] = {}
+    for row in sorted(store.vectors.values(), key=lambda r: r["display"]["start_line"]):
+        by_path.setdefault(row["file_path"], []).append(list(row["embedding"]))
+    assert by_path[str(notes / "copy" / "bread.md")] == by_path[str(notes / "bread.md")]
+
+
+def test_rows_of_the_copied_note_that_its_sectioning_does_not_expect_are_not_reused(indexer, notes):
+    write(notes / "bread.md", SOURDOUGH)
+    indexer.reconcile()
+    for row in indexer.store.vectors.values():  # as if sectioned by another mdrag
+        row["section_id"] = "0" * 32
+    write(notes / "copy.md", SOURDOUGH)
+    report = indexer.reconcile()
+    assert (report.added, report.sections_embedded) == (1, 2)
+
+
 def test_a_deleted_note_loses_its_rows_its_metadata_and_its_catalog_record(indexer, notes):
     write(notes / "bread.md", SOURDOUGH)
     git = write(notes / "git.md", GIT)

@@ -399,6 +399,35 @@ class Indexer:
         for row in metadata:
             self.catalog.put(record_from_row(row))
 
+    def _copied_vectors(
+        self, batch: list[PreparedNote], known: Mapping[tuple[str, int], Any]
+    ) -> dict[tuple[str, int], np.ndarray]:
+        """The vectors of notes whose exact bytes another indexed note holds (a copied or moved
+        note), read from that note's rows by key: its row ids follow from its path and the shared
+        content, so the lookup never scans (see Store.vectors_of_rows). A row that is not what
+        this note's sectioning expects (an index sectioned by an older mdrag) is ignored."""
+        expected: dict[str, tuple[str, int]] = {}  # holder's row id -> the (section, window) it holds
+        asked: list[tuple[str, str]] = []
+        for p in batch:
+            holder = self.catalog.holder_of(p.file_hash)
+            if holder is None or holder == p.path:
+                continue
+            for ordinal, (sid, windows) in enumerate(zip(p.section_ids, p.windows, strict=True)):
+                for w in range(len(windows)):
+                    if (sid, w) in known:
+                        continue
+                    row_id = keys.row_id(holder, p.file_hash, ordinal, w)
+                    expected[row_id] = (sid, w)
+                    asked.append((holder, row_id))
+        if not asked:
+            return {}
+        found = {}
+        for held_id, row in self.store.vectors_of_rows(asked).items():
+            key = expected.get(held_id)
+            if key is not None and key == (row["section_id"], int(row["window_index"])):
+                found[key] = np.asarray(row["embedding"], dtype=np.float32)
+        return found
+
     def _vectors(
         self,
         batch: list[PreparedNote],
@@ -414,6 +443,8 @@ class Indexer:
             for w, text in enumerate(ws)
         }
         vectors = {key: v for key in wanted if (v := run.get(key)) is not None}
+        if run.store_may_know_more and len(vectors) < len(wanted):
+            vectors.update(self._copied_vectors(batch, vectors))
         # Then each place that may hold a vector already, by section id, before the model.
         sources: list[Callable[[list[str]], Mapping[tuple[str, int], Any]]] = []
         if run.store_may_know_more:

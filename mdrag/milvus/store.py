@@ -282,6 +282,18 @@ class Store:
                     found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
         return found
 
+    def vectors_of_rows(self, rows: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+        """Rows by primary key, each given as (its note's path, its id): their `section_id`,
+        `window_index` and `embedding`, by id. A key lookup finds a row at once wherever it is
+        (a filter on `section_id` scans every row Lite wrote since it opened the index)."""
+        found: dict[str, dict[str, Any]] = {}
+        fields = ["id", "section_id", "window_index", "embedding"]
+        for _, client, group in self._db.by_note(rows, lambda row: doc_id(row[0])):
+            for batch in _batches([row_id for _, row_id in group], IN_BATCH):
+                for row in self._query(self._vectors(), in_filter("id", batch), fields, client):
+                    found[row["id"]] = row
+        return found
+
     def window_texts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         """The text each of these rows embedded, without the heading path that led it, by row id
         (what a hit shows when its note has changed since: see retrieval/hittext.py)."""
