@@ -123,7 +123,7 @@ def measured(daemon: Daemon, queries: list[str]) -> dict[str, Any]:
     return result
 
 
-def grow(daemon: Daemon, sections: int) -> dict[str, Any]:
+def grow(daemon: Daemon, sections: int, per_copy: int | None = None) -> dict[str, Any]:
     """Copies of the corpus under the root until the index holds `sections` (vectors reused).
 
     The last copy holds only the share of the files still needed, so the index lands just above
@@ -133,7 +133,7 @@ def grow(daemon: Daemon, sections: int) -> dict[str, Any]:
     originals = sorted(
         p for p in notes.rglob("*") if p.is_file() and not p.relative_to(notes).parts[0].startswith("copy-")
     )
-    per_copy = daemon.status()["sections"]
+    per_copy = per_copy or daemon.status()["sections"]  # (given when copies are there already)
     reports = []
     stalls: list[str] = []
     started = time.perf_counter()

@@ -23,6 +23,7 @@ and the growth it finds done. Writes bench/results/scale.json.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ from mdrag.cli.client import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 
 POLL_S = 0.05
+ONE_FILE = "scale-1x.json"  # the 1x figures, kept in the work dir for a run that goes on
 REOPEN_WAIT_S = 240  # quiet time (30 s) and a reload of the grown index
 
 
@@ -140,28 +142,33 @@ def at_size(daemon: Daemon, queries: list[str]) -> dict[str, Any]:
 
 
 def measure(work: harness.Work, factor: int, count: int) -> dict[str, Any]:
+    """Every figure; a work dir grown by an earlier run that stopped part way (its 1x figures kept
+    in ONE_FILE) goes on growing from where it stopped."""
     result: dict[str, Any] = {"factor": factor}
+    one_file = work.root / ONE_FILE
     with Daemon(work) as daemon:
         queries = query.realistic_queries(work.notes, count)
-        grown = any(work.notes.glob("copy-*"))
-        if not grown:
+        if one_file.exists():
+            result["one"] = json.loads(one_file.read_text())
+        else:
             result["one"] = at_size(daemon, queries)
             result["one"]["restart"] = restart(daemon)
+            one_file.write_text(json.dumps(result["one"]))
             print(summary_of("1x", result["one"]), flush=True)
-            result["growth"] = query.grow(daemon, factor * daemon.status()["sections"])
-            result["growth"].pop("reindex_reports")
-            grown_by = result["growth"]
-            print(f"grown by {grown_by['copies']} copies in {grown_by['seconds']} s", flush=True)
-            result["reopen"] = reopen_block(daemon)
-            print(f"reopen: {result['reopen']}", flush=True)
+        base = result["one"]["memory"]["sections"]
+        result["growth"] = query.grow(daemon, factor * base, per_copy=base)
+        result["growth"].pop("reindex_reports")
+        grown_by = result["growth"]
+        print(f"grown by {grown_by['copies']} copies in {grown_by['seconds']} s", flush=True)
+        result["reopen"] = reopen_block(daemon)
+        print(f"reopen: {result['reopen']}", flush=True)
         result["many"] = at_size(daemon, queries)
         result["many"]["restart"] = restart(daemon)
         result["many"]["after_restart"] = idle_memory(daemon)
         print(summary_of(f"{factor}x", result["many"]), flush=True)
-    if "one" in result:
-        one, many = result["one"]["memory"], result["many"]["after_restart"]
-        added_mb = many["whole_daemon_mb"] - one["whole_daemon_mb"]
-        result["slope_kb_per_section"] = round(added_mb * 1024 / (many["sections"] - one["sections"]), 2)
+    one, many = result["one"]["memory"], result["many"]["after_restart"]
+    added_mb = many["whole_daemon_mb"] - one["whole_daemon_mb"]
+    result["slope_kb_per_section"] = round(added_mb * 1024 / (many["sections"] - one["sections"]), 2)
     return result
 
 

@@ -106,12 +106,18 @@ def test_a_cold_run_reuses_repeated_sections_from_memory_not_the_store(make_serv
     report = service.reindex()
     assert (report.added, report.sections_embedded, report.sections_reused) == (2, 1, 1)
     assert asked == []  # the store was empty when the run began
-    write(notes / "c.md", GIT)  # a later run may find the vector only in the store
+    # A later run may find the vector only in the store: by section for a note that shares it,
+    write(notes / "c.md", GIT + "\n## Review\n\nAsk a colleague to review the pull request.\n")
+    report = service.reindex()
+    assert (report.added, report.sections_embedded, report.sections_reused) == (1, 1, 1)
+    assert len(asked) == 1
+    # and by key for a note with the same bytes as one indexed (its rows are known exactly).
+    write(notes / "d.md", GIT)
     report = service.reindex()
     assert (report.added, report.sections_embedded, report.sections_reused) == (1, 0, 1)
     assert len(asked) == 1
-    rows = service.store.vector_keys_for_paths([str(notes / n) for n in ("a.md", "b.md", "c.md")])
-    assert len(rows) == 3
+    rows = service.store.vector_keys_for_paths([str(notes / n) for n in ("a.md", "b.md", "c.md", "d.md")])
+    assert len(rows) == 5
 
 
 def test_run_vectors_let_go_of_the_oldest_and_then_consult_the_store():
