@@ -240,8 +240,15 @@ def table(result: dict[str, Any]) -> str:
         f"The {result['factor']}x restart, each step's first sighting by `status` (seconds "
         "from the start): " + ", ".join(f"{k} {v}" for k, v in steps.items()) + ".",
     ]
+    if "note" in result.get("one", {}):
+        lines.append(f"The 1x figures: {result['one']['note']}.")
     reopen = result.get("reopen")
-    if reopen:
+    if not reopen:
+        lines.append(
+            "The daemon did not reopen the grown index within the wait (not due: it reopens once a "
+            "fifth of the index was written since it opened), so no search met a reopen this run."
+        )
+    else:
         lines.append(
             f"The daemon reopened the grown index by itself ({reopen['rows_written']:,} rows written) "
             f"in {reopen['seconds']} s; a search sent as it began waited {reopen['search_waited_s']} s."
