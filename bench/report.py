@@ -294,22 +294,19 @@ def render() -> str:
     if side is not None:
         machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})
         parts += ["", "### Side by side with memsearch", "", PEER_METHOD, peer.table(side, machine)]
-    scale = _load("scale")
-    if scale is not None:
-        from bench.scale import table as scale_table
+    from bench.prefilter import table as first_pass_table
+    from bench.scale import table as scale_table
 
-        machine = scale.get("machine", {})
-        parts += ["", "### Large vaults", "", SCALE_METHOD]
-        parts += [f"Measured {machine.get('date', '?')} on {machine.get('cores', '?')} cores:", ""]
-        parts.append(scale_table(scale))
-    first_pass = _load("prefilter")
-    if first_pass is not None:
-        from bench.prefilter import table as first_pass_table
-
-        machine = first_pass.get("machine", {})
-        parts += ["", "### A binary first pass, measured and not taken", "", PREFILTER_METHOD]
-        parts += [f"Measured {machine.get('date', '?')} on {machine.get('cores', '?')} cores:", ""]
-        parts.append(first_pass_table(first_pass))
+    for name, title, method, table_of in (
+        ("scale", "Large vaults", SCALE_METHOD, scale_table),
+        ("prefilter", "A binary first pass, measured and not taken", PREFILTER_METHOD, first_pass_table),
+    ):
+        alone = _load(name)
+        if alone is not None:
+            machine = alone.get("machine", {})
+            parts += ["", f"### {title}", "", method]
+            parts += [f"Measured {machine.get('date', '?')} on {machine.get('cores', '?')} cores:", ""]
+            parts.append(table_of(alone))
     return "\n".join(parts) + "\n"
 
 
