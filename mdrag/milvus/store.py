@@ -271,9 +271,9 @@ class Store:
         In two steps: the ids of the rows holding each section, then the embedding of one row per
         (section, window) by key. A section's text often repeats (a page kept for several
         versions, a template, a copied folder), and returning an embedding costs Milvus Lite ~20x
-        an id: asking for every holder's embedding at once took 2.5 s per 500 sections over the
-        PowerShell docs at 5x (0.12 s for the ids), and past the 30 s deadline on rows written
-        since the open."""
+        an id: asking for every holder's embedding took 1.5-2.1 s per 500 sections over the
+        PowerShell docs at 4.5x (0.17-0.21 s in two steps), and ran past the 30 s deadline while
+        a daemon absorbed copied folders."""
         found: dict[tuple[str, int], list[float]] = {}
         collection = self._vectors()
         for batch in _batches(sorted(set(section_ids)), IN_BATCH):
@@ -284,11 +284,8 @@ class Store:
                 one_each: dict[tuple[str, int], str] = {}
                 for row in self._query(collection, expr, ["id", "section_id", "window_index"], client):
                     one_each.setdefault((row["section_id"], int(row["window_index"])), row["id"])
-                rows: list[dict[str, Any]] = []
                 fields = ["section_id", "window_index", "embedding"]
-                for ids in _batches(sorted(one_each.values()), IN_BATCH):
-                    rows.extend(self._query(collection, in_filter("id", ids), fields, client))
-                return rows
+                return self._by_id(client, sorted(one_each.values()), fields)
 
             for rows in self._db.each(lookup):
                 for row in rows:
@@ -297,15 +294,21 @@ class Store:
 
     def vectors_of_rows(self, rows: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]]:
         """Rows by primary key, each given as (its note's path, its id): their `section_id`,
-        `window_index` and `embedding`, by id. A key lookup finds a row at once wherever it is
-        (a filter on `section_id` scans every row Lite wrote since it opened the index)."""
+        `window_index` and `embedding`, by id. Exactly the rows asked for, from the one shard that
+        holds each note (a lookup by `section_id` asks every shard for every holder's id)."""
         found: dict[str, dict[str, Any]] = {}
         fields = ["id", "section_id", "window_index", "embedding"]
         for _, client, group in self._db.by_note(rows, lambda row: doc_id(row[0])):
-            for batch in _batches([row_id for _, row_id in group], IN_BATCH):
-                for row in self._query(self._vectors(), in_filter("id", batch), fields, client):
-                    found[row["id"]] = row
+            for row in self._by_id(client, [row_id for _, row_id in group], fields):
+                found[row["id"]] = row
         return found
+
+    def _by_id(self, client: MilvusClient, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
+        """The rows of one shard with these primary keys (one query per IN_BATCH)."""
+        rows: list[dict[str, Any]] = []
+        for batch in _batches(ids, IN_BATCH):
+            rows.extend(self._query(self._vectors(), in_filter("id", batch), fields, client))
+        return rows
 
     def window_texts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         """The text each of these rows embedded, without the heading path that led it, by row id
