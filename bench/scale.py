@@ -15,16 +15,18 @@ at Nx, each measured the same way:
   (and what it says it loads, sampled every POLL_S, so each loading step gets its time), when a
   search sent at that moment is answered, and when the start-up reconcile is done;
 - a reopen (Nx only): the daemon reopens a grown Milvus Lite index by itself once it is quiet;
-  a search sent the moment `status` says REOPENING measures how long a reopen holds a search.
+  searches sent for as long as `status` says REOPENING measure how long a reopen holds one, and
+  the whole daemon's memory meanwhile its peak.
 
 With --work DIR the built index is kept, and a later run on the same DIR skips the cold index
 and the growth it finds done (the 1x figures are kept there, in ONE_FILE). Takes ~40 min on 2
-cores at 5x. Writes bench/results/scale.json.
+cores at 5x. Writes bench/results/scale.json (scale-Nx.json for another factor).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -38,6 +40,7 @@ from mdrag.errors import RemoteError, ServerNotRunningError
 POLL_S = 0.05
 ONE_FILE = "scale-1x.json"  # the 1x figures, kept in the work dir for a run that goes on
 REOPEN_WAIT_S = 240  # quiet time (30 s) and a reload of the grown index
+REOPEN_SEARCH_EVERY_S = 0.25  # searches sent while the daemon reopens
 
 
 def disk_mb(index: Path) -> float:
@@ -115,19 +118,28 @@ class _FirstSearch(threading.Thread):
 
 
 def reopen_block(daemon: Daemon) -> dict[str, Any] | None:
-    """Wait, asking only `status`, until the daemon reopens the grown index; a search sent the
-    moment it says REOPENING: how long it waited. None if no reopen came (not due)."""
+    """Wait, asking only `status`, until the daemon reopens the grown index; then, for as long as
+    it says REOPENING, a search every REOPEN_SEARCH_EVERY_S (how long each waited) and the whole
+    daemon's memory (its peak: the new servers load beside the old). None if no reopen came."""
     before = len(daemon.status()["daemon"]["index_reopens"])
     started = time.perf_counter()
     while time.perf_counter() - started < REOPEN_WAIT_S:
         status = daemon.status()
         if status["daemon"]["state"] == "reopening":
-            sent = time.perf_counter()
-            daemon.search("restart a service")
-            waited = round(time.perf_counter() - sent, 2)
+            waits, peak_mb = [], 0.0
             while len(daemon.status()["daemon"]["index_reopens"]) == before:
-                time.sleep(POLL_S)
-            return {**daemon.status()["daemon"]["index_reopens"][-1], "search_waited_s": waited}
+                sent = time.perf_counter()
+                daemon.search("restart a service")
+                waits.append(time.perf_counter() - sent)
+                peak_mb = max(peak_mb, daemon.rss()["with_milvus"])
+                time.sleep(REOPEN_SEARCH_EVERY_S)
+            return {
+                **daemon.status()["daemon"]["index_reopens"][-1],
+                "searches_during": len(waits),
+                "search_waited_s": round(max(waits), 2),
+                "search_waited_median_s": round(statistics.median(waits), 3),
+                "peak_whole_daemon_mb": round(peak_mb),
+            }
         if len(status["daemon"]["index_reopens"]) > before:
             return {**status["daemon"]["index_reopens"][-1], "search_waited_s": None}
         time.sleep(POLL_S)
@@ -223,6 +235,22 @@ def figures(result: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
+def reopen_sentence(reopen: dict[str, Any]) -> str:
+    said = (
+        f"The daemon reopened the grown index by itself ({reopen['rows_written']:,} rows written) "
+        f"in {reopen['seconds']} s"
+    )
+    if "searches_during" not in reopen:  # a run before reopens loaded beside the running servers
+        return f"{said}; a search sent as it began waited {reopen['search_waited_s']} s."
+    return (
+        f"{said}; {reopen['searches_during']} searches sent meanwhile waited "
+        f"{reopen['search_waited_median_s']} s (median), {reopen['search_waited_s']} s at most "
+        f"(requests held back {reopen['requests_held_s']} s in all for the switches); the whole "
+        f"daemon peaked at {reopen['peak_whole_daemon_mb']:,} MB "
+        "(each shard's new server loads beside the old one)."
+    )
+
+
 def table(result: dict[str, Any]) -> str:
     """The sizes side by side, then each target with its Nx figure (for docs/benchmarks.md)."""
     lines = [
@@ -249,10 +277,7 @@ def table(result: dict[str, Any]) -> str:
             "fifth of the index was written since it opened), so no search met a reopen this run."
         )
     else:
-        lines.append(
-            f"The daemon reopened the grown index by itself ({reopen['rows_written']:,} rows written) "
-            f"in {reopen['seconds']} s; a search sent as it began waited {reopen['search_waited_s']} s."
-        )
+        lines.append(reopen_sentence(reopen))
     lines += ["", "| target | measured | goal | met |", "| --- | ---: | ---: | --- |"]
     found = figures(result)
     for name, key, goal, unit in TARGETS:
@@ -279,7 +304,8 @@ def main() -> None:
     finally:
         harness.cleanup(work, keep=args.work is not None)
     print(f"slope: {result.get('slope_kb_per_section')} KB per section")
-    print(f"written to {harness.save('scale', result)}")
+    name = "scale" if args.factor == 5 else f"scale-{args.factor}x"  # 5x: the targets' own size
+    print(f"written to {harness.save(name, result)}")
 
 
 if __name__ == "__main__":

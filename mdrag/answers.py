@@ -195,9 +195,13 @@ class IndexStatus(TypedDict):
 
 
 class Reopen(TypedDict):
+    """One reopen of a Milvus Lite index: when it ended, why, how long it took, and how long
+    it held requests back (new servers load beside the running ones, which answer meanwhile)."""
+
     at: float
     rows_written: int
     seconds: float
+    requests_held_s: float
 
 
 class DaemonStatus(TypedDict):

@@ -359,9 +359,10 @@ class Service:
         `after_rows`, and a share of the index: see Store.reopen_due), else None."""
         return self.store.rows_written if self.store.reopen_due(after_rows) else None
 
-    def reopen(self) -> float:
-        """Restart the engine's servers and open the index again, loaded; returns the seconds."""
-        return self.store.reopen()
+    def reopen(self, swap: Callable[[], AbstractContextManager[object]]) -> float:
+        """Open the index again in fresh engine servers, loaded, while the running ones keep
+        answering; `swap` holds requests back for the moment of the switch (Store.reopen)."""
+        return self.store.reopen(swap)
 
     def reconnect(self, exclusive: Callable[[], AbstractContextManager[object]]) -> None:
         """Once the engine answers again: restart a server of ours that died or is stuck (under

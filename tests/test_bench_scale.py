@@ -49,3 +49,19 @@ def test_a_run_without_a_reopen_says_it_was_not_measured() -> None:
     assert "| a search sent during a reopen waits | - | ≤ 1 s | - |" in lines
     assert "reopened the grown index by itself" not in lines
     assert "did not reopen the grown index within the wait" in lines
+
+
+def test_a_reopen_beside_the_running_servers_reports_its_searches_and_peak_memory() -> None:
+    reopen = {
+        "rows_written": 169_000,
+        "seconds": 61.2,
+        "requests_held_s": 0.04,
+        "searches_during": 200,
+        "search_waited_s": 0.31,
+        "search_waited_median_s": 0.052,
+        "peak_whole_daemon_mb": 6400,
+    }
+    lines = scale.table(_result(reopen))
+    assert "| a search sent during a reopen waits | 0.31 s | ≤ 1 s | yes |" in lines
+    assert "200 searches sent meanwhile waited 0.052 s (median), 0.31 s at most" in lines
+    assert "requests held back 0.04 s" in lines and "peaked at 6,400 MB" in lines

@@ -310,7 +310,7 @@ def test_after_kill_9_mid_burst_a_restart_ends_with_exactly_a_rebuilds_sections(
     assert restarted == rebuilt
 
 
-def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_keep_answering(tmp_path):
+def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_are_answered_meanwhile(tmp_path):
     notes = tmp_path / "notes"
 
     def moor(i: int) -> None:
@@ -319,9 +319,9 @@ def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_keep_a
     for i in range(12):
         moor(i)
     quick = {"MDRAG_MILVUS_REOPEN_AFTER_ROWS": "10", "MDRAG_MILVUS_REOPEN_QUIET_S": "1"}
-    # Lite's servers take a second to start here, so a reopen surely outlasts a search's pause
-    # (a real one now takes well under a second: a search could slip between reopens and prove
-    # nothing).
+    # Lite's servers take a second to start here, so a reopen (a new server per shard, one after
+    # the other) surely outlasts a search's pause (a real one takes well under a second: a search
+    # could slip between reopens and prove nothing).
     quick["BIN_PATH"] = str(stand_in_lite_server(tmp_path / "bin", "sleep 1"))
     process = DaemonProcess(notes, tmp_path / "state", quick).start()
     try:
@@ -329,20 +329,21 @@ def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_keep_a
         # The first index wrote 12 rows into an empty one: due, and done once requests pause.
         wait_until(lambda: len(process.status()["daemon"]["index_reopens"]) == 1, 30)
         assert process.status()["daemon"]["index_reopens"][0]["rows_written"] == 12
-        answers, errors, seconds = [], [], []
+        answers, errors, seconds, sent = [], [], [], []
         stop = threading.Event()
 
         def keep_searching() -> None:
             while not stop.is_set():
                 started = time.monotonic()
+                sent.append(time.time())
                 try:
                     answers.append(paths_of(process.search("boat moored at a pier", threshold=0.3)))
                 except Exception as exc:  # noqa: BLE001 - any failure is what this test looks for
                     errors.append(exc)
                 seconds.append(time.monotonic() - started)
                 # A pause just past the quiet time: a reopen can only begin in its last 0.2 s,
-                # and takes longer (its Lite servers take a second to start), so the next
-                # search always arrives while the index is being reopened.
+                # and takes longer (its new Lite servers take a second each to start), so the
+                # next search always arrives while the index is being reopened.
                 stop.wait(1.2)
 
         searcher = threading.Thread(target=keep_searching)
@@ -355,7 +356,12 @@ def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_keep_a
             stop.set()
             searcher.join()
         assert not errors and len(answers) >= 2 and all(answers)
-        assert max(seconds) > 0.5  # one search waited for the reopen, and then got its answer
+        reopen = process.status()["daemon"]["index_reopens"][1]
+        during = [t for t in sent if reopen["at"] - reopen["seconds"] < t < reopen["at"]]
+        assert during, (sent, reopen)  # a search was sent while the index was being reopened
+        # and none waited for it: the new servers loaded beside the old ones, which answered
+        assert max(seconds) < 1.0, seconds
+        assert reopen["requests_held_s"] < 1.0
         found = paths_of(process.search("Boat number 23 is moored at pier 3", threshold=0.3))
         assert str(notes / "boat23.md") in found
         assert process.status()["sections"] == 24

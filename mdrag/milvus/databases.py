@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
@@ -104,6 +105,31 @@ class Databases:
         """Items grouped by the shard that holds their note's rows: (shard, its client, items)."""
         for shard, group in sorted(by_shard(items, doc_id_of, len(self.clients)).items()):
             yield shard, self.clients[shard], group
+
+    def reopen_beside(
+        self, load: Callable[[int, MilvusClient], None], swap: Callable[[], AbstractContextManager[object]]
+    ) -> None:
+        """Reopen each Milvus Lite shard while its running server keeps answering: a second server
+        of the same database is started and `load`ed (the slow part: it reads every row), then,
+        inside `swap` (the caller's requests held back, for milliseconds), it takes the shard's
+        place and the old server ends. One shard at a time, so only one shard is held twice in
+        memory. Raises StoreError with the running servers untouched when a twin fails."""
+        for shard, uri in enumerate(self.uris):
+            db = Path(uri)
+            twin = lite.start_twin(db)
+            client = None
+            try:
+                client = self._connect(twin.uds_path, False)
+                load(shard, client)
+            except BaseException:
+                if client is not None:
+                    self._close_clients([client])
+                lite.discard_twin(db, twin)
+                raise
+            with swap():
+                old, self.clients[shard] = self.clients[shard], client
+                self._close_clients([old])
+                lite.hand_over(db, twin)
 
     def engines_alive(self) -> bool:
         """False when a Milvus Lite server of this index has died (a server URI: always True;

@@ -8,7 +8,8 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import grpc
@@ -565,13 +566,43 @@ class Store:
         """True after close(), and after a reopen that failed before it could connect again."""
         return self._db.closed
 
-    def reopen(self) -> float:
-        """Stop Milvus Lite's server and open the index again, loaded; returns the seconds taken.
+    def reopen(self, swap: Callable[[], AbstractContextManager[object]] | None = None) -> float:
+        """Open the index again in fresh Milvus Lite servers, loaded; returns the seconds taken.
 
-        The caller keeps every other call out meanwhile: the store has no engine until it returns
-        (Milvus Lite reads every row again). Safe to call again after a failure.
+        With `swap` (which holds the caller's other calls back), each shard's new server loads
+        beside the running one, which answers meanwhile; the other calls wait only for the
+        moment of the switch. Without it (or when that fails: a server that died, too little
+        memory for two), the servers stop first and the caller keeps every other call out
+        until this returns (Milvus Lite reads every row again). Safe to call again after a failure.
         """
         started = time.monotonic()
+        if swap is not None and self.is_lite and not self.closed and self._db.engines_alive():
+            try:
+                self._db.reopen_beside(self._load_twin, swap)
+                self._vectors_loaded = True
+            except StoreError as exc:
+                logger.warning(
+                    "reopening the index beside its running servers failed ({}); "
+                    "reopening it in place, requests wait meanwhile",
+                    exc,
+                )
+                with swap():
+                    self._reopen_in_place()
+        elif swap is not None:
+            with swap():
+                self._reopen_in_place()
+        else:
+            self._reopen_in_place()
+        self.rows_written = self._reopen_checked_at = 0
+        return time.monotonic() - started
+
+    def _load_twin(self, shard: int, client: MilvusClient) -> None:
+        """What a shard's new server loads before it takes over: what the running one has loaded."""
+        if shard == 0:
+            self._call(client.load_collection, METADATA, timeout=LOAD_DEADLINE_S)
+        self._load(client)
+
+    def _reopen_in_place(self) -> None:
         self.close()
         self._vectors_loaded = False
         self._db.open()
@@ -581,8 +612,6 @@ class Store:
         except MilvusException as exc:
             raise StoreError(f"cannot reopen the Milvus store at {self.uri}: {exc.message}") from exc
         self.load_vectors()
-        self.rows_written = self._reopen_checked_at = 0
-        return time.monotonic() - started
 
     def close(self) -> None:
         self._db.close()

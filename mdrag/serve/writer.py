@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class WriterState(str, Enum):
     STARTING = "starting"  # the daemon is loading the model and opening the index
     RECONCILING = "reconciling"  # bringing the index in line with every root
     WATCHING = "watching"  # up to date; applying changes as they come
-    REOPENING = "reopening"  # Milvus Lite reopened after many writes (searches wait a moment)
+    REOPENING = "reopening"  # Milvus Lite reopened after many writes (searches answered meanwhile)
     REBUILDING = "rebuilding"  # `reindex --rebuild`, beside the live index
     UNHEALTHY = "unhealthy"  # down past LITE_GIVE_UP_S: systemd should restart it
 
@@ -74,6 +75,7 @@ class Writer:
         self.store_down_since: float | None = None  # monotonic time store_error was first set
         self.rebuilding_in_place = False  # a rebuild with the collections dropped (not built beside)
         self.reopens: deque[Reopen] = deque(maxlen=5)  # the last few, for status
+        self._held_s = 0.0  # how long the reopen under way has held requests back so far
         self._ping_at = 0.0  # monotonic time of the next health ping
         self.index_full: str | None = None  # set while the index's file system has no room to write
 
@@ -206,8 +208,7 @@ class Writer:
                 return
             logger.info("reopening the index: {} vector rows were written since it opened", rows)
             self.state = WriterState.REOPENING
-            with self.gate.exclusive():
-                seconds = self.service.reopen()
+            seconds = self.service.reopen(self._held_for_swap)
         except StoreError as exc:
             self._store_failed(exc, None)
             return
@@ -218,8 +219,28 @@ class Writer:
         finally:
             if self.state is WriterState.REOPENING:
                 self.state = WriterState.WATCHING
-        self.reopens.append({"at": time.time(), "rows_written": rows, "seconds": round(seconds, 1)})
-        logger.info("reopened the index in {:.1f} s", seconds)
+        held_s, self._held_s = self._held_s, 0.0
+        self.reopens.append(
+            {
+                "at": time.time(),
+                "rows_written": rows,
+                "seconds": round(seconds, 1),
+                "requests_held_s": round(held_s, 3),
+            }
+        )
+        logger.info("reopened the index in {:.1f} s; requests were held back {:.3f} s", seconds, held_s)
+
+    @contextlib.contextmanager
+    def _held_for_swap(self) -> Iterator[None]:
+        """The gate alone, for one step of a reopen; the time requests were held back is added up."""
+        waited = time.monotonic()
+        with self.gate.exclusive():
+            try:
+                yield
+            finally:
+                # What a request arriving as the gate was asked for waits at most: the wait for
+                # requests in flight to finish, then the step itself.
+                self._held_s += time.monotonic() - waited
 
     def _reconnect(self) -> bool:
         """Once the store answers again: reload what it holds and repair half-done writes."""
