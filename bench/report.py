@@ -314,7 +314,7 @@ def render() -> str:
     for name, title, method, table_of in (
         ("scale", "Large vaults", SCALE_METHOD, scale_table),
         ("scale-10x", "Large vaults, 10x", SCALE_10X_METHOD, scale_table),
-        ("scale-13x", "Large vaults, 13x: a reopen beside the running servers", SCALE_13X_METHOD, scale_table),
+        ("scale-13x", "Large vaults, 13x: a reopen beside the servers", SCALE_13X_METHOD, scale_table),
         ("prefilter", "A binary first pass, measured and not taken", PREFILTER_METHOD, first_pass_table),
     ):
         alone = _load(name)

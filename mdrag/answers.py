@@ -7,6 +7,7 @@ name the same keys; nothing heavy is imported, so the CLI reads them for free.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypedDict, TypeGuard
 
 
@@ -433,3 +434,13 @@ ServiceAnswer = (
     | GapsAnswer
     | Gap
 )
+
+
+@dataclass(frozen=True)
+class Live:
+    """What the daemon knows of the index that the service does not: its queue of changes and
+    the run under way. Given to a search, its answer says it; without it (a command's own
+    process: no queue) the index is exactly as fresh as its last reindex."""
+
+    freshness: Freshness
+    indexing: ProgressSnapshot | None = None

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,8 @@ from mdrag import __version__, indexlock, private
 from mdrag.answers import (
     ContextPack,
     DuplicatesAnswer,
-    Freshness,
     IndexStatus,
-    ProgressSnapshot,
+    Live,
     RelatedAnswer,
     SearchAnswer,
     ServiceAnswer,
@@ -60,16 +58,6 @@ def on_disk(path: str) -> str:
     if not os.path.lexists(path) and os.path.lexists(to_fs(path)):
         return to_fs(path)
     return path
-
-
-@dataclass(frozen=True)
-class Live:
-    """What the daemon knows of the index that the service does not: its queue of changes and
-    the run under way. Given to a search, its answer says it; without it (a command's own
-    process: no queue) the index is exactly as fresh as its last reindex."""
-
-    freshness: Freshness
-    indexing: ProgressSnapshot | None = None
 
 
 class Service:

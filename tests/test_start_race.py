@@ -222,3 +222,12 @@ def test_a_command_is_refused_at_once_by_a_daemon_that_serves_another_socket(tmp
     assert seconds < 5  # no wait: that daemon never answers on this command's socket
     assert f"in use by the mdrag daemon (process {pid})" in error
     assert f"talk to it through its socket {tmp_path / 'other.sock'}" in error
+
+
+def test_the_daemon_answers_status_before_its_heavy_imports():
+    """`mdrag serve` binds its socket once the daemon module is imported; the engine client and
+    the model (~0.6 s of imports on 2 cores) load after that, while `status` already answers."""
+    heavy = ("pymilvus", "torch", "sentence_transformers", "onnxruntime", "watchdog")
+    code = f"import sys, mdrag.serve.daemon; print([m for m in {heavy!r} if m in sys.modules])"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]", found.stdout + found.stderr

@@ -8,15 +8,14 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from mdrag import indexlock
-from mdrag.answers import DaemonStatus, Freshness, Pong, ProgressSnapshot, StartingAnswer, StatusAnswer
+from mdrag.answers import DaemonStatus, Freshness, Live, Pong, ProgressSnapshot, StartingAnswer, StatusAnswer
 from mdrag.config import Config
 from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
-from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import Command, WorkQueue
 from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import index_held
@@ -28,7 +27,10 @@ from mdrag.serve.liveness import Liveness, PulsingEvent
 from mdrag.serve.notify import SystemdNotifier
 from mdrag.serve.server import SocketServer
 from mdrag.serve.writer import Writer, WriterState
-from mdrag.service import Live, Service
+
+if TYPE_CHECKING:  # imported when the service opens: `status` answers before pymilvus and the model load
+    from mdrag.index.watcher import Watcher
+    from mdrag.service import Service
 
 MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
@@ -156,6 +158,8 @@ class Daemon:
                     )
                     self._lock = None  # the service's from here: it releases it when it closes
                     self._step("opening the index")
+                    from mdrag.service import Service
+
                     return Service.open(self.config, lock, pending=self.pending)
                 except StoreLockedError:
                     if time.monotonic() >= deadline:

@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loguru import logger
 
@@ -20,7 +21,9 @@ from mdrag.index.workqueue import Command, FileChanges, WorkQueue
 from mdrag.notes.pathtext import to_fs
 from mdrag.progress import ProgressMeter
 from mdrag.serve.gate import Gate
-from mdrag.service import Service
+
+if TYPE_CHECKING:
+    from mdrag.service import Service
 
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # retry delays while the store is unavailable
 # An idle writer asks the engine this often whether it answers, and gives it this long: a Milvus
