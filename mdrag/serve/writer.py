@@ -236,6 +236,7 @@ class Writer:
     @contextlib.contextmanager
     def _held_for_swap(self) -> Iterator[None]:
         """The gate alone, for one step of a reopen; the time requests were held back is added up."""
+        self._stop.is_set()  # a beat of the writer's liveness: each shard's load ends here
         waited = time.monotonic()
         with self.gate.exclusive():
             try:
