@@ -15,7 +15,7 @@ import pytest
 
 from mdrag.config import Config
 from mdrag.errors import StoreError
-from mdrag.milvus import lite
+from mdrag.milvus import lite, twins
 from mdrag.serve.gate import Gate
 from tests.conftest import write
 
@@ -155,9 +155,9 @@ def test_a_twin_that_fails_leaves_the_running_servers_serving(lite_service):
 def test_without_room_for_a_second_server_the_reopen_happens_in_place(lite_service, monkeypatch):
     service, store, gate = lite_service, lite_service.store, Gate()
     pids = server_pids(service)
-    monkeypatch.setattr(lite, "_available_bytes", lambda: 1024)
+    monkeypatch.setattr(twins, "_available_bytes", lambda: 1024)
     with pytest.raises(StoreError, match="too little free memory"):
-        lite.start_twin(Path(store._db.uris[0]))
+        twins.start(Path(store._db.uris[0]))
     assert server_pids(service) == pids  # nothing started, nothing stopped
     assert store.reopen(gate.exclusive) > 0
     assert set(server_pids(service)).isdisjoint(pids) and all(gone(pid) for pid in pids)

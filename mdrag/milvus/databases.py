@@ -13,7 +13,7 @@ from pymilvus import MilvusClient
 
 from mdrag.config import is_lite_uri
 from mdrag.errors import StoreError, StoreLockedError
-from mdrag.milvus import lite
+from mdrag.milvus import lite, twins
 from mdrag.milvus.shards import by_shard
 
 T = TypeVar("T")
@@ -116,7 +116,7 @@ class Databases:
         memory. Raises StoreError with the running servers untouched when a twin fails."""
         for shard, uri in enumerate(self.uris):
             db = Path(uri)
-            twin = lite.start_twin(db)
+            twin = twins.start(db)
             client = None
             try:
                 client = self._connect(twin.uds_path, False)
@@ -124,12 +124,12 @@ class Databases:
             except BaseException:
                 if client is not None:
                     self._close_clients([client])
-                lite.discard_twin(db, twin)
+                twins.discard(db, twin)
                 raise
             with swap():
                 old, self.clients[shard] = self.clients[shard], client
                 self._close_clients([old])
-                lite.hand_over(db, twin)
+                twins.hand_over(db, twin)
 
     def engines_alive(self) -> bool:
         """False when a Milvus Lite server of this index has died (a server URI: always True;

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import socket
@@ -15,7 +14,6 @@ from typing import Any
 
 from mdrag import private
 from mdrag.config import is_lite_uri
-from mdrag.errors import StoreError
 from mdrag.indexfiles import lite_lock, lite_log, normalized
 from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
@@ -32,10 +30,6 @@ GRPC_OPTIONS = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_with
 # How long a spawned server may take to listen on its socket: ~20 ms on an idle machine, even
 # over a large index (it loads collections later); seconds on a loaded one.
 SERVER_UP_S = 30.0
-
-# A twin (start_twin) starts only where the memory free is this many times what the running
-# server holds: it loads as much, and the machine keeps some to spare rather than swap.
-TWIN_ROOM = 1.5
 
 _started: set[Path] = set()  # databases whose server this process started ahead of the store
 _starting: dict[Path, threading.Thread] = {}  # head starts still under way
@@ -146,7 +140,7 @@ def _start(db: Path) -> None:
         with manager._lock:  # milvus-lite 2.5.1's registry of running servers, by resolved path
             if key in manager._servers:
                 return
-        server = _server_class()(key)
+        server = server_class()(key)
         if not (server.init() and server.start()):
             return
         with manager._lock:
@@ -156,107 +150,24 @@ def _start(db: Path) -> None:
         return
 
 
-def start_twin(db: Path) -> Any:
-    """A second Lite server of `db`, started beside the one that serves it, which keeps serving.
-
-    Both read the same database file (SQLite's own locks let two processes read it; nothing
-    writes meanwhile: the caller is the index's one writer). The twin shares the running
-    server's lock: the same open lock file, so a process outside finds the index held
-    throughout. Raises StoreError when the twin does not start.
-    """
+def running_server(db: Path) -> Any:
+    """The Lite server this process runs for `db` (milvus-lite's registry), or None."""
     from milvus_lite.server_manager import server_manager_instance as manager
 
-    guard_lock_files()
-    key = str(db.absolute().resolve())
     with manager._lock:
-        running = manager._servers.get(key)
-    if running is None or running._p is None:
-        raise StoreError(f"no Milvus Lite server of this process serves {db}")
-    needed, free = _resident_bytes(running._p.pid), _available_bytes()
-    if needed is not None and free is not None and free < TWIN_ROOM * needed:
-        raise StoreError(
-            f"too little free memory for a second Milvus Lite server of {db.name} "
-            f"({free >> 20} MB available, ~{needed >> 20} MB needed)"
-        )
-    twin = _server_class()(key)
-    twin._mdrag_shared_lock = running._lock_fd
-    if not (twin.init() and twin.start()):
-        _end_beside(twin, running)
-        raise StoreError(f"a second Milvus Lite server of {db} did not start; see {lite_log(db)}")
-    return twin
+        return manager._servers.get(str(db.absolute().resolve()))
 
 
-def _resident_bytes(pid: int) -> int | None:
-    """A process's resident memory (Linux), or None where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _available_bytes() -> int | None:
-    """Memory the kernel can give without swapping (Linux's MemAvailable), or None."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def hand_over(db: Path, twin: Any) -> None:
-    """Make `twin` (start_twin) the server of `db`, and end the one that served it until now."""
+def replace_server(db: Path, server: Any) -> Any:
+    """Register `server` as `db`'s (MilvusClient(db) and servers_alive find it from here);
+    returns the one it replaces, or None."""
     from milvus_lite.server_manager import server_manager_instance as manager
 
-    key = str(db.absolute().resolve())
     with manager._lock:
+        key = str(db.absolute().resolve())
         old = manager._servers.get(key)
-        manager._servers[key] = twin  # MilvusClient(db) and servers_alive find the twin from here
-    if old is not None:
-        _end_beside(old, twin)
-
-
-def discard_twin(db: Path, twin: Any) -> None:
-    """End a twin that will not take over (its load failed): the running server stays."""
-    from milvus_lite.server_manager import server_manager_instance as manager
-
-    with manager._lock:
-        running = manager._servers.get(str(db.absolute().resolve()))
-    if running is not None:
-        _end_beside(twin, running)
-    else:  # nothing shares its lock: a plain stop
-        twin.stop()
-
-
-def _end_beside(ending: Any, staying: Any) -> None:
-    """End `ending`'s process; the lock file they share stays open and locked, now `staying`'s.
-
-    A Lite server exits once its lock is free, and a POSIX lock belongs to the process: closing
-    any descriptor of the lock file frees it for every server of this process (a twin with a
-    lock file of its own, whose predecessor's descriptor was closed, died within a second). So
-    the two share one descriptor, which only the last server's stop closes, and `ending` is told
-    to end by a signal instead (it has no write in hand).
-    """
-    staying._lock_fd = staying._lock_fd or ending._lock_fd
-    ending._lock_fd = None
-    ending._mdrag_held = False
-    process = ending._p
-    ending._p = None
-    if process is not None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(ending._uds_path)
+        manager._servers[key] = server
+        return old
 
 
 def servers_alive(dbs: list[Path]) -> bool:
@@ -274,7 +185,7 @@ def servers_alive(dbs: list[Path]) -> bool:
 _server_cls: Any = None
 
 
-def _server_class() -> Any:
+def server_class() -> Any:
     """milvus-lite's Server, its process's output sent to `lite_log` rather than inherited
     (a `--json` answer on stdout stays clean); milvus-lite's own manager starts this one too."""
     global _server_cls
@@ -288,7 +199,7 @@ def _server_class() -> Any:
             # milvus-lite 2.5.1's Server.start, with the child's stdout and stderr redirected.
             # Held while the server runs; never opened through a link (see mdrag.private).
             shared = getattr(self, "_mdrag_shared_lock", None)
-            if shared is not None:  # a twin (start_twin): the running server's lock, already held
+            if shared is not None:  # a twin (twins.start): the running server's lock, already held
                 self._lock_fd = shared
             else:
                 lock_fd = private.open_file(
