@@ -211,3 +211,15 @@ def test_a_new_version_is_visible_once_its_rows_are_in_and_before_its_metadata_i
     assert watched.store.seen_at_rows and set(watched.store.seen_at_rows) == {old}
     # And every note's new version was searchable by the time its metadata row was written.
     assert watched.store.seen_at_metadata and all(watched.store.seen_at_metadata)
+
+
+def test_a_reconcile_indexes_the_most_recently_modified_notes_first(indexer, notes):
+    now = 1_790_000_000
+    ages = {"alpha.md": 300, "beta.md": 10, "gamma.md": 200, "delta.md": 10, "sub/epsilon.md": 1}
+    for name, age in ages.items():
+        note = write(notes / name, f"# {name}\n\nA note named {name}.\n")
+        os.utime(note, (now - age, now - age))
+    indexer.reconcile()
+    order = [os.path.relpath(path, notes) for path in indexer.store.metadata]
+    # Newest first; beta and delta were modified at the same moment: the scan's order between them.
+    assert order == ["sub/epsilon.md", "beta.md", "delta.md", "gamma.md", "alpha.md"]

@@ -153,6 +153,9 @@ class Indexer:
         gone = [p for p in gone if not under(p, away)]
         if self.filter.unreadable:
             gone = self._keep_unreadable(gone, report)
+        # Newest first: a first index of a large vault (hours on two cores) makes the notes in use
+        # searchable within minutes, not at their place in the alphabet.
+        files = newest_first(files)
         report = self.index_files(files, force=force, progress=progress, cancel=cancel, report=report)
         if cancel is None or not cancel.is_set():
             report.deleted += self.remove(gone)
@@ -477,6 +480,19 @@ class Indexer:
         report.sections_embedded += len({sid for sid, _ in missing})
         report.sections_reused += len({sid for sid, _ in wanted} - {sid for sid, _ in missing})
         return vectors
+
+
+def newest_first(paths: list[str]) -> list[str]:
+    """Paths as stored, the most recently modified first (ties keep their order; a path that
+    cannot be looked at goes last, where reading it will say why)."""
+
+    def modified(path: str) -> float:
+        try:
+            return os.stat(to_fs(path)).st_mtime
+        except OSError:
+            return float("-inf")
+
+    return sorted(paths, key=modified, reverse=True)
 
 
 def _in(path: Path, roots: list[Path]) -> bool:
