@@ -162,3 +162,60 @@ def test_without_room_for_a_second_server_the_reopen_happens_in_place(lite_servi
     assert store.reopen(gate.exclusive) > 0
     assert set(server_pids(service)).isdisjoint(pids) and all(gone(pid) for pid in pids)
     assert "starter" in first_text(service, "how often do I feed my sourdough")
+
+
+def test_a_twin_whose_spawn_raises_leaves_the_running_servers_their_lock(lite_service, monkeypatch):
+    service, store, gate = lite_service, lite_service.store, Gate()
+    pids = server_pids(service)
+
+    def no_memory(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(subprocess, "Popen", no_memory)
+        with pytest.raises(StoreError, match="did not start"):
+            store._db.reopen_beside(store._load_twin, gate.exclusive)
+    gc.collect()  # milvus-lite's Server.__del__ stops a dropped server: it must not free the lock
+    time.sleep(1.5)  # a Lite server whose lock is freed exits within a second
+    assert server_pids(service) == pids and not any(gone(pid) for pid in pids)
+    assert held_elsewhere(store.uri)
+    assert "starter" in first_text(service, "how often do I feed my sourdough")
+
+
+def test_an_index_closed_while_a_twin_loads_is_not_opened_again(lite_service, monkeypatch):
+    service, store, gate = lite_service, lite_service.store, Gate()
+    uri, pids = store.uri, server_pids(service)
+    loading, release = threading.Event(), threading.Event()
+    load_twin, started = store._load_twin, []
+    start = twins.start
+
+    def recorded_start(db):
+        twin = start(db)
+        started.append(twin._p.pid)
+        return twin
+
+    def slow_load(shard, client):
+        loading.set()
+        assert release.wait(30)
+        load_twin(shard, client)
+
+    monkeypatch.setattr(twins, "start", recorded_start)
+    store._load_twin = slow_load
+    failures: list[BaseException] = []
+
+    def reopen() -> None:
+        try:
+            store.reopen(gate.exclusive)
+        except BaseException as exc:  # noqa: BLE001 - what the reopen raised is what this test checks
+            failures.append(exc)
+
+    thread = threading.Thread(target=reopen)
+    thread.start()
+    assert loading.wait(30)
+    with gate.exclusive():  # as the daemon stops: its requests done, then the service closed
+        service.close()
+    release.set()
+    thread.join(60)
+    assert len(failures) == 1 and isinstance(failures[0], StoreError), failures
+    assert store.closed and all(gone(pid) for pid in pids + started)
+    assert not held_elsewhere(uri)

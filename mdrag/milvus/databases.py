@@ -83,7 +83,11 @@ class Databases:
             # A per-call timeout bounds pymilvus' retries, so an unreachable server is an error
             # after timeout_s rather than a call that hangs.
             options = {"grpc_options": lite.GRPC_OPTIONS} if self.is_lite else {}
-            return MilvusClient(uri=uri, token=self._token or "", timeout=self._timeout_s, **options)
+            # A connection of its own: pymilvus otherwise shares one per address and keeps it
+            # after close(), one more for every reopen's new server over a daemon's months.
+            return MilvusClient(
+                uri=uri, token=self._token or "", timeout=self._timeout_s, dedicated=True, **options
+            )
         except Exception as exc:  # pymilvus raises several unrelated types here
             if held:
                 raise StoreLockedError(
@@ -115,21 +119,29 @@ class Databases:
         place and the old server ends. One shard at a time, so only one shard is held twice in
         memory. Raises StoreError with the running servers untouched when a twin fails."""
         for shard, uri in enumerate(self.uris):
+            if self.closed:
+                raise StoreError(f"the index {self.uri} was closed during its reopen")
             db = Path(uri)
             twin = twins.start(db)
-            client = None
+            client = old = None
             try:
                 client = self._connect(twin.uds_path, False)
                 load(shard, client)
+                with swap():
+                    if self.closed:  # closed while the twin loaded (the daemon stopping)
+                        raise StoreError(f"the index {self.uri} was closed during its reopen")
+                    old_client, self.clients[shard] = self.clients[shard], client
+                    old = twins.hand_over(db, twin)
+                    client = None
+                self._close_clients([old_client])
             except BaseException:
                 if client is not None:
                     self._close_clients([client])
-                twins.discard(db, twin)
+                if old is None:
+                    twins.end(twin)  # never took over: the running server (if any) keeps the lock
                 raise
-            with swap():
-                old, self.clients[shard] = self.clients[shard], client
-                self._close_clients([old])
-                twins.hand_over(db, twin)
+            if old is not None:
+                twins.end(old)  # after the switch: requests are not held while it stops
 
     def engines_alive(self) -> bool:
         """False when a Milvus Lite server of this index has died (a server URI: always True;

@@ -581,6 +581,8 @@ class Store:
                 self._db.reopen_beside(self._load_twin, swap)
                 self._vectors_loaded = True
             except StoreError as exc:
+                if self.closed:  # closed meanwhile (the daemon stopping): nothing to reopen
+                    raise
                 logger.warning(
                     "reopening the index beside its running servers failed ({}); "
                     "reopening it in place, requests wait meanwhile",

@@ -37,8 +37,13 @@ def start(db: Path) -> Any:
         )
     twin = server_class()(str(db.absolute().resolve()))  # the key milvus-lite registers it by
     twin._mdrag_shared_lock = running._lock_fd
-    if not (twin.init() and twin.start()):
-        _end_beside(twin, running)
+    try:
+        started = twin.init() and twin.start()
+    except BaseException as exc:  # spawning can fail (no memory, no process slot): never drop the lock
+        end(twin)
+        raise StoreError(f"a second Milvus Lite server of {db} did not start: {exc}") from exc
+    if not started:
+        end(twin)
         raise StoreError(f"a second Milvus Lite server of {db} did not start; see {lite_log(db)}")
     return twin
 
@@ -67,36 +72,31 @@ def _available_bytes() -> int | None:
     return None
 
 
-def hand_over(db: Path, twin: Any) -> None:
-    """Make `twin` (start) the server of `db`, and end the one that served it until now."""
+def hand_over(db: Path, twin: Any) -> Any:
+    """Make `twin` (start) the server of `db`; returns the one that served it until now, which
+    the caller ends (`end`) once requests are let through again."""
     old = replace_server(db, twin)
     if old is not None:
-        _end_beside(old, twin)
+        twin._lock_fd = twin._lock_fd or old._lock_fd
+        old._lock_fd = None  # the twin's now: see end()
+    return old
 
 
-def discard(db: Path, twin: Any) -> None:
-    """End a twin that will not take over (its load failed): the running server stays."""
-    running = running_server(db)
-    if running is not None:
-        _end_beside(twin, running)
-    else:  # nothing shares its lock: a plain stop
-        twin.stop()
-
-
-def _end_beside(ending: Any, staying: Any) -> None:
-    """End `ending`'s process; the lock file they share stays open and locked, now `staying`'s.
+def end(server: Any) -> None:
+    """End a server that shares its lock descriptor with another (a twin, or the one a twin took
+    over from), leaving the descriptor open and the lock held.
 
     A Lite server exits once its lock is free, and a POSIX lock belongs to the process: closing
     any descriptor of the lock file frees it for every server of this process (a twin with a
     lock file of its own, whose predecessor's descriptor was closed, died within a second). So
-    the two share one descriptor, which only the last server's stop closes, and `ending` is told
-    to end by a signal instead (it has no write in hand).
+    the servers of a database share one descriptor, which only the last one's stop closes, and
+    this one is told to end by a signal instead (it has no write in hand). Its own stop (and
+    milvus-lite's __del__, which calls it) does nothing afterwards.
     """
-    staying._lock_fd = staying._lock_fd or ending._lock_fd
-    ending._lock_fd = None
-    ending._mdrag_held = False
-    process = ending._p
-    ending._p = None
+    server._lock_fd = None
+    server._mdrag_held = False
+    process = server._p
+    server._p = None
     if process is not None:
         process.terminate()
         try:
@@ -105,4 +105,4 @@ def _end_beside(ending: Any, staying: Any) -> None:
             process.kill()
             process.wait(timeout=5)
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(ending._uds_path)
+        os.unlink(server._uds_path)

@@ -210,9 +210,13 @@ class Writer:
             if rows is None:
                 return
             logger.info("reopening the index: {} vector rows were written since it opened", rows)
+            self._held_s = 0.0
             self.state = WriterState.REOPENING
             seconds = self.service.reopen(self._held_for_swap)
         except StoreError as exc:
+            if self._stop.is_set():  # the daemon closed the index while a new server loaded
+                logger.info("the reopen stopped with the daemon: {}", exc)
+                return
             self._store_failed(exc, None)
             return
         except Exception as exc:  # stopping Lite's server can fail in other ways: never lose the writer
