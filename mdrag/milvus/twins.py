@@ -50,22 +50,20 @@ def start(db: Path) -> Any:
 
 def _resident_bytes(pid: int) -> int | None:
     """A process's resident memory (Linux), or None where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return _proc_bytes(f"/proc/{pid}/status", "VmRSS:")
 
 
 def _available_bytes() -> int | None:
     """Memory the kernel can give without swapping (Linux's MemAvailable), or None."""
+    return _proc_bytes("/proc/meminfo", "MemAvailable:")
+
+
+def _proc_bytes(path: str, field: str) -> int | None:
+    """A figure in kB of a /proc file (`field` starts its line), in bytes; None where unreadable."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
+        with open(path, encoding="ascii") as found:
+            for line in found:
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
