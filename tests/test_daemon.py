@@ -357,10 +357,15 @@ def test_after_many_writes_the_daemon_reopens_the_lite_index_and_searches_are_an
             searcher.join()
         assert not errors and len(answers) >= 2 and all(answers)
         reopen = process.status()["daemon"]["index_reopens"][1]
-        during = [t for t in sent if reopen["at"] - reopen["seconds"] < t < reopen["at"]]
+        during = [
+            s
+            for t, s in zip(sent, seconds, strict=True)
+            if reopen["at"] - reopen["seconds"] < t < reopen["at"]
+        ]
         assert during, (sent, reopen)  # a search was sent while the index was being reopened
         # and none waited for it: the new servers loaded beside the old ones, which answered
-        assert max(seconds) < 1.0, seconds
+        # (searches while the notes are embedded are not what this measures)
+        assert max(during) < 1.0, (during, reopen)
         assert reopen["requests_held_s"] < 1.0
         found = paths_of(process.search("Boat number 23 is moored at pier 3", threshold=0.3))
         assert str(notes / "boat23.md") in found
