@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -576,25 +577,23 @@ class Store:
         until this returns (Milvus Lite reads every row again). Safe to call again after a failure.
         """
         started = time.monotonic()
-        if swap is not None and self.is_lite and not self.closed and self._db.engines_alive():
-            try:
+        beside = swap is not None and self.is_lite and not self.closed and self._db.engines_alive()
+        try:
+            if beside and swap is not None:
                 self._db.reopen_beside(self._load_twin, swap)
                 self._vectors_loaded = True
-            except StoreError as exc:
-                if self.closed:  # closed meanwhile (the daemon stopping): nothing to reopen
-                    raise
-                logger.warning(
-                    "reopening the index beside its running servers failed ({}); "
-                    "reopening it in place, requests wait meanwhile",
-                    exc,
-                )
-                with swap():
-                    self._reopen_in_place()
-        elif swap is not None:
-            with swap():
+        except StoreError as exc:
+            if self.closed:  # closed meanwhile (the daemon stopping): nothing to reopen
+                raise
+            logger.warning(
+                "reopening the index beside its running servers failed ({}); "
+                "reopening it in place, requests wait meanwhile",
+                exc,
+            )
+            beside = False
+        if not beside:
+            with swap() if swap is not None else contextlib.nullcontext():
                 self._reopen_in_place()
-        else:
-            self._reopen_in_place()
         self.rows_written = self._reopen_checked_at = 0
         return time.monotonic() - started
 
