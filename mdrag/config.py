@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import shlex
 import urllib.parse
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from mdrag.errors import ConfigError
 
@@ -143,6 +140,8 @@ def check_env_names(environ: dict[str, str] | os._Environ[str] = os.environ) -> 
     for name in sorted(environ):
         if not name.startswith("MDRAG_") or name in known or name.startswith(TEST_ENV_PREFIX):
             continue
+        import difflib  # here: only a misspelt name needs it
+
         close = difflib.get_close_matches(name, known, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         raise ConfigError(f"environment variable {name}: unknown setting ({hint}known: {', '.join(known)})")
@@ -170,6 +169,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    import yaml  # here: ~15 ms of every command's start, paid only where a config file exists
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

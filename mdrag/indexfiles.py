@@ -17,7 +17,6 @@ made absolute, a link left as the user named it.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,6 +77,8 @@ class IndexFiles:
                 gap_log=db.with_suffix(".gaps.sqlite"),
                 rebuild_uri=str(db.with_name(f"{db.stem}.rebuild{db.suffix}")),
             )
+        import hashlib  # here: only a server's index needs a name derived from its URI
+
         folder, name = normalized(data_dir), f"server-{hashlib.sha256(uri.encode()).hexdigest()[:12]}"
         return cls(
             uri=uri,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mdrag.retrieval.snippets import excerpt, highlights, query_terms, render, snippet, window_text
+from mdrag.retrieval.excerpt import excerpt, render
+from mdrag.retrieval.snippets import highlights, query_terms, snippet, window_text
 
 SECTION = "## Restore\n\nFirst part about something else entirely.\n\nUse pg_restore to restore a backup.\n"
 

@@ -37,7 +37,7 @@ from mdrag.errors import MdragError, QueryError
 from mdrag.notes.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import explain_lines, nothing_line, related_line, results_line
-from mdrag.retrieval.snippets import excerpt, render
+from mdrag.retrieval.excerpt import excerpt, render
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -5,17 +5,19 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-import subprocess
 import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdrag import private
 from mdrag.config import is_lite_uri
 from mdrag.indexfiles import lite_lock, lite_log, normalized
 from mdrag.milvus.shards import LITE_SHARDS, shard_paths
+
+if TYPE_CHECKING:
+    import subprocess
 
 # milvus-lite 2.5.1 imports pkg_resources only to read its own version: a deprecation warning on
 # every command's stderr that a user can do nothing about.
@@ -191,6 +193,8 @@ def server_class() -> Any:
     global _server_cls
     if _server_cls is not None:
         return _server_cls
+    import subprocess  # here, not at the top: a command that only asks the daemon never spawns
+
     from milvus_lite import server as lite_server
     from milvus_lite import server_manager
 

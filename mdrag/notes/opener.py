@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 import urllib.parse
 from collections.abc import Mapping
@@ -59,6 +58,8 @@ def editor_argv(
 def run_editor(argv: list[str], wait: bool) -> int | None:
     """Start the editor. `wait`: in the foreground of this terminal (a terminal editor needs it);
     else detached, its output discarded (from the page's server). Never through a shell."""
+    import subprocess  # here: only `open` and the page's "Open in editor" start an editor
+
     # The editor gets the user's own umask, not the one mdrag keeps for its index files.
     if wait:
         return subprocess.call(argv, umask=user_umask())

@@ -1,0 +1,74 @@
+"""Excerpts: a hit's snippet cut to one terminal line around its marks, the marks rendered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+EXCERPT_CHARS = 240  # what the text output shows of a window
+
+
+def excerpt(
+    text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS
+) -> tuple[str, list[tuple[int, int]]]:
+    """At most `width` characters of `text` on one line, around where the most of `spans` fall,
+    with the spans moved to match; "…" marks a cut at either end."""
+    flat, moved = _one_line(text, spans)
+    if len(flat) <= width:
+        return flat, moved
+    start = _best_start(flat, moved, width)
+    end = start + width
+    if end < len(flat):  # end at a word boundary
+        space = flat.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    lead = "… " if start > 0 else ""
+    tail = " …" if end < len(flat) else ""
+    shift = len(lead) - start
+    kept = [(a + shift, b + shift) for a, b in moved if a >= start and b <= end]
+    return f"{lead}{flat[start:end]}{tail}", kept
+
+
+def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """The text with each run of white space as one space (and none at the ends), spans kept."""
+    out: list[str] = []
+    position = []  # the new offset of each old one
+    space = False
+    for char in text:
+        if char.isspace():
+            space = bool(out)
+            position.append(len(out))
+            continue
+        if space:
+            out.append(" ")
+            space = False
+        position.append(len(out))
+        out.append(char)
+    position.append(len(out))
+    return "".join(out), [(position[a], position[b]) for a, b in spans if b <= len(text)]
+
+
+def _best_start(flat: str, spans: list[tuple[int, int]], width: int) -> int:
+    """Where a `width`-character excerpt holding the most distinct marked words begins: the
+    text's start if it holds as many as any, else a little before a mark, at a word's start."""
+    best, best_count = 0, -1
+    for mark in [None, *(a for a, _ in spans)]:
+        start = 0 if mark is None else max(0, mark - width // 5)
+        if mark is not None and start > 0:
+            space = flat.find(" ", start, mark)
+            start = space + 1 if space != -1 else mark
+        inside = {flat[a:b].casefold() for a, b in spans if start <= a and b <= start + width}
+        if len(inside) > best_count:
+            best, best_count = start, len(inside)
+    return best
+
+
+def render(text: str, spans: list[tuple[int, int]], mark: Callable[[str], str]) -> str:
+    """The text with each span passed through `mark` (bold on a terminal)."""
+    out, last = [], 0
+    for a, b in sorted(spans):
+        if a < last:
+            continue
+        out.append(text[last:a])
+        out.append(mark(text[a:b]))
+        last = b
+    out.append(text[last:])
+    return "".join(out)
