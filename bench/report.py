@@ -120,9 +120,13 @@ corpus in further folders (section ids derive from content, so no copy is embedd
 each size: the whole daemon's resident memory idle (itself and its Milvus Lite servers, summed),
 searches through the socket (the median of three passes) and as whole `mdrag search` processes,
 and a restart: when `status` first answers, when a search sent at that moment is answered, and
-when the start-up reconcile is done. Once grown, the daemon reopens the index by itself; a search
-sent as the reopen begins measures how long it waits (this 5x run and the 10x one below were made
-while a reopen still held every request for the whole reload).
+when the start-up reconcile is done. Once grown, the daemon reopens the index by itself, and
+searches sent meanwhile measure how long a reopen holds one (the 13x run below). This 5x run
+went on from a work dir grown earlier the same day, so no reopen was due. Its 1x figures were
+measured while `bench.keyword_engines` ran beside it (search times pessimistic; memory is not);
+its 5x figures on a quiet machine, which ran slower this day than the day's earlier 5x run at
+the same server code (socket p50 57 ms against 48; a whole `mdrag search` over examples/notes
+took 147 ms against 120 before this day's change to the client's imports).
 """
 
 SCALE_10X_METHOD = """\
@@ -142,6 +146,15 @@ SCALE_16X_METHOD = """\
 The same command with `--factor 16` on the 13x work dir, with the final reopen code: three
 more copies in one daemon session, which at this size fall short of a fifth of the rows, so no
 reopen was due (the 13x run above measured one). The goals are the 5x ones, shown for comparison.
+"""
+
+KEYWORD_METHOD = """\
+Keyword search from an index beside the Milvus files would take BM25 out of the Lite servers
+(see docs/design.md, "Large vaults"). `python -m bench.keyword_engines --scale 5 --lite-work DIR`
+puts every row of each judged set's eval index into SQLite FTS5 and tantivy and asks each the
+daemon's keyword query for every judged question (100 rows; the note ranking is each note's best
+row), then times every engine on five copies of all the rows, and Milvus Lite's own BM25 on a
+`bench.scale` 5x index. These are the engines' raw rankings, before mdrag's score.
 """
 
 PREFILTER_METHOD = """\
@@ -314,6 +327,7 @@ def render() -> str:
     if side is not None:
         machine = speed["machine"] if speed and "peer" in speed else side.get("machine", {})
         parts += ["", "### Side by side with memsearch", "", PEER_METHOD, peer.table(side, machine)]
+    from bench.keyword_engines import table as keyword_table
     from bench.prefilter import table as first_pass_table
     from bench.scale import table as scale_table
 
@@ -322,6 +336,7 @@ def render() -> str:
         ("scale-10x", "Large vaults, 10x", SCALE_10X_METHOD, scale_table),
         ("scale-13x", "Large vaults, 13x: a reopen beside the servers", SCALE_13X_METHOD, scale_table),
         ("scale-16x", "Large vaults, 16x", SCALE_16X_METHOD, scale_table),
+        ("keyword_engines", "Keyword engines beside Milvus Lite", KEYWORD_METHOD, keyword_table),
         ("prefilter", "A binary first pass, measured and not taken", PREFILTER_METHOD, first_pass_table),
     ):
         alone = _load(name)
