@@ -153,8 +153,9 @@ Keyword search from an index beside the Milvus files would take BM25 out of the 
 (see docs/design.md, "Large vaults"). `python -m bench.keyword_engines --scale 5 --lite-work DIR`
 puts every row of each judged set's eval index into SQLite FTS5 and tantivy and asks each the
 daemon's keyword query for every judged question (100 rows; the note ranking is each note's best
-row), then times every engine on five copies of all the rows, and Milvus Lite's own BM25 on a
-`bench.scale` 5x index. These are the engines' raw rankings, before mdrag's score.
+row; these are the engines' raw rankings, before mdrag's score). Then it times all three on the
+same rows of a `bench.scale` 5x index, and FTS5 and tantivy on five copies of all the sets' rows.
+Run on a quiet machine.
 """
 
 PREFILTER_METHOD = """\

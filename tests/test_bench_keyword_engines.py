@@ -24,6 +24,11 @@ def test_an_engine_finds_stems_and_whole_names(engine: type, tmp_path: Path) -> 
     # A name of several tokens is a phrase: Get-ChildItem matches b.md, not every note with "get".
     assert set(made.search("what does Get-ChildItem do", 10)) == {"b.md", "copy-1/b.md"}
     assert not made.search("kubernetes", 10)
+    # Words that are query syntax to an engine are words: none raises, none matches all.
+    assert not made.search('kubernetes "unclosed (pods) title:x -y +z * ^2 ~', 10)
+    # A question of filler words only is asked as typed: its AND, OR and NOT are words, and it
+    # finds the notes that hold them (b.md has "and"), raising no syntax error.
+    assert {"b.md", "copy-1/b.md"} <= set(made.search("AND OR NOT", 10))
 
 
 def test_notes_of_keeps_each_note_at_its_best_row() -> None:
