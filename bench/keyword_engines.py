@@ -1,4 +1,4 @@
-"""Keyword engines compared: Milvus Lite's BM25 (what mdrag asks) against SQLite FTS5 and tantivy, same rows.
+"""Keyword engines compared: the store's keyword search against SQLite FTS5 and tantivy, same rows.
 
     python -m bench.keyword_engines [--sets scifact natural ...] [--scale 5] [--lite-work DIR]
 
@@ -7,12 +7,13 @@ take the BM25 function, sparse vectors and inverted index out of the Lite server
 row, two to three times a restart's load), but only if it finds the same notes, as fast. For each
 judged set's cached eval index (`make eval` builds them; a set without one is skipped, never
 built here), every vector row's `embedded_text` goes into each engine: FTS5 (tokenizer `porter
-unicode61`) and tantivy (`en_stem`: lowercase, English stems; Milvus's `english` analyzer also
-stems and drops stop words). Each question's keyword query (relevance.keyword_query, what the
-daemon asks) goes to every engine, 100 rows each. Per set and engine: nDCG@10 and recall@30 of the
-judged notes over its note ranking (a note ranked by its best row), over the questions with a
-judged note; how many of Milvus's first 30 notes it also has in its first 30; its median query
-time in this process.
+unicode61`) and tantivy (`en_stem`: lowercase, English stems). Each question's keyword query
+(relevance.keyword_query, what the daemon asks) goes to every engine, 100 rows each. Per set and
+engine: nDCG@10 and recall@30 of the judged notes over its note ranking (a note ranked by its
+best row), over the questions with a judged note; how many of the store's first 30 notes it also
+has in its first 30; its median query time in this process. The "milvus" engine is the store's
+keyword search: Milvus Lite's BM25 in the results kept (schema 5, when the choice was made),
+mdrag's own tantivy index since schema 6.
 
 With --lite-work DIR (a `bench.scale` work dir, e.g. grown to 5x) every engine is timed on the
 same rows: Milvus Lite's BM25 on that index, loaded, and FTS5 and tantivy over its rows' text,
@@ -175,7 +176,7 @@ def compare(name: str) -> tuple[dict[str, Any], list[Row], list[str]] | None:
         questions = [q for q in judged.queries if judged.qrels.get(q)]
 
         def milvus(text: str, limit: int) -> list[str]:
-            return [hit["file_path"] for hit in store.search_keyword(keyword_query(text), limit)]
+            return [hit.file_path for hit in store.keyword_hits(keyword_query(text), limit)]
 
         with tempfile.TemporaryDirectory() as tmp:
             engines: dict[str, Any] = {"milvus": milvus}
@@ -254,7 +255,7 @@ def on_work_index(work_dir: Path) -> dict[str, Any]:
         result["rows"] = len(rows)
 
         def milvus(text: str, limit: int) -> list[str]:
-            return [hit["file_path"] for hit in store.search_keyword(keyword_query(text), limit)]
+            return [hit.file_path for hit in store.keyword_hits(keyword_query(text), limit)]
 
         searches: dict[str, Any] = {"milvus": milvus}
         with tempfile.TemporaryDirectory() as tmp:

@@ -44,8 +44,9 @@ REOPEN_SEARCH_EVERY_S = 0.25  # searches sent while the daemon reopens
 
 
 def disk_mb(index: Path) -> float:
-    """Every file in the index's folder: each shard's database, and what mdrag keeps beside them."""
-    return round(sum(p.stat().st_size for p in index.parent.iterdir() if p.is_file()) / 2**20, 1)
+    """Every file under the index's folder: each shard's database, and what mdrag keeps beside
+    them (the keyword index is a folder of files)."""
+    return round(sum(p.stat().st_size for p in index.parent.rglob("*") if p.is_file()) / 2**20, 1)
 
 
 def idle_memory(daemon: Daemon) -> dict[str, Any]:

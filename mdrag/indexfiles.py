@@ -6,9 +6,11 @@ A Milvus Lite index `NAME.db` keeps, in its folder:
     NAME.db.log, .NAME.db.lock, ...      each database's Lite server log, and Milvus Lite's own lock
     NAME.db.mdrag.lock                   mdrag's index lock: one writer (indexlock.py)
     NAME.db.dirty                        the crash marker: there while a writer has the index open
+    NAME.keywords/                       the keyword index of the vector rows (milvus/keywords.py)
     NAME.carried.sqlite                  an older layout's vectors, kept across its rebuild
     NAME.gaps.sqlite                     the gap log: unanswered searches, kept across a rebuild
     NAME.rebuild.db, ... (and theirs)    a daemon's rebuild, built beside the live index
+    NAME.rebuild.keywords/               its keyword index
 
 For a Milvus server URI the files of mdrag's own lie in the data dir instead, named
 `server-DIGEST` after the URI. Every path is normalised once (`normalized`): `~` expanded and
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from mdrag.config import Config
 
 # What follows NAME. in the names of the files an index keeps (`present` finds them by it).
-_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.")
+_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.", "keywords")
 
 
 def normalized(path: str | Path) -> Path:
@@ -58,6 +60,8 @@ class IndexFiles:
     carried_vectors: Path  # an older layout's vectors, waiting for its rebuild (milvus/carried.py)
     gap_log: Path  # outside Milvus on purpose: unanswered searches survive `reindex --rebuild`
     rebuild_uri: str  # where a daemon's rebuild builds the new index; "" for a Milvus server
+    keyword_index: Path  # the keyword index's folder (milvus/keywords.py)
+    rebuild_keyword_index: Path  # a rebuild's keyword index, switched in with its databases
 
     @classmethod
     def of(cls, config: Config) -> IndexFiles:
@@ -76,6 +80,8 @@ class IndexFiles:
                 carried_vectors=db.with_suffix(".carried.sqlite"),
                 gap_log=db.with_suffix(".gaps.sqlite"),
                 rebuild_uri=str(db.with_name(f"{db.stem}.rebuild{db.suffix}")),
+                keyword_index=db.with_suffix(".keywords"),
+                rebuild_keyword_index=db.with_suffix(".rebuild.keywords"),
             )
         import hashlib  # here: only a server's index needs a name derived from its URI
 
@@ -89,6 +95,8 @@ class IndexFiles:
             carried_vectors=folder / f"{name}.carried.sqlite",
             gap_log=folder / f"{name}.gaps.sqlite",
             rebuild_uri="",
+            keyword_index=folder / f"{name}.keywords",
+            rebuild_keyword_index=folder / f"{name}.rebuild.keywords",
         )
 
     @property
@@ -104,7 +112,8 @@ class IndexFiles:
     def rebuild_files(self) -> list[Path]:
         """Everything a rebuild makes beside the index: its databases, and their Lite servers'
         logs and locks (what a rebuild killed midway leaves)."""
-        return [path for db in self.rebuild_databases for path in (db, lite_log(db), lite_lock(db))]
+        made = [path for db in self.rebuild_databases for path in (db, lite_log(db), lite_lock(db))]
+        return [*made, self.rebuild_keyword_index] if self.is_lite else made
 
     def present(self) -> list[Path]:
         """The files mdrag and Milvus Lite keep beside this index that are there now (`NAME.*`

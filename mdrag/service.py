@@ -136,7 +136,16 @@ class Service:
     def _open_store(self, uri: str, carry_to: CarriedVectors | None = None) -> Store:
         """A store of this service's model at `uri`: the live index, or a rebuild's side."""
         c = self.config
-        return Store(uri, c.milvus_token, self.embedder.dimension, self.embedder.model_id, carry_to=carry_to)
+        files = self.files
+        keywords = files.rebuild_keyword_index if uri == files.rebuild_uri else files.keyword_index
+        return Store(
+            uri,
+            c.milvus_token,
+            self.embedder.dimension,
+            self.embedder.model_id,
+            carry_to=carry_to,
+            keywords=keywords,
+        )
 
     def _indexer(
         self,

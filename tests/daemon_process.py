@@ -154,12 +154,15 @@ def mdrag_cli(
 
 
 def stored_vector_ids(uri: str) -> list[str]:
-    """Every vector row id in an index (ids derive from path, file hash, section and window)."""
+    """Every vector row id in an index (ids derive from path, file hash, section and window),
+    checked to be the keyword index's rows too (a Lite index's: a server's lies in a data dir)."""
     from mdrag.milvus.store import Store
 
     store = Store(uri, model_id="sentence-transformers/all-MiniLM-L6-v2")
     try:
-        return sorted(row["id"] for row in store.iter_vector_keys())
+        ids = sorted(row["id"] for row in store.iter_vector_keys())
+        assert store.keywords is None or store.keywords.ids() == ids, "keyword index out of step"
+        return ids
     finally:
         store.close()
 

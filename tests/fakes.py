@@ -76,6 +76,9 @@ class MemoryStore:
         gone = set(paths)
         self.vectors = {key: row for key, row in self.vectors.items() if row["file_path"] not in gone}
 
+    def repair_keywords(self, keys: list[dict[str, Any]]) -> int:
+        return 0
+
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
         for row in list(self.vectors.values()):
             yield {key: row[key] for key in ("id", "file_path", "file_hash")}

@@ -173,3 +173,6 @@ def test_searches_during_a_rebuild_through_the_daemon_never_fail_or_come_back_em
     assert during >= 5, f"only {during} searches ran during the rebuild"
     assert min(answers) > 0, "a search came back empty"
     assert any(h["file_path"].endswith("bread.md") for h in daemon.search("sourdough starter"))
+    # The rebuild's keyword index came in with its databases.
+    found = client.call("search", query="sourdough starter", threshold=0.0, mode="keyword")["results"]
+    assert any(h["file_path"].endswith("bread.md") for h in found)

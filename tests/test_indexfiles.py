@@ -27,7 +27,9 @@ def test_a_lite_index_keeps_its_files_beside_its_database(tmp_path):
         tmp_path / "milvus.rebuild.shard1.db",
         tmp_path / "milvus.rebuild.shard1.db.log",
         tmp_path / ".milvus.rebuild.shard1.db.lock",
+        tmp_path / "milvus.rebuild.keywords",
     ]
+    assert files.keyword_index == tmp_path / "milvus.keywords"
     assert lite_log(files.databases[1]) == tmp_path / "milvus.shard1.db.log"
     assert lite_lock(files.databases[1]) == tmp_path / ".milvus.shard1.db.lock"
 
@@ -41,6 +43,7 @@ def test_a_server_index_keeps_its_files_in_the_data_dir_named_after_its_uri(tmp_
     assert files.carried_vectors == tmp_path / "data" / f"{name}.carried.sqlite"
     assert files.gap_log == tmp_path / "data" / f"{name}.gaps.sqlite"
     assert files.databases == files.rebuild_databases == files.rebuild_files() == []
+    assert files.keyword_index == tmp_path / "data" / f"{name}.keywords"
 
 
 def test_every_path_is_expanded_and_made_absolute_once(tmp_path, monkeypatch):

@@ -6,27 +6,43 @@ import signal
 import time
 
 import pytest
-from loguru import logger
 
+from mdrag.config import Config
 from mdrag.errors import RemoteError
 from mdrag.milvus.store import Store
+from mdrag.service import Service
 from tests.conftest import MODEL_ID, write
 from tests.daemon_process import DaemonProcess, mdrag_cli, rebuilt_vector_ids, stored_vector_ids, wait_until
 
 
-def test_a_server_without_full_text_search_warns_once_and_serves_dense_search(milvus_server):
+def test_a_server_without_bm25_serves_keyword_search_from_the_keyword_index(
+    milvus_server, embedder, notes, tmp_path
+):
+    """Milvus 2.3.5 has no BM25: keyword and hybrid search come from the keyword index kept in
+    mdrag's data dir, and a store opened without one (no data dir named) searches by meaning."""
     milvus_server.wipe(keep_model="none")  # start from no collections at all
-    warnings: list[str] = []
-    sink = logger.add(lambda message: warnings.append(str(message)), level="WARNING")
+    write(
+        notes / "tech/postgres.md", "# Postgres\n\nRestore a dump with pg_restore into an empty database.\n"
+    )
+    write(notes / "garden.md", "# Garden\n\nWater the tomatoes at dawn.\n")
+    config = Config().with_overrides(
+        roots=(str(notes),), milvus_uri=milvus_server.uri, server_socket_path=str(tmp_path / "s.sock")
+    )
+    service = Service.open(config, embedder=embedder)
     try:
-        store = Store(milvus_server.uri, model_id=MODEL_ID)
-        store.close()
-        reopened = Store(milvus_server.uri, model_id=MODEL_ID)
-        reopened.close()
+        service.reindex()
+        assert service.store.full_text and service.files.keyword_index.is_dir()
+        for mode in ("keyword", "hybrid"):
+            response = service.search({"query": "pg_restore", "threshold": 0, "mode": mode})
+            assert response["search_parameters"]["mode"] == mode
+            assert response["results"][0]["file_path"] == str(notes / "tech/postgres.md")
     finally:
-        logger.remove(sink)
-    assert store.full_text is False and reopened.full_text is False
-    assert sum("full-text" in w for w in warnings) == 2  # once per open, never per search
+        service.close()
+    bare = Store(milvus_server.uri, model_id=MODEL_ID)
+    try:
+        assert bare.full_text is False and bare.keyword_hits("pg_restore", 10) == []
+    finally:
+        bare.close()
 
 
 def test_the_daemon_outlives_a_server_outage_and_lands_every_queued_change_once(milvus_server, tmp_path):

@@ -94,7 +94,7 @@ def test_a_smaller_k_asks_for_as_many_candidates_so_every_hit_keeps_its_score(se
     """A hit's ranks, agreement and lead come from the candidates: -k 3 must not see fewer than
     a default search does (over the EIPs it turned a 0.462 hit into 0.417)."""
     store, asked = service.searcher.store, []
-    for name in ("search_dense", "search_keyword"):
+    for name in ("search_dense", "keyword_hits"):
         original = getattr(store, name)
 
         def recording(query, limit, *rest, _original=original):
@@ -125,8 +125,8 @@ def test_a_filter_that_leaves_no_note_says_so_rather_than_blame_the_index(servic
 def test_every_mode_finds_the_obvious_note(service, notes, mode):
     response = service.search({"query": "pg_restore a database dump", "threshold": 0, "mode": mode})
     assert response["results"][0]["file_path"] == str(notes / "tech/postgres.md")
-    # A server without full-text search answers every mode with dense search.
-    assert response["search_parameters"]["mode"] == (mode if service.store.full_text else "dense")
+    # A Milvus server without BM25 too: the keyword index is mdrag's own.
+    assert response["search_parameters"]["mode"] == mode
 
 
 def test_top_k_limits_the_number_of_hits(service):
@@ -224,9 +224,5 @@ def test_a_search_that_keeps_nothing_shows_the_hits_close_under_the_bar_as_possi
 def test_a_question_naming_something_no_note_mentions_says_so_and_is_no_confident_answer(service):
     response = service.search({"query": "how do I deploy this with Kubernetes"})
     assert response["results"] == [] and response["confidence"]["outcome"] != "answer"
-    if not service.store.full_text:
-        # A server without BM25 searches by meaning alone, which cannot say what no note holds.
-        assert response["confidence"]["reason"] == ""
-        return
     assert response["confidence"]["reason"] == "no note found mentions kubernetes"
     assert "no note found mentions kubernetes" in response["message"]

@@ -280,15 +280,17 @@ class Indexer:
         return len(paths)
 
     def repair(self) -> int:
-        """After an unclean stop: delete vector rows that no indexed file version owns."""
-        orphans = [
-            row
-            for row in self.store.iter_vector_keys()
-            if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]
-        ]
+        """After an unclean stop: delete vector rows that no indexed file version owns, and make
+        the keyword index hold the rows left (a write may have stopped between the two)."""
+        kept: list[dict[str, Any]] = []
+        orphans: list[dict[str, Any]] = []
+        for row in self.store.iter_vector_keys():
+            owned = self.catalog.visible_hash(row["file_path"]) == row["file_hash"]
+            (kept if owned else orphans).append(row)
         if orphans:
             logger.warning("removing {} vector rows left by an unclean stop", len(orphans))
             self.store.delete_vectors(orphans)
+        self.store.repair_keywords(kept)
         return len(orphans)
 
     # ---- reading and sectioning ------------------------------------------------------------

@@ -11,16 +11,21 @@ midway leaves beside the index is removed by the next process that opens it to w
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from mdrag.indexfiles import IndexFiles
 
 
 def switch_in(files: IndexFiles) -> None:
-    """Replace the live index's databases by the rebuild's. Both stores must be closed (their Lite
-    servers stopped), so each is a plain file, moved in one rename."""
+    """Replace the live index's databases and keyword index by the rebuild's. Both stores must be
+    closed (their Lite servers stopped), so each database is a plain file, moved in one rename.
+    The keyword index (a folder) moves last: should the switch stop between the two, the next
+    open finds it out of step with the databases and builds it again from their rows."""
     for new, old in zip(files.rebuild_databases, files.databases, strict=True):
         os.replace(new, old)
+    shutil.rmtree(files.keyword_index, ignore_errors=True)
+    os.replace(files.rebuild_keyword_index, files.keyword_index)
 
 
 def remove_leftovers(files: IndexFiles) -> list[Path]:
@@ -30,7 +35,10 @@ def remove_leftovers(files: IndexFiles) -> list[Path]:
     removed = []
     for path in files.rebuild_files():
         try:
-            path.unlink()
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
         except FileNotFoundError:
             continue
         removed.append(path)

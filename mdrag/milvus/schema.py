@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from loguru import logger
-from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
+from pymilvus import DataType, MilvusClient, MilvusException
 
 from mdrag.errors import LayoutOutdatedError, SchemaMismatchError
 
@@ -15,8 +15,9 @@ METADATA = "document_metadata"
 # 2: heading anchors on sections, links on notes; 3: a hit's fields in `display`; 4: `display`
 # holds the matched window's place, heading paths led by the note's title, headings without
 # their `{#id}` attribute lists or HTML entities (an upgrade re-embeds only those headings);
-# 5: no `section_text` (a hit's text is read from its note, see retrieval/hittext.py).
-SCHEMA_VERSION = 5
+# 5: no `section_text` (a hit's text is read from its note, see retrieval/hittext.py); 6: no
+# BM25 function, sparse field or analyzer (keyword search is the keyword index's, keywords.py).
+SCHEMA_VERSION = 6
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.
@@ -38,24 +39,22 @@ def ensure_collections(
     dimension: int,
     uri: str,
     names: tuple[str, ...] = (VECTORS, METADATA),
-) -> bool:
-    """Create the collections or check the existing ones; True when BM25 full-text search exists."""
-    full_text = True
+) -> None:
+    """Create the collections or check the existing ones."""
     for name in names:
         if client.has_collection(name):
-            full_text = _check(client, name, built_for, uri) and full_text
+            _check(client, name, built_for, uri)
         elif name == METADATA:
             _create_metadata(client, built_for, dimension)
         else:
-            full_text = _create_vectors_as_supported(client, built_for, dimension)
+            _create_vectors(client, built_for, dimension)
     # Only the small metadata collection loads now: Milvus Lite reads a whole collection into
     # memory on load (many seconds at scale), and a no-op rescan never touches the vectors.
     if METADATA in names:
         client.load_collection(METADATA)
-    return full_text
 
 
-def _check(client: MilvusClient, name: str, built_for: str, uri: str) -> bool:
+def _check(client: MilvusClient, name: str, built_for: str, uri: str) -> None:
     info = client.describe_collection(name)
     found = info.get("description", "")
     if found != built_for and _same_model(found, built_for):
@@ -70,13 +69,8 @@ def _check(client: MilvusClient, name: str, built_for: str, uri: str) -> bool:
             f"collection {name} in {uri} was built for {found or 'an unknown layout'}, "
             f"but mdrag now uses {built_for}; run `mdrag reindex --rebuild` to rebuild it"
         )
-    if name != VECTORS:
-        return True
-    _use_dense_metric(client, uri)
-    full_text = any(f["name"] == "sparse" for f in info.get("fields", []))
-    if not full_text:
-        logger.warning("the Milvus store has no full-text (BM25) field; search is dense only")
-    return full_text
+    if name == VECTORS:
+        _use_dense_metric(client, uri)
 
 
 def _use_dense_metric(client: MilvusClient, uri: str) -> None:
@@ -121,26 +115,13 @@ def _same_model(found: str, built_for: str, weights_only: bool = False) -> bool:
     return bool(models[0] == models[1] and old.get("dim") == new["dim"])
 
 
-def _create_vectors_as_supported(client: MilvusClient, built_for: str, dimension: int) -> bool:
-    try:
-        _create_vectors(client, built_for, dimension, full_text=True)
-        return True
-    except MilvusException as exc:
-        # Servers before Milvus 2.5 know neither analyzers nor the BM25 function.
-        logger.warning("the Milvus server does not support full-text search ({}); search is dense only", exc)
-        if client.has_collection(VECTORS):
-            client.drop_collection(VECTORS)
-        _create_vectors(client, built_for, dimension, full_text=False)
-        return False
-
-
 def _tags(schema: Any, name: str) -> None:
     schema.add_field(
         name, DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=MAX_TAGS, max_length=512
     )
 
 
-def _create_vectors(client: MilvusClient, built_for: str, dimension: int, full_text: bool) -> None:
+def _create_vectors(client: MilvusClient, built_for: str, dimension: int) -> None:
     s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=built_for)
     s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
     s.add_field("section_id", DataType.VARCHAR, max_length=64)
@@ -153,22 +134,11 @@ def _create_vectors(client: MilvusClient, built_for: str, dimension: int, full_t
     # Milvus Lite pays for each output field of every search, and a hit had 17 of them. The
     # columns above stay for filters and deletes.
     s.add_field("display", DataType.JSON)
-    # The english analyzer stems and drops stop words: "restoring backups" matches "restore a backup".
-    analyzer = {"enable_analyzer": True, "analyzer_params": {"type": "english"}} if full_text else {}
-    s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, **analyzer)
+    # The text each window embedded: what the keyword index is built again from (keywords.py),
+    # and what a hit shows when its note has changed since (retrieval/hittext.py).
+    s.add_field("embedded_text", DataType.VARCHAR, max_length=65535)
     s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
     index = _dense_index(client)
-    if full_text:
-        s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        s.add_function(
-            Function(
-                name="embedded_text_bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["embedded_text"],
-                output_field_names=["sparse"],
-            )
-        )
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     # Strong consistency: a search issued after a write sees that write (read-your-writes).
     client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
     _add_scalar_indexes(client, VECTORS, ["doc_id", "section_id"])

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -28,13 +28,12 @@ class Candidate(TypedDict, total=False):
 
     Declared here, where candidates are made; relevance, snippets and hittext read and add to
     it. A row's display fields (index.rows writes them) and its id/distance come from the store;
-    `cosine` and `bm25` from the search, `section_text` from hittext, `score` and `features` from
-    relevance."""
+    `cosine` and `bm25` from the store too (a dense row's `distance` is its cosine),
+    `section_text` from hittext, `score` and `features` from relevance."""
 
     # the store's row: its id, match distance and display fields
     id: str
     distance: float
-    embedding: list[float]  # keyword rows only, popped once their cosine is taken
     section_id: str
     file_path: str
     file_hash: str
@@ -127,9 +126,9 @@ class SearchResponse:
 class Searcher:
     """Answers similarity queries over the index; safe to call from many threads.
 
-    A hybrid search is two engine calls, the BM25 one running while the query is embedded and
-    the dense one searched; every candidate comes back with its display fields, and keyword
-    candidates with their vectors, so the threshold is applied without another round trip.
+    A hybrid search asks two indexes: the keyword one (BM25) while the query is embedded, then
+    Milvus for the dense candidates and, at once, for the keyword rows' cosines; every candidate
+    comes back with its display fields, so the threshold is applied without another round trip.
     """
 
     def __init__(self, embedder: Embedder, store: Store, catalog: Catalog) -> None:
@@ -159,15 +158,25 @@ class Searcher:
         wanted = max(params.top_k, relevance.AGREE_DEPTH)
         limit = pool or min(16384, wanted * CANDIDATE_FACTOR + 10)
         expr = _filter(params)
-        keyword = None
-        # BM25 over an empty collection is an engine error, not an empty answer.
+        pending: list[futures.Future[Any]] = []
+        keyword_hits = scored = None
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
-            keyword = self._keyword_pool.submit(
-                self.store.search_keyword, relevance.keyword_query(params.query), limit, expr
+            # The keyword index finds its rows while the query is embedded.
+            keyword_hits = self._keyword_pool.submit(
+                self.store.keyword_hits,
+                relevance.keyword_query(params.query),
+                limit,
+                params.tags,
+                params.path_prefix,
             )
+            pending.append(keyword_hits)
         ranked: list[list[Candidate]] = []
         try:
             vector = self._query_vector(params)
+            if keyword_hits is not None:
+                # Their shards score them against the query while the dense search runs.
+                scored = self._keyword_pool.submit(self.store.keyword_rows, keyword_hits.result(), vector)
+                pending.append(scored)
             if params.mode in ("dense", "hybrid"):
                 dense = cast(list[Candidate], self.store.search_dense(vector, limit, expr))
                 for row in dense:
@@ -177,14 +186,12 @@ class Searcher:
         except BaseException:
             # The keyword search must not outlive its request (the daemon may reopen the store
             # once the request is over).
-            if keyword is not None and not keyword.cancel():
-                futures.wait([keyword])
+            for future in pending:
+                if not future.cancel():
+                    futures.wait([future])
             raise
-        if keyword is not None:
-            found = cast(list[Candidate], keyword.result())
-            for row in found:
-                row["cosine"] = float(np.dot(np.asarray(row.pop("embedding"), dtype=np.float32), vector))
-                row["bm25"] = row["distance"]
+        if scored is not None:
+            found = cast(list[Candidate], scored.result())
             found = [row for row in found if not (leave_out and leave_out(row["file_path"]))]
             ranked.append(self._sections(found, params))
         # After the catalog dropped other versions' rows: only the candidates scored are read.

@@ -1,0 +1,222 @@
+"""Keywords: the full-text (BM25) index of the vector rows, in tantivy files beside the Milvus index."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from mdrag.errors import StoreError
+
+# The writer's memory budget: tantivy's floor per thread. Writes come in batches of a few
+# thousand windows, each committed at once, so a larger arena would only hold memory.
+WRITER_HEAP_BYTES = 15_000_000
+# What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
+_REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
+# A term of the query: letters and digits (what en_stem keeps), lowered so that AND, OR and NOT
+# stay words, not the parser's operators.
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    """One row the keyword search found: its id, its note (which shard holds it), its BM25 score."""
+
+    id: str
+    file_path: str
+    bm25: float
+
+
+# The text's analyzer, as Milvus's `english` one was: words lowered, English stop words dropped
+# ("a", "the": else a query's article matches most rows), stems ("restoring backups" matches
+# "restore a backup"). tantivy keeps no custom analyzer in its files: registered at every open.
+ANALYZER = "mdrag_english"
+
+
+def _analyzer() -> Any:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> Any:
+    schema = tantivy.SchemaBuilder()
+    schema.add_text_field("text", stored=False, tokenizer_name=ANALYZER)
+    schema.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+    schema.add_text_field("doc_id", stored=False, tokenizer_name="raw", index_option="basic")
+    schema.add_text_field("file_path", stored=True, tokenizer_name="raw", index_option="basic")
+    schema.add_text_field("tags", stored=False, tokenizer_name="raw", index_option="basic")
+    return schema.build()
+
+
+def parsed_terms(text: str) -> str:
+    """The query as tantivy's parser reads it: each term's tokens, a term of several a phrase
+    (`Get-ChildItem` must match those words in that order), nothing the parser could read as
+    syntax. Each token is lowered after the split: lowering İ first would add a mark it cuts at."""
+    parts: list[str] = []
+    for term in text.split():
+        tokens = [token.lower() for token in _TOKEN.findall(term)]
+        if len(tokens) == 1:
+            parts.append(tokens[0])
+        elif tokens:
+            parts.append('"' + " ".join(tokens) + '"')
+    return " ".join(parts)
+
+
+def prefix_pattern(prefix: str) -> str:
+    """A regex matching every path that starts with `prefix` (any character, newline included)."""
+    return "(?s)" + _REGEX_META.sub(r"\\\1", prefix) + ".*"
+
+
+class KeywordIndex:
+    """BM25 over the text each vector row embedded, one tantivy document per row.
+
+    Written only by the store, after the rows went into Milvus; every write is committed before
+    it returns, so a clean stop leaves both alike. After an unclean stop, or when the files are
+    missing or unreadable, the store builds it again from the vector rows (`rebuild`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()  # one writer at a time (tantivy's own lock is per process)
+        self._index = self._open()
+
+    @classmethod
+    def anew(cls, path: Path) -> KeywordIndex:
+        """An empty index at `path`, whatever was there (files tantivy could not read)."""
+        shutil.rmtree(path, ignore_errors=True)
+        return cls(path)
+
+    def _open(self) -> Any:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
+            index.register_tokenizer(ANALYZER, _analyzer())
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot open the keyword index {self.path}: {exc}") from exc
+        return index
+
+    @property
+    def count(self) -> int:
+        """Rows held."""
+        return int(self._index.searcher().num_docs)
+
+    def ids(self) -> list[str]:
+        """Every row's id, sorted (for checks: it reads every stored document)."""
+        searcher = self._index.searcher()
+        found = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
+        return sorted(searcher.doc(address)["id"][0] for _, address in found)
+
+    def clear(self) -> None:
+        """Remove every row: the files too, so an unreadable index is made anew."""
+        with self._lock:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self._index = self._open()
+
+    def write(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Add these rows (each `id`, `doc_id`, `file_path`, `tags`, `embedded_text`), replacing
+        any row of the same id (an upsert, or a batch written again after an outage)."""
+        if not rows:
+            return
+
+        def change(writer: Any) -> None:
+            for row in rows:
+                writer.delete_documents_by_term("id", row["id"])
+                document = tantivy.Document(
+                    id=row["id"], doc_id=row["doc_id"], file_path=row["file_path"], text=row["embedded_text"]
+                )
+                for tag in row.get("tags") or ():
+                    document.add_text("tags", tag)
+                writer.add_document(document)
+
+        self._commit(change)
+
+    def delete(self, field: str, values: Iterable[str]) -> None:
+        """Delete the rows whose `field` (`id` or `doc_id`) is one of `values`."""
+        values = list(values)
+        if not values:
+            return
+
+        def change(writer: Any) -> None:
+            for value in values:
+                writer.delete_documents_by_term(field, value)
+
+        self._commit(change)
+
+    def _commit(self, change: Any) -> None:
+        with self._lock:
+            try:
+                # A writer per change, dropped after its commit: held, it would keep its arena.
+                writer = self._index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
+                try:
+                    change(writer)
+                    writer.commit()
+                except BaseException:
+                    writer.rollback()
+                    raise
+                finally:
+                    writer.wait_merging_threads()
+                    del writer
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"cannot write the keyword index {self.path}: {exc}") from exc
+            self._index.reload()  # read-your-writes: the next search sees this commit
+
+    def search(
+        self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
+    ) -> list[KeywordHit]:
+        """The `limit` best rows for `text` (any term may match; BM25 with tantivy's defaults),
+        among rows with any of `tags` and a path starting with `path_prefix` when given."""
+        terms = parsed_terms(text)
+        if not terms:
+            return []
+        index = self._index
+        try:
+            query = index.parse_query(terms, ["text"])
+        except ValueError:
+            return []  # nothing left to match once stop words are dropped ("and or not")
+        try:
+            wanted = [query]
+            # Filters score nothing: the BM25 score stays the text's.
+            if tags:
+                tagged = tantivy.Query.term_set_query(index.schema, "tags", list(tags))
+                wanted.append(tantivy.Query.const_score_query(tagged, 0.0))
+            if path_prefix:
+                under = tantivy.Query.regex_query(index.schema, "file_path", prefix_pattern(path_prefix))
+                wanted.append(tantivy.Query.const_score_query(under, 0.0))
+            if len(wanted) > 1:
+                query = tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in wanted])
+            searcher = index.searcher()
+            hits = searcher.search(query, limit).hits
+            found = []
+            for score, address in hits:
+                doc = searcher.doc(address)
+                found.append(KeywordHit(doc["id"][0], doc["file_path"][0], float(score)))
+        except ValueError as exc:
+            raise StoreError(f"the keyword index {self.path} could not answer {text!r}: {exc}") from exc
+        return found
+
+
+def rebuild_from(index: KeywordIndex, rows: Iterable[dict[str, Any]], batch: int = 5000) -> int:
+    """Make `index` hold exactly these vector rows (a store's, after an unclean stop); returns
+    how many."""
+    index.clear()
+    pending: list[dict[str, Any]] = []
+    total = 0
+    for row in rows:
+        pending.append(row)
+        if len(pending) >= batch:
+            index.write(pending)
+            total += len(pending)
+            pending = []
+    index.write(pending)
+    return total + len(pending)

@@ -1,0 +1,223 @@
+"""The keyword index (tantivy): what it matches, its filters over every kind of path, and its upkeep."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdrag.errors import StoreError
+from mdrag.milvus.keywords import KeywordIndex, parsed_terms, rebuild_from
+from tests.conftest import write
+
+# The kinds of path a filter must take literally: tantivy's regex syntax, shell and quote
+# characters, spaces, newlines, letters outside ASCII, and a prefix that is a stem of a name.
+STRANGE_FOLDERS = [
+    "plain",
+    "with space",
+    "regex .+*?()|[]{}^$#&-~ chars",
+    "back\\slash",
+    "quote \" and ' marks",
+    "new\nline",
+    "tab\there",
+    "ünïcödé 日本語",
+    "percent % and _ underscore",
+]
+
+
+def _row(row_id: str, path: str, text: str, tags: tuple[str, ...] = ()) -> dict:
+    return {
+        "id": row_id,
+        "doc_id": "doc-" + path,
+        "file_path": path,
+        "tags": list(tags),
+        "embedded_text": text,
+    }
+
+
+@pytest.fixture()
+def index(tmp_path):
+    return KeywordIndex(tmp_path / "milvus.keywords")
+
+
+def test_stems_match_and_names_of_several_words_are_phrases(index):
+    index.write(
+        [
+            _row("a", "/n/a.md", "Restoring backups with pg_restore"),
+            _row("b", "/n/b.md", "Get-ChildItem lists the files of a folder"),
+            _row("c", "/n/c.md", "get the child item from the list"),
+        ]
+    )
+    assert [hit.id for hit in index.search("restore a backup", 10)] == ["a"]
+    assert [hit.id for hit in index.search("pg_restore", 10)] == ["a"]
+    assert index.search("Get-ChildItem", 10)[0].id == "b"  # the phrase ranks first, "get" alone after
+    assert index.search("nothing matches this", 10) == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["AND OR NOT", '"unclosed', "(a", "field:value", "a^2 b~1", "+ - * ?", "[1 TO 5]", "İstanbul", "", "   "],
+)
+def test_any_query_text_is_words_never_syntax(index, query):
+    index.write([_row("a", "/n/a.md", "and or not istanbul field value")])
+    index.search(query, 10)  # answers (maybe nothing), never raises
+    assert "AND" not in parsed_terms(query) and ":" not in parsed_terms(query)
+
+
+@pytest.mark.parametrize("folder", STRANGE_FOLDERS)
+def test_a_path_filter_keeps_exactly_the_notes_under_any_prefix(index, folder):
+    inside, beside = f"/notes/{folder}/x.md", f"/notes/{folder[:-1]}Z/x.md"
+    index.write([_row("in", inside, "lighthouse keeper"), _row("out", beside, "lighthouse keeper")])
+    assert [hit.id for hit in index.search("lighthouse", 10, path_prefix=f"/notes/{folder}/")] == ["in"]
+    assert {hit.id for hit in index.search("lighthouse", 10, path_prefix="/notes/")} == {"in", "out"}
+
+
+def test_tags_filter_keeps_notes_with_any_of_them_and_filters_do_not_change_the_score(index):
+    index.write(
+        [
+            _row("a", "/n/a.md", "lighthouse keeper", ("sea", "work")),
+            _row("b", "/n/b.md", "lighthouse keeper", ("land",)),
+            _row("c", "/n/c.md", "lighthouse keeper"),
+        ]
+    )
+    plain = {hit.id: hit.bm25 for hit in index.search("lighthouse", 10)}
+    tagged = index.search("lighthouse", 10, tags=["work", "land"], path_prefix="/n/")
+    assert {hit.id for hit in tagged} == {"a", "b"}
+    assert all(hit.bm25 == pytest.approx(plain[hit.id]) for hit in tagged)
+
+
+def test_a_write_replaces_rows_of_the_same_id_and_deletes_go_by_row_or_note(index, tmp_path):
+    index.write([_row("a", "/n/a.md", "lighthouse"), _row("b", "/n/b.md", "lighthouse")])
+    index.write([_row("a", "/n/a.md", "harbour")])  # an upsert, or a batch replayed after an outage
+    assert index.ids() == ["a", "b"]
+    assert [hit.id for hit in index.search("lighthouse", 10)] == ["b"]
+    index.delete("doc_id", ["doc-/n/b.md"])
+    assert index.ids() == ["a"]
+    index.delete("id", ["a"])
+    assert index.count == 0
+    index.write([_row("c", "/n/c.md", "kept")])
+    assert KeywordIndex(tmp_path / "milvus.keywords").ids() == ["c"]  # committed: another opener sees it
+
+
+def test_rebuild_from_rows_holds_exactly_them(index):
+    index.write([_row("stale", "/n/s.md", "left by a crash")])
+    rows = [_row(f"r{i}", f"/n/{i}.md", f"note {i}") for i in range(12)]
+    assert rebuild_from(index, iter(rows), batch=5) == 12
+    assert index.ids() == sorted(row["id"] for row in rows)
+
+
+def test_unreadable_files_are_a_store_error_and_anew_starts_empty(tmp_path):
+    folder = tmp_path / "milvus.keywords"
+    KeywordIndex(folder).write([_row("a", "/n/a.md", "lighthouse")])
+    (folder / "meta.json").write_text("{ not json")
+    with pytest.raises(StoreError, match="keyword index"):
+        KeywordIndex(folder)
+    assert KeywordIndex.anew(folder).count == 0
+
+
+# ---- kept with the vector rows, on a real Milvus Lite index --------------------------------
+
+
+SAMPLE = {
+    "tech/postgres.md": "---\ntags: [databases]\n---\n# Postgres\n\nRestore a dump with pg_restore.\n",
+    "baking/bread.md": "# Sourdough\n\nFeed the starter the night before baking.\n\n## Shaping\n\nFold twice.\n",
+    "garden.md": "# Garden\n\nWater the tomatoes at dawn.\n",
+}
+
+
+@pytest.fixture()
+def vault(notes):
+    for rel, text in SAMPLE.items():
+        write(notes / rel, text)
+    return notes
+
+
+def _lite_service(tmp_path, notes, embedder):
+    from mdrag.config import Config
+    from mdrag.service import Service
+
+    config = Config().with_overrides(
+        roots=(str(notes),),
+        milvus_uri=str(tmp_path / "index" / "milvus.db"),
+        server_socket_path=str(tmp_path / "s.sock"),
+    )
+    return Service.open(config, embedder=embedder)
+
+
+def _in_step(service) -> list[str]:
+    """The keyword index's rows, checked to be exactly the vector rows."""
+    vector_ids = sorted(row["id"] for row in service.store.iter_vector_keys())
+    assert service.store.keywords.ids() == vector_ids
+    return vector_ids
+
+
+def test_keyword_rows_follow_every_write_and_delete_of_the_vector_rows(tmp_path, vault, fake_embedder):
+    notes = vault
+    service = _lite_service(tmp_path, notes, fake_embedder)
+    try:
+        service.reindex()
+        assert len(_in_step(service)) > 0
+        (notes / "tech/postgres.md").write_text("# Postgres\n\nVacuum the lighthouse tables nightly.\n")
+        (notes / "baking/bread.md").unlink()
+        service.reindex()
+        _in_step(service)
+        hits = service.search({"query": "lighthouse vacuum", "threshold": 0, "mode": "keyword"})["results"]
+        assert hits[0]["file_path"] == str(notes / "tech/postgres.md")
+        assert not service.search({"query": "sourdough", "threshold": 0, "mode": "keyword"})["results"]
+    finally:
+        service.close()
+
+
+def test_a_lost_keyword_index_is_built_again_from_the_vector_rows(tmp_path, vault, fake_embedder):
+    notes = vault
+    import shutil
+
+    service = _lite_service(tmp_path, notes, fake_embedder)
+    service.reindex()
+    ids = _in_step(service)
+    service.close()
+    shutil.rmtree(service.files.keyword_index)
+    reopened = _lite_service(tmp_path, notes, fake_embedder)
+    try:
+        assert _in_step(reopened) == ids
+        hits = reopened.search({"query": "pg_restore", "threshold": 0, "mode": "keyword"})["results"]
+        assert hits[0]["file_path"] == str(notes / "tech/postgres.md")
+    finally:
+        reopened.close()
+
+
+def test_after_an_unclean_stop_the_keyword_index_holds_exactly_the_vector_rows(
+    tmp_path, vault, fake_embedder
+):
+    notes = vault
+    """A write stopped between Milvus and the keyword index leaves rows in one and not the other."""
+    service = _lite_service(tmp_path, notes, fake_embedder)
+    service.reindex()
+    ids = _in_step(service)
+    keywords = service.store.keywords
+    keywords.delete("id", ids[:2])  # written to Milvus, not yet here
+    keywords.write([_row("left-by-a-crash", str(notes / "gone.md"), "pg_restore")])  # deleted there only
+    service.close()
+    service.files.dirty_marker.write_text("4242\n")  # as a killed writer leaves it
+    reopened = _lite_service(tmp_path, notes, fake_embedder)
+    try:
+        assert _in_step(reopened) == ids
+    finally:
+        reopened.close()
+
+
+def test_a_rebuild_switches_its_keyword_index_in_with_its_databases_and_leaves_nothing(tmp_path):
+    from mdrag.index.rebuild import remove_leftovers, switch_in
+    from mdrag.indexfiles import IndexFiles
+
+    files = IndexFiles.at(str(tmp_path / "milvus.db"), tmp_path / "unused")
+    for db in (*files.databases, *files.rebuild_databases):
+        db.write_text(db.name)
+    KeywordIndex(files.keyword_index).write([_row("old", "/n/a.md", "before the rebuild")])
+    KeywordIndex(files.rebuild_keyword_index).write([_row("new", "/n/a.md", "after the rebuild")])
+    switch_in(files)
+    assert [db.read_text() for db in files.databases] == [db.name for db in files.rebuild_databases]
+    assert KeywordIndex(files.keyword_index).ids() == ["new"]
+    assert not files.rebuild_keyword_index.exists()
+    # A rebuild stopped midway leaves its keyword index beside the live one: the next writer removes it.
+    KeywordIndex(files.rebuild_keyword_index).write([_row("half", "/n/a.md", "half done")])
+    assert files.rebuild_keyword_index in remove_leftovers(files)
+    assert not files.rebuild_keyword_index.exists() and files.keyword_index.is_dir()
