@@ -113,7 +113,9 @@ class IndexFiles:
         """Everything a rebuild makes beside the index: its databases, and their Lite servers'
         logs and locks (what a rebuild killed midway leaves)."""
         made = [path for db in self.rebuild_databases for path in (db, lite_log(db), lite_lock(db))]
-        return [*made, self.rebuild_keyword_index] if self.is_lite else made
+        # The keyword index first: left without the databases, it can only be a switch cut
+        # short between the two (index/rebuild.py), never a removal cut short.
+        return [self.rebuild_keyword_index, *made] if self.is_lite else made
 
     def present(self) -> list[Path]:
         """The files mdrag and Milvus Lite keep beside this index that are there now (`NAME.*`

@@ -21,13 +21,13 @@ def test_a_lite_index_keeps_its_files_beside_its_database(tmp_path):
     assert files.rebuild_uri == str(tmp_path / "milvus.rebuild.db")
     assert files.rebuild_databases == [tmp_path / "milvus.rebuild.db", tmp_path / "milvus.rebuild.shard1.db"]
     assert files.rebuild_files() == [
+        tmp_path / "milvus.rebuild.keywords",
         tmp_path / "milvus.rebuild.db",
         tmp_path / "milvus.rebuild.db.log",
         tmp_path / ".milvus.rebuild.db.lock",
         tmp_path / "milvus.rebuild.shard1.db",
         tmp_path / "milvus.rebuild.shard1.db.log",
         tmp_path / ".milvus.rebuild.shard1.db.lock",
-        tmp_path / "milvus.rebuild.keywords",
     ]
     assert files.keyword_index == tmp_path / "milvus.keywords"
     assert lite_log(files.databases[1]) == tmp_path / "milvus.shard1.db.log"

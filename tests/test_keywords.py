@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mdrag.errors import StoreError
@@ -59,7 +61,8 @@ def test_stems_match_and_names_of_several_words_are_phrases(index):
 def test_any_query_text_is_words_never_syntax(index, query):
     index.write([_row("a", "/n/a.md", "and or not istanbul field value")])
     index.search(query, 10)  # answers (maybe nothing), never raises
-    assert "AND" not in parsed_terms(query) and ":" not in parsed_terms(query)
+    # Only quoted runs of letters and digits reach the parser: no operator, field or boost.
+    assert re.fullmatch(r'("\w+( \w+)*"( |$))*', parsed_terms(query))
 
 
 @pytest.mark.parametrize("folder", STRANGE_FOLDERS)
@@ -217,7 +220,55 @@ def test_a_rebuild_switches_its_keyword_index_in_with_its_databases_and_leaves_n
     assert [db.read_text() for db in files.databases] == [db.name for db in files.rebuild_databases]
     assert KeywordIndex(files.keyword_index).ids() == ["new"]
     assert not files.rebuild_keyword_index.exists()
-    # A rebuild stopped midway leaves its keyword index beside the live one: the next writer removes it.
+    # A switch stopped after the databases moved in: the next writer moves their keyword index in.
+    KeywordIndex(files.rebuild_keyword_index).write([_row("newer", "/n/a.md", "after the rebuild")])
+    assert remove_leftovers(files) == [files.rebuild_keyword_index]
+    assert KeywordIndex(files.keyword_index).ids() == ["newer"] and not files.rebuild_keyword_index.exists()
+    # A rebuild stopped midway (its databases still beside the live ones): all of it is removed.
+    for db in files.rebuild_databases:
+        db.write_text("half")
     KeywordIndex(files.rebuild_keyword_index).write([_row("half", "/n/a.md", "half done")])
     assert files.rebuild_keyword_index in remove_leftovers(files)
-    assert not files.rebuild_keyword_index.exists() and files.keyword_index.is_dir()
+    assert not files.rebuild_keyword_index.exists() and not any(db.exists() for db in files.rebuild_databases)
+    assert KeywordIndex(files.keyword_index).ids() == ["newer"]
+
+
+def test_a_build_cut_short_is_done_again_at_the_next_open(tmp_path):
+    index = KeywordIndex(tmp_path / "milvus.keywords")
+    assert not KeywordIndex.complete_at(index.path)  # made, never filled: not complete
+    rows = [_row(f"r{i}", f"/n/{i}.md", f"note {i}") for i in range(12)]
+
+    def cut_short():
+        yield from rows[:7]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        rebuild_from(index, cut_short(), batch=5)
+    assert index.count == 5 and not KeywordIndex.complete_at(index.path)
+    rebuild_from(index, iter(rows))
+    assert KeywordIndex.complete_at(index.path) and index.count == 12
+    index.clear()
+    assert KeywordIndex.complete_at(index.path)  # empty beside empty collections is whole
+
+
+def test_a_link_in_place_of_the_keyword_index_is_refused_and_never_followed(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    KeywordIndex(elsewhere).write([_row("a", "/n/a.md", "kept")])
+    (tmp_path / "milvus.keywords").symlink_to(elsewhere)
+    with pytest.raises(StoreError, match="is a link"):
+        KeywordIndex(tmp_path / "milvus.keywords")
+    with pytest.raises(StoreError, match="is a link"):
+        KeywordIndex.anew(tmp_path / "milvus.keywords")
+    assert KeywordIndex(elsewhere).ids() == ["a"]
+
+
+def test_a_filter_no_stored_path_or_tag_can_hold_matches_nothing_and_raises_nothing(index):
+    index.write([_row("a", "/n/a.md", "lighthouse", ("sea",))])
+    assert index.search("lighthouse", 10, path_prefix="/n/\udc80") == []
+    assert index.search("lighthouse", 10, tags=["\ud800"]) == []
+
+
+@pytest.mark.parametrize("word", ["हिन्दी", "İstanbul", "naïve", "日本語", "Ünïcödé"])
+def test_a_word_of_any_script_is_found_as_the_index_split_it(index, word):
+    index.write([_row("a", "/n/a.md", f"notes on {word} here"), _row("b", "/n/b.md", "other notes")])
+    assert [hit.id for hit in index.search(word, 10)] == ["a"]

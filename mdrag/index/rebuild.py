@@ -20,18 +20,32 @@ from mdrag.indexfiles import IndexFiles
 def switch_in(files: IndexFiles) -> None:
     """Replace the live index's databases and keyword index by the rebuild's. Both stores must be
     closed (their Lite servers stopped), so each database is a plain file, moved in one rename.
-    The keyword index (a folder) moves last: should the switch stop between the two, the next
-    open finds it out of step with the databases and builds it again from their rows."""
+    The keyword index (a folder) moves last; a switch stopped before it is finished by the next
+    writer's remove_leftovers."""
     for new, old in zip(files.rebuild_databases, files.databases, strict=True):
         os.replace(new, old)
+    _move_keywords_in(files)
+
+
+def _move_keywords_in(files: IndexFiles) -> None:
+    if files.keyword_index.is_symlink():
+        raise OSError(
+            f"the keyword index {files.keyword_index} is a link; mdrag keeps a folder of its own there"
+        )
     shutil.rmtree(files.keyword_index, ignore_errors=True)
     os.replace(files.rebuild_keyword_index, files.keyword_index)
 
 
 def remove_leftovers(files: IndexFiles) -> list[Path]:
-    """Remove the side index of a rebuild that did not finish (its databases, and the logs and
-    lock files of their Lite servers); returns what was there. Only for a process that holds
-    the index's lock, so that no rebuild can be under way."""
+    """Remove the side index of a rebuild that did not finish (its databases, keyword index, and
+    the logs and lock files of their Lite servers); returns what was there. A switch that
+    stopped after the databases moved in is finished instead: its keyword index moves in too.
+    Only for a process that holds the index's lock, so that no rebuild can be under way."""
+    rebuilt_keywords = files.rebuild_keyword_index
+    if files.is_lite and rebuilt_keywords.is_dir() and not any(db.exists() for db in files.rebuild_databases):
+        # A switch stopped after the databases moved in: their keyword index follows them.
+        _move_keywords_in(files)
+        return [rebuilt_keywords]
     removed = []
     for path in files.rebuild_files():
         try:

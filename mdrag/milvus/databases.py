@@ -161,8 +161,8 @@ class Databases:
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ThreadPoolExecutor:
-        # Twice the shards: a query's BM25 and dense halves may be asked at once (each engine
-        # still runs them one after the other).
+        # Twice the shards: a query's dense search and its keyword rows' scoring may be asked at
+        # once (each engine still runs them one after the other).
         return ThreadPoolExecutor(2 * len(self.uris), thread_name_prefix="mdrag-shard")
 
     @staticmethod

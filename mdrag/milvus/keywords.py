@@ -19,9 +19,9 @@ from mdrag.errors import StoreError
 WRITER_HEAP_BYTES = 15_000_000
 # What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
 _REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
-# A term of the query: letters and digits (what en_stem keeps), lowered so that AND, OR and NOT
-# stay words, not the parser's operators.
-_TOKEN = re.compile(r"[^\W_]+")
+# Marks a keyword index whose every row is in: absent while one is built from the vector rows,
+# so a build cut short (a kill, a deadline) is found and done again at the next open.
+COMPLETE = "mdrag-complete"
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,12 @@ class KeywordHit:
 
 # The text's analyzer, as Milvus's `english` one was: words lowered, English stop words dropped
 # ("a", "the": else a query's article matches most rows), stems ("restoring backups" matches
-# "restore a backup"). tantivy keeps no custom analyzer in its files: registered at every open.
-ANALYZER = "mdrag_english"
+# "restore a backup"). tantivy keeps only its name in its files (it is registered at every
+# open): a change to it takes a new name, whose schema differs, so the index is built anew.
+ANALYZER = "mdrag_english_1"
+# Splits a query term where the index splits text (Unicode letters, digits and the marks Rust
+# counts as alphabetic: a vowel sign of हिन्दी stays in its word).
+_SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).build()
 
 
 def _analyzer() -> Any:
@@ -61,17 +65,25 @@ def _schema() -> Any:
 
 
 def parsed_terms(text: str) -> str:
-    """The query as tantivy's parser reads it: each term's tokens, a term of several a phrase
-    (`Get-ChildItem` must match those words in that order), nothing the parser could read as
-    syntax. Each token is lowered after the split: lowering İ first would add a mark it cuts at."""
-    parts: list[str] = []
+    """The query as tantivy's parser reads it: each term's tokens quoted, so a term of several is
+    a phrase (`Get-ChildItem` must match those words in that order) and nothing is read as
+    syntax (AND, OR, NOT, `field:`, `^`); the parser's analyzer then lowers, drops stop words
+    and stems as the index did."""
+    parts = []
     for term in text.split():
-        tokens = [token.lower() for token in _TOKEN.findall(term)]
-        if len(tokens) == 1:
-            parts.append(tokens[0])
-        elif tokens:
+        tokens = _SPLITTER.analyze(term)
+        if tokens:
             parts.append('"' + " ".join(tokens) + '"')
     return " ".join(parts)
+
+
+def _encodable(text: str) -> bool:
+    """Whether tantivy can take `text` (a lone surrogate is no UTF-8; no stored path holds one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def prefix_pattern(prefix: str) -> str:
@@ -94,10 +106,19 @@ class KeywordIndex:
     @classmethod
     def anew(cls, path: Path) -> KeywordIndex:
         """An empty index at `path`, whatever was there (files tantivy could not read)."""
-        shutil.rmtree(path, ignore_errors=True)
+        _remove(path)
         return cls(path)
 
+    @staticmethod
+    def complete_at(path: Path) -> bool:
+        """Whether an index at `path` holds every row it was given (no build of it was cut short)."""
+        return (path / COMPLETE).is_file()
+
     def _open(self) -> Any:
+        if self.path.is_symlink():
+            raise StoreError(
+                f"the keyword index {self.path} is a link; mdrag keeps a folder of its own there"
+            )
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
@@ -117,11 +138,17 @@ class KeywordIndex:
         found = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
         return sorted(searcher.doc(address)["id"][0] for _, address in found)
 
-    def clear(self) -> None:
-        """Remove every row: the files too, so an unreadable index is made anew."""
+    def clear(self, complete: bool = True) -> None:
+        """Remove every row: the files too, so an unreadable index is made anew. Not `complete`:
+        rows are to come (rebuild_from marks it once they are in)."""
         with self._lock:
-            shutil.rmtree(self.path, ignore_errors=True)
+            _remove(self.path)
             self._index = self._open()
+            if complete:
+                self.mark_complete()
+
+    def mark_complete(self) -> None:
+        (self.path / COMPLETE).touch()
 
     def write(self, rows: Sequence[dict[str, Any]]) -> None:
         """Add these rows (each `id`, `doc_id`, `file_path`, `tags`, `embedded_text`), replacing
@@ -177,8 +204,8 @@ class KeywordIndex:
         """The `limit` best rows for `text` (any term may match; BM25 with tantivy's defaults),
         among rows with any of `tags` and a path starting with `path_prefix` when given."""
         terms = parsed_terms(text)
-        if not terms:
-            return []
+        if not terms or not all(map(_encodable, (path_prefix, *tags))):
+            return []  # nothing to match, or a filter no stored path or tag can meet
         index = self._index
         try:
             query = index.parse_query(terms, ["text"])
@@ -209,7 +236,7 @@ class KeywordIndex:
 def rebuild_from(index: KeywordIndex, rows: Iterable[dict[str, Any]], batch: int = 5000) -> int:
     """Make `index` hold exactly these vector rows (a store's, after an unclean stop); returns
     how many."""
-    index.clear()
+    index.clear(complete=False)
     pending: list[dict[str, Any]] = []
     total = 0
     for row in rows:
@@ -219,4 +246,12 @@ def rebuild_from(index: KeywordIndex, rows: Iterable[dict[str, Any]], batch: int
             total += len(pending)
             pending = []
     index.write(pending)
+    index.mark_complete()
     return total + len(pending)
+
+
+def _remove(path: Path) -> None:
+    """Remove an index's folder (a link to one is refused when it is opened, never followed)."""
+    if path.is_symlink():
+        raise StoreError(f"the keyword index {path} is a link; mdrag keeps a folder of its own there")
+    shutil.rmtree(path, ignore_errors=True)

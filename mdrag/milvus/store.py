@@ -127,9 +127,6 @@ class Store:
         self._timeout_s = timeout_s  # each call's deadline
         self.is_lite = self._db.is_lite
         self._db.open()
-        # Whether each shard holds rows (None: not known since a delete or the open): BM25 over
-        # an empty shard is an engine error that Milvus Lite's server also prints to our stdout.
-        self._has_rows: list[bool | None] = [None] * len(self._db)
         self._identity = identity(model_id, dimension, len(self._db))
         self._vectors_loaded = False
         self._load_lock = threading.Lock()
@@ -202,21 +199,23 @@ class Store:
 
     def _open_keywords(self, fresh: bool) -> None:
         """Open the keyword index: emptied beside new collections (it may hold an older index's
-        rows), built from the vector rows when its folder is missing or cannot be read."""
+        rows), built from the vector rows when it is missing, unreadable or a build of it was
+        cut short."""
         path = self._keywords_path
         if path is None:
             return
-        existed = path.exists()
+        complete = KeywordIndex.complete_at(path)
         try:
             self.keywords = KeywordIndex(path)
         except StoreError as exc:
+            if path.is_symlink():
+                raise
             logger.warning("{}; building it again from the vector rows", exc)
-            existed = False
+            complete = False
             self.keywords = KeywordIndex.anew(path)
         if fresh:
-            if self.keywords.count:
-                self.keywords.clear()
-        elif not existed:
+            self.keywords.clear()
+        elif not complete:
             self.rebuild_keywords()
 
     def repair_keywords(self, keys: Sequence[dict[str, Any]]) -> int:
@@ -265,7 +264,6 @@ class Store:
                     client.drop_collection(name)
         self._vectors_loaded = False
         self.rows_written = self._reopen_checked_at = 0  # the rebuild's own writes count from here
-        self._has_rows = [None] * len(self._db)
         self._ensure_collections()
         if self.keywords is not None:
             self.keywords.clear()
@@ -300,12 +298,11 @@ class Store:
     def _write_vectors(self, how: str, rows: list[dict[str, Any]]) -> None:
         self.check_room()  # before a note's first write: its metadata follows only if its vectors went in
         collection = self._vectors()
-        for shard, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
+        for _, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
             write = getattr(client, how)
             for batch in _batches(shard_rows, WRITE_BATCH):
                 self._write(write, collection, data=list(batch))
                 self.rows_written += len(batch)
-                self._has_rows[shard] = True
         if self.keywords is not None:
             self.keywords.write(rows)  # after Milvus: a row is searched by keyword once it can be shown
 
@@ -331,7 +328,6 @@ class Store:
 
     def _delete_vectors_where(self, shard: int, filter: str) -> None:
         result = self._call(self._db.clients[shard].delete, self._vectors(), filter=filter)
-        self._has_rows[shard] = None
         # Milvus Lite answers with the deleted ids, a server with {"delete_count": n}.
         self.rows_written += len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
 
@@ -461,7 +457,6 @@ class Store:
             return int(result[0]["count(*)"]) if result else 0
 
         counts = self._db.each(count)
-        self._has_rows = [n > 0 for n in counts]
         return sum(counts)
 
     def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
@@ -707,7 +702,6 @@ class Store:
         self.close()
         self._vectors_loaded = False
         self._db.open()
-        self._has_rows = [None] * len(self._db)
         try:
             fresh = self._ensure_collections()
         except MilvusException as exc:
