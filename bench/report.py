@@ -149,8 +149,10 @@ reopen was due (the 13x run above measured one). The goals are the 5x ones, show
 """
 
 KEYWORD_METHOD = """\
-Keyword search from an index beside the Milvus files would take BM25 out of the Lite servers
-(see docs/design.md, "Large vaults"). `python -m bench.keyword_engines --scale 5 --lite-work DIR`
+The measurement that chose the keyword index (schema 5, when the store's keyword search was Milvus
+Lite's BM25; since schema 6 it is tantivy's, see docs/design.md, "Keyword index"). A run at schema
+6 or later compares the store's keyword search, tantivy's, in the Milvus column.
+`python -m bench.keyword_engines --scale 5 --lite-work DIR`
 puts every row of each judged set's eval index into SQLite FTS5 and tantivy and asks each the
 daemon's keyword query for every judged question (100 rows; the note ranking is each note's best
 row; these are the engines' raw rankings, before mdrag's score). Then it times all three on the
