@@ -192,10 +192,33 @@ def summarize(
     }
 
 
+# Evidence this fit leaves at weight 0: the vault's own scale and the spread were measured on the
+# judged vaults (bench.vaultfit's `refit`) and did not pay there; a name no note holds is fitted
+# on the vaults' questions (bench.vaultfit's `named`). SciFact fits the per-hit evidence only.
+LEFT_OUT = ("vault_z", "spread", "named")
+
+
+def without(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """These rows with the named features' values set to 0, so a fit gives them no weight."""
+    from mdrag.retrieval import relevance
+
+    drop = {relevance.FEATURES.index(name) for name in names}
+    return [
+        {
+            **row,
+            "cands": [
+                [doc, label, [0.0 if i in drop else v for i, v in enumerate(values)]]
+                for doc, label, values in row["cands"]
+            ],
+        }
+        for row in rows
+    ]
+
+
 def fit(args: argparse.Namespace) -> None:
     from mdrag.retrieval import relevance
 
-    rows = load(args.features)
+    rows = without(load(args.features), LEFT_OUT)
     qrels_count = _qrels_count(args)
     # Other judged sets join every fold's training, weighted so each set counts as much as
     # this one; folds, held-out figures and the anchor are this set's alone.
@@ -205,7 +228,7 @@ def fit(args: argparse.Namespace) -> None:
         mine = [r for r in rows if r["mode"] == mode]
         extra = []
         for other in others:
-            theirs = [r for r in other if r["mode"] == mode]
+            theirs = without([r for r in other if r["mode"] == mode], LEFT_OUT)
             extra += [{**r, "weight": len(mine) / len(theirs)} for r in theirs]
         queries = sorted({r["q"] for r in mine})
         rng = np.random.default_rng(0)

@@ -92,7 +92,7 @@ def build_server(socket_path: str) -> MCPServer:
         notes are about rather than saying they have no notes on the topic. `confidence.reason` says
         why when it is known ("no note found mentions loki": none of the notes the search found names
         what was asked about, though the keyword search looked for it).
-        Measured on real documentation vaults, a confident answer holds a right page for about 3 in 5
+        Measured on real documentation vaults, a confident answer holds a right page for about 2 in 3
         answerable questions, and about 1 in 4 questions the notes cannot answer still gets one, so
         check a hit's text before relying on it. `confidence.level` sums up the best hit: high (0.9+),
         medium (0.7+), low (0.5+) or none."""
