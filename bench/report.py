@@ -86,10 +86,11 @@ the four fitted-on folders) and `hugo` are never fitted on."""
 
 VAULTFIT_METHOD = """\
 **Ways to score, compared** (`python -m bench.vaultfit`, from `make eval`'s dumps): *scifact*, the
-constants fitted on SciFact alone (mdrag before the vaults); *named*, those plus one weight for a
-query that names something no note holds; *refit*, every per-hit weight refitted on the vaults;
-*decision* (what mdrag ships), a query-level decision on the best hit's evidence with SciFact's
-order kept. Answered / silent at 0.7; train is held out by 5 folds."""
+constants fitted on SciFact alone; *shipped* (what mdrag ships), those plus the query-level
+evidence fitted on the vaults' train questions: a weight for a query that names something no
+note found holds, one for a query with a word no note holds, and a shift of the bias; *refit*,
+every per-hit weight refitted on the vaults; *decision*, a query-level decision on the best
+hit's evidence with SciFact's order kept. Answered / silent at 0.7; train is held out by 5 folds."""
 
 
 ANSWERABILITY = """\

@@ -294,6 +294,8 @@ def main() -> None:
     cli.add_argument("--factor", type=int, default=5, help="grow the index to N times the corpus")
     cli.add_argument("--queries", type=int, default=100)
     args = cli.parse_args()
+    if args.factor < 2:
+        cli.error("--factor must be 2 or more: the slope is measured between 1x and Nx")
     work = harness.prepare(args.work, args.files)
     result: dict[str, Any] = {"corpus": str(harness.CORPUS)}
     try:

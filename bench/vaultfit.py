@@ -8,11 +8,11 @@ reported on the train split (held out by 5 folds where something is fitted), on 
 of the four fitted-on folders (`test`: all of otel, a quarter of the others), on the unseen
 vault (hugo) and, when its dump is given, on bench/data/natural (another writer's questions over
 other notes), every rate with its Wilson 95% interval:
-- `scifact`: the per-hit constants fitted on SciFact (mdrag/retrieval/relevance.py's WEIGHTS) alone;
-- `named` (what mdrag ships, relevance.WEIGHTS): SciFact's constants with one weight fitted
-  here, the shift of a query that names something no candidate holds (the bias moved by as
-  much, so other queries score as before; the smallest weight that reaches the best balanced
-  rate on train);
+- `scifact`: the per-hit constants fitted on SciFact (mdrag/retrieval/relevance.py's SCIFACT) alone;
+- `shipped` (relevance.WEIGHTS): SciFact's constants with the query-level evidence fitted here
+  (relevance.VAULTS): a weight for a query that names something no candidate holds, one for a
+  query with a word no note holds, and a shift of the bias, the smallest that reach the best
+  balanced rate on train (a grid);
 - `refit`: every weight refitted per candidate (relevant or not), as bench.fit does on SciFact;
 - `decision`: a query-level logistic over the best hit's evidence (label: the question is
   answerable and a right note is in the first DEPTH), each other hit lowered by its SciFact
@@ -44,6 +44,7 @@ UNSEEN = "hugo"
 # Questions written by another hand over other notes (bench/data/natural), never fitted on: a
 # decision that only fits the vaults' writers shows here.
 OTHER_WRITER = {"natural"}
+SCIFACT = relevance.SCIFACT
 
 
 def figures(rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5) -> dict[str, Any]:
@@ -108,39 +109,46 @@ def _report(parts: dict[str, list[dict[str, Any]]], constants: Any, held: Any = 
     }
 
 
-NAMED = relevance.FEATURES.index("named")
-NAMED_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+# The query-level evidence fitted here (relevance.VAULTS): a weight for a name no candidate
+# holds, one for a word no note holds, and the bias's shift; the smallest weights and shift
+# that reach the best balanced rate on train.
+NAMED_GRID = (0.0, 1.0, 1.5, 2.0, 3.0, 4.0)
+WORDS_GRID = (0.0, 1.0, 2.0, 3.0, 4.0)
+SHIFT_GRID = tuple(round(0.05 * i, 2) for i in range(11))
 
 
-def named_shift(
-    rows: list[dict[str, Any]], mode: str, scifact: tuple[float, tuple[float, ...]]
-) -> dict[str, Any]:
-    """SciFact's constants (`scifact`: bias and weights before any shift) and the `named` weight
-    that balances best on train."""
-    bias0, weights0 = scifact
+def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    """SciFact's constants (relevance.SCIFACT) with the query-level weights and the bias shift
+    that balance best on train (relevance.VAULTS)."""
     parts = _split(rows)
+    grid = [
+        {"named": n, "vault_words": w, "bias_shift": d}
+        for w in WORDS_GRID
+        for n in NAMED_GRID
+        for d in SHIFT_GRID
+    ]
 
-    def constants(w: float) -> tuple[float, np.ndarray]:
-        coef = np.asarray(weights0, dtype=float)
-        coef[NAMED] = w
-        return bias0 - w, coef
+    def constants(vaults: dict[str, float]) -> tuple[float, np.ndarray]:
+        bias, weights = relevance.with_vaults(SCIFACT[mode], vaults)
+        return bias, np.asarray(weights)
 
-    def balanced(w: float, train: list[dict[str, Any]]) -> float:
-        f = figures(train, lambda _: constants(w))
+    def balanced(vaults: dict[str, float], train: list[dict[str, Any]]) -> float:
+        fixed = constants(vaults)
+        f = figures(train, lambda _: fixed)
         return min(f["answered"]["rate"] or 0.0, f["silent"]["rate"] or 0.0)
 
-    def choose(train: list[dict[str, Any]]) -> float:
-        scores = [balanced(w, train) for w in NAMED_GRID]
-        return NAMED_GRID[scores.index(max(scores))]  # the smallest weight at the best rate
+    def choose(train: list[dict[str, Any]]) -> dict[str, float]:
+        scores = [balanced(vaults, train) for vaults in grid]
+        return grid[scores.index(max(scores))]  # the first at the best rate: the smallest weights
 
     held: dict[tuple[str, str], tuple[float, np.ndarray]] = {}
     for fold in _folds(parts["train"]):
-        w = choose([r for r in parts["train"] if (r["set"], r["q"]) not in fold])
-        held.update(dict.fromkeys(fold, constants(w)))
-    w = choose(parts["train"])
-    bias, coef = constants(w)
+        vaults = choose([r for r in parts["train"] if (r["set"], r["q"]) not in fold])
+        held.update(dict.fromkeys(fold, constants(vaults)))
+    vaults = choose(parts["train"])
+    bias, coef = constants(vaults)
     return {
-        "weight": w,
+        "vaults": vaults,
         "bias": round(bias, 4),
         **_report(parts, lambda _: (bias, coef), lambda r: held[(r["set"], r["q"])]),
     }
@@ -163,7 +171,7 @@ def refit(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # The query-level decision's evidence: the best hit's SciFact logit and these of its features.
-DECISION = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread", "named")
+DECISION = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread", "named", "vault_words")
 
 
 def decision(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
@@ -220,15 +228,6 @@ def decision(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     }
 
 
-def _without_named(bias: float, weights: tuple[float, ...]) -> tuple[float, tuple[float, ...]]:
-    """mdrag's constants less the vaults' `named` shift: SciFact's fit alone."""
-    shift = weights[NAMED]
-    return bias + shift, tuple(0.0 if i == NAMED else w for i, w in enumerate(weights))
-
-
-SCIFACT = {mode: _without_named(*constants) for mode, constants in relevance.WEIGHTS.items()}
-
-
 def fit_mode(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     mine = [r for r in rows if r["mode"] == mode]
     return {
@@ -236,7 +235,7 @@ def fit_mode(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
             "bias": SCIFACT[mode][0],
             **_report(_split(mine), lambda _: (SCIFACT[mode][0], np.asarray(SCIFACT[mode][1]))),
         },
-        "named": named_shift(mine, mode, SCIFACT[mode]),
+        "shipped": shipped(mine, mode),
         "refit": refit(mine),
         "decision": decision(mine, mode),
     }
@@ -270,7 +269,7 @@ def main() -> None:
     for mode in args.modes:
         result["modes"][mode] = fitted = fit_mode(rows, mode)
         for way, figures_ in fitted.items():
-            extra = {k: v for k, v in figures_.items() if k in ("weight", "weights", "bias")}
+            extra = {k: v for k, v in figures_.items() if k in ("vaults", "weights", "bias")}
             print(f"{mode} {way}: {json.dumps(extra)}", file=sys.stderr)
             for split in ("train", "sealed", "unseen", "natural"):
                 print(line(split, figures_[split]), file=sys.stderr)

@@ -272,3 +272,53 @@ def test_a_filter_no_stored_path_or_tag_can_hold_matches_nothing_and_raises_noth
 def test_a_word_of_any_script_is_found_as_the_index_split_it(index, word):
     index.write([_row("a", "/n/a.md", f"notes on {word} here"), _row("b", "/n/b.md", "other notes")])
     assert [hit.id for hit in index.search(word, 10)] == ["a"]
+
+
+def test_the_words_no_row_holds_are_read_as_the_index_reads_text(index):
+    index.write(
+        [
+            _row("a", "/n/a.md", "Restoring backups with pg_restore"),
+            _row("b", "/n/b.md", "Deploying the site to a server"),
+        ]
+    )
+    # Stems are held ("restore" by "Restoring"), stop words are never unheard, case is folded, and
+    # a word split as the index splits (pg_restore: "pg" and "restore") is held when its parts are.
+    assert index.unheard("RESTORE a backup with pg_restore") == ()
+    assert index.unheard("how do I restore") == ("how", "do", "i")  # the search asks it no filler
+    assert index.unheard("deploy the site to Kubernetes or Nomad, then restore") == ("kubernetes", "nomad")
+    assert index.unheard("Kubernetes kubernetes") == ("kubernetes",)  # each word once, in order
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the of and", "\udc80", "AND OR NOT", "日本語", "?!"])
+def test_any_query_text_gives_its_unheard_words_without_raising(index, query):
+    index.write([_row("a", "/n/a.md", "lighthouse keepers")])
+    unheard = index.unheard(query)
+    assert isinstance(unheard, tuple) and all(isinstance(word, str) and word for word in unheard)
+    assert index.unheard(query + " lighthouse") == unheard  # a held word is never among them
+
+
+def test_in_an_empty_index_every_word_but_a_stop_word_is_unheard(index):
+    assert index.unheard("the lighthouse of Alexandria") == ("lighthouse", "alexandria")
+
+
+@pytest.mark.parametrize(
+    ("notes", "query"),
+    [
+        ("Fixing flaky Wi-Fi at home", "wifi"),
+        ("Fixing flaky wifi at home", "wi-fi"),
+        ("Send the report by e-mail", "email"),
+        ("Send the report by email", "e mail"),
+        ("Set up the printer", "setup"),
+        ("Log in with your account", "login"),
+    ],
+)
+def test_a_compound_is_held_however_the_notes_spell_it(index, notes, query):
+    index.write([_row("a", "/n/a.md", notes), _row("b", "/n/b.md", "other things entirely")])
+    assert index.unheard(query) == ()
+
+
+def test_a_name_made_of_two_held_words_is_unheard_unless_the_notes_hold_them_together(index):
+    index.write([_row("a", "/n/a.md", "a hard day; a red hat"), _row("b", "/n/b.md", "headphones")])
+    assert index.unheard("hardhat") == ("hardhat",)
+    index.write([_row("c", "/n/c.md", "wear a hard hat on site")])
+    assert index.unheard("hardhat") == ()

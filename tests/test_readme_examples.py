@@ -53,12 +53,12 @@ WHILE_SERVING = [
     (
         'mdrag search "how do I renew a fishing licence"',
         1,
-        ["!no confident answer in your notes: no section scored 0.7 or more; closest notes:"],
+        ["!no confident answer in your notes: no note mentions renew, fishing or licence; closest notes:"],
     ),
     (
         'mdrag search "how do I set up Grafana Loki"',
         1,
-        ["!no confident answer in your notes: no note found mentions grafana or loki; closest notes:"],
+        ["!no confident answer in your notes: no note mentions grafana or loki; closest notes:"],
     ),
     (
         "mdrag similar examples/notes/cooking/sourdough-bread-baking.md -k 3",

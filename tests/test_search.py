@@ -69,7 +69,13 @@ def test_results_carry_every_documented_field_best_first(service):
 def test_threshold_keeps_only_hits_at_or_above_it_and_says_how_close_the_best_came(service):
     response = service.search({"query": "quantum chromodynamics lattice gauge theory", "threshold": 0.9})
     assert response["results"] == []
-    assert response["message"] == "no confident answer in your notes: no section scored 0.9 or more"
+    # The reason, when known, says more than the bar: these words are in no note at all.
+    assert response["message"] == (
+        "no confident answer in your notes: no note mentions quantum, chromodynamics, lattice, gauge or theory"
+    )
+    held = service.search({"query": "let the dough rise", "threshold": 1.0})
+    assert held["results"] == [] and held["confidence"]["reason"] == ""
+    assert held["message"] == "no confident answer in your notes: no section scored 1 or more"
     # An off-topic query's best may round to 0.0: it is still said (not None), and under the bar.
     assert response["best_candidate_score"] is not None and 0 <= response["best_candidate_score"] < 0.9
     assert response["confidence"]["outcome"] == "none" and response["related"] == []
@@ -222,7 +228,25 @@ def test_a_search_that_keeps_nothing_shows_the_hits_close_under_the_bar_as_possi
 
 
 def test_a_question_naming_something_no_note_mentions_says_so_and_is_no_confident_answer(service):
-    response = service.search({"query": "how do I deploy this with Kubernetes"})
+    response = service.search({"query": "a feature branch for Kubernetes"})
     assert response["results"] == [] and response["confidence"]["outcome"] != "answer"
-    assert response["confidence"]["reason"] == "no note found mentions kubernetes"
-    assert "no note found mentions kubernetes" in response["message"]
+    assert response["confidence"]["reason"] == "no note mentions kubernetes"
+    assert "no note mentions kubernetes" in response["message"]
+
+
+def test_a_word_no_note_holds_lowers_a_question_but_not_a_passage(service):
+    from mdrag.retrieval import relevance
+
+    asked = "feed the sourdough starter daily"
+    plain = service.search({"query": asked, "threshold": 0.0, "explain": True})["results"][0]
+    odd = service.search({"query": asked + " zorblaxian", "threshold": 0.0, "explain": True})["results"][0]
+    assert plain["explain"]["evidence"]["vault_words"] == 1.0
+    assert odd["explain"]["evidence"]["vault_words"] == 0.0
+    # The word alone costs the score what the fit gave it: the same evidence with the word held
+    # would score higher.
+    evidence = dict(odd["explain"]["evidence"], vault_words=1.0)
+    assert relevance.probability(list(evidence.values()), "hybrid") > odd["confidence_score"] + 0.05
+    passage = service.search(
+        {"selection": "A passage about " + asked + " zorblaxian.", "threshold": 0.0, "explain": True}
+    )["results"]
+    assert passage and all(h["explain"]["evidence"]["vault_words"] == 1.0 for h in passage)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import threading
@@ -62,6 +63,10 @@ def _schema() -> Any:
     schema.add_text_field("file_path", stored=True, tokenizer_name="raw", index_option="basic")
     schema.add_text_field("tags", stored=False, tokenizer_name="raw", index_option="basic")
     return schema.build()
+
+
+# The same analysis, for telling whether the index holds a query's word (KeywordIndex.unheard).
+_WORDS = _analyzer()
 
 
 def parsed_terms(text: str) -> str:
@@ -197,6 +202,40 @@ class KeywordIndex:
             except (OSError, ValueError) as exc:
                 raise StoreError(f"cannot write the keyword index {self.path}: {exc}") from exc
             self._index.reload()  # read-your-writes: the next search sees this commit
+
+    def unheard(self, text: str) -> tuple[str, ...]:
+        """The words of `text` (lower case, in order) that no row holds, as the index reads them: a
+        stop word is never one, and a word is held when a row holds its stem ("restoring" is held
+        by "restore"). A compound is held however the notes spell it: "wifi" by notes of "Wi-Fi"
+        (the phrase "wi fi"), the "wi" and "fi" of "wi-fi" by notes of "wifi". A term lookup a
+        word, a few more for a word no row holds: well under a millisecond."""
+        if not _encodable(text):
+            return ()
+        index = self._index
+        searcher = index.searcher()
+
+        def held(word: str) -> bool:
+            return all(searcher.doc_freq("text", term) > 0 for term in _WORDS.analyze(word))
+
+        def phrase(first: str, second: str) -> bool:
+            # A stop word may be one half ("log in"), never both.
+            if not (_WORDS.analyze(first + " " + second) and held(first) and held(second)):
+                return False
+            query = index.parse_query(f'"{first} {second}"', ["text"])
+            return bool(searcher.search(query, 1).hits)
+
+        tokens = [token.lower() for token in _SPLITTER.analyze(text)]
+        apart: set[str] = set()  # the halves of a compound the query spells apart and the notes together
+        for first, second in itertools.pairwise(tokens):
+            if held(first + second):
+                apart.update((first, second))
+        return tuple(
+            word
+            for word in dict.fromkeys(tokens)
+            if word not in apart
+            and not held(word)
+            and not any(phrase(word[:cut], word[cut:]) for cut in range(1, len(word)))
+        )
 
     def search(
         self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""

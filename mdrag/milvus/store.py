@@ -489,6 +489,10 @@ class Store:
             return []
         return self.keywords.search(text, limit, tags, path_prefix)
 
+    def unheard(self, text: str) -> tuple[str, ...]:
+        """The words of `text` that no note holds (none is known without a keyword index)."""
+        return () if self.keywords is None else self.keywords.unheard(text)
+
     def keyword_rows(self, hits: Sequence[KeywordHit], vector: np.ndarray) -> list[dict[str, Any]]:
         """These keyword hits as rows: what a hit shows, its `bm25` and its `cosine` to `vector`,
         best BM25 first; a hit Milvus no longer holds is left out.

@@ -50,7 +50,7 @@ def results_line(response: SearchAnswer) -> str:
 
 def nothing_line(response: SearchAnswer) -> str:
     """Why no answer is shown: 'no confident answer in your notes: no section scored 0.7 or more;
-    closest notes:', '...: no note found mentions loki; possibly related:' (the daemon's message while
+    closest notes:', '...: no note mentions loki; possibly related:' (the daemon's message while
     it indexes)."""
     message = response.get("message") or "nothing matched"
     if response.get("related"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
@@ -197,8 +197,14 @@ class Searcher:
         # After the catalog dropped other versions' rows: only the candidates scored are read.
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
+        # A passage is no question: its every word need not be a note's.
+        unheard = () if params.passage else self.store.unheard(relevance.keyword_query(params.query))
         ordered, evidence = _score(
-            params, lists.get("dense", []), lists.get("keyword", []), self._baseline(params, vector)
+            params,
+            lists.get("dense", []),
+            lists.get("keyword", []),
+            self._baseline(params, vector),
+            unheard,
         )
         chosen, best, dropped = _pass_threshold(ordered, params)
         marked = "" if params.passage else params.query
@@ -213,8 +219,10 @@ class Searcher:
             floor = params.threshold - RELATED_BAND
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-            if evidence.absent:
-                reason = "no note found mentions " + " or ".join(evidence.absent)
+            if evidence.unheard:
+                reason = "no note mentions " + _either(evidence.unheard)
+            elif evidence.absent:
+                reason = "no note found mentions " + _either(evidence.absent)
             message = reason or (
                 f"no section scored {params.threshold:g} or more"
                 if best is not None
@@ -282,17 +290,29 @@ class Searcher:
         return list(sections.values())
 
 
+def _either(words: Sequence[str]) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
 def _score(
     params: SearchParams,
     dense: list[Candidate],
     keyword: list[Candidate],
     baseline: tuple[float, float] | None,
+    unheard: tuple[str, ...] = (),
 ) -> tuple[list[Candidate], relevance.QueryEvidence]:
     """Every distinct candidate with its relevance `score` and `features`, best first (ties keep
     the dense-then-keyword order the engine gave), and what the pool says of the query."""
     scored = []
     candidates, pool = relevance.score_candidates(
-        params.query, dense, keyword, _key, baseline, keyword_searched=params.mode != "dense"
+        params.query,
+        dense,
+        keyword,
+        _key,
+        baseline,
+        keyword_searched=params.mode != "dense",
+        unheard=unheard,
     )
     for row, values in candidates:
         row["score"] = relevance.probability(values, params.mode)
