@@ -229,7 +229,7 @@ def test_a_query_nothing_answers_says_so(library):
         "best_score": None,
         "hits": 0,
         "outcome": "none",
-        "reason": "",
+        "reason": "no note mentions quantum, chromodynamics, lattice, gauge or theory",
     }
     assert response["message"].startswith("no confident answer in your notes")
 
