@@ -79,7 +79,10 @@ def test_human_search_output_lists_the_closest_notes_when_nothing_passes(env, no
     done = mdrag(env, "search", "how do I rebase onto main", "--threshold", "0.999", cwd=notes)
     # Nothing to give: exit 1 and an empty stdout for scripts; the person reads stderr.
     assert done.returncode == 1 and done.stdout == ""
-    assert "no confident answer in your notes: no note mentions rebase, onto or main; closest notes:" in done.stderr
+    assert (
+        "no confident answer in your notes: no note mentions rebase, onto or main; closest notes:"
+        in done.stderr
+    )
     assert "git.md" in done.stderr and "Git > Branches" in done.stderr
 
 
