@@ -28,6 +28,7 @@ import numpy as np
 from bench.answerability import DEPTH, rates_at
 from bench.eval import SETS, add_backend
 from bench.metrics import ndcg_at_k
+from mdrag.retrieval import relevance
 from mdrag.retrieval.search import CANDIDATE_FACTOR
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
@@ -205,8 +206,6 @@ LEFT_OUT = ("vault_z", "spread", "named", "vault_words")
 
 def without(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[str, Any]]:
     """These rows with the named features' values set to 0, so a fit gives them no weight."""
-    from mdrag.retrieval import relevance
-
     drop = {relevance.FEATURES.index(name) for name in names}
     return [
         {
@@ -221,8 +220,6 @@ def without(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[str
 
 
 def fit(args: argparse.Namespace) -> None:
-    from mdrag.retrieval import relevance
-
     rows = without(load(args.features), LEFT_OUT)
     qrels_count = _qrels_count(args)
     # Other judged sets join every fold's training, weighted so each set counts as much as
@@ -295,8 +292,6 @@ def fit(args: argparse.Namespace) -> None:
 
 
 def report(args: argparse.Namespace) -> None:
-    from mdrag.retrieval import relevance
-
     rows = load(args.features)
     qrels_count = _qrels_count(args)
     result = {}

@@ -44,7 +44,6 @@ UNSEEN = "hugo"
 # Questions written by another hand over other notes (bench/data/natural), never fitted on: a
 # decision that only fits the vaults' writers shows here.
 OTHER_WRITER = {"natural"}
-SCIFACT = relevance.SCIFACT
 
 
 def figures(rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5) -> dict[str, Any]:
@@ -129,7 +128,7 @@ def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     ]
 
     def constants(vaults: dict[str, float]) -> tuple[float, np.ndarray]:
-        bias, weights = relevance.with_vaults(SCIFACT[mode], vaults)
+        bias, weights = relevance.with_vaults(relevance.SCIFACT[mode], vaults)
         return bias, np.asarray(weights)
 
     def balanced(vaults: dict[str, float], train: list[dict[str, Any]]) -> float:
@@ -175,7 +174,7 @@ DECISION = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread
 
 
 def decision(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
-    bias0, weights0 = SCIFACT[mode]
+    bias0, weights0 = relevance.SCIFACT[mode]
     coef0 = np.asarray(weights0)
     picks = [relevance.FEATURES.index(name) for name in DECISION]
     parts = _split(rows)
@@ -230,11 +229,9 @@ def decision(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
 
 def fit_mode(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     mine = [r for r in rows if r["mode"] == mode]
+    bias, weights = relevance.SCIFACT[mode]
     return {
-        "scifact": {
-            "bias": SCIFACT[mode][0],
-            **_report(_split(mine), lambda _: (SCIFACT[mode][0], np.asarray(SCIFACT[mode][1]))),
-        },
+        "scifact": {"bias": bias, **_report(_split(mine), lambda _: (bias, np.asarray(weights)))},
         "shipped": shipped(mine, mode),
         "refit": refit(mine),
         "decision": decision(mine, mode),

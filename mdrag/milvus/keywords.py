@@ -225,16 +225,17 @@ class KeywordIndex:
             return bool(searcher.search(query, 1).hits)
 
         tokens = [token.lower() for token in _SPLITTER.analyze(text)]
+        missing = [word for word in dict.fromkeys(tokens) if not held(word)]
+        if not missing:
+            return ()  # the common case: one term lookup a word, no pair or phrase lookups
         apart: set[str] = set()  # the halves of a compound the query spells apart and the notes together
         for first, second in itertools.pairwise(tokens):
-            if held(first + second):
+            if (first in missing or second in missing) and held(first + second):
                 apart.update((first, second))
         return tuple(
             word
-            for word in dict.fromkeys(tokens)
-            if word not in apart
-            and not held(word)
-            and not any(phrase(word[:cut], word[cut:]) for cut in range(1, len(word)))
+            for word in missing
+            if word not in apart and not any(phrase(word[:cut], word[cut:]) for cut in range(1, len(word)))
         )
 
     def search(

@@ -160,11 +160,12 @@ class Searcher:
         expr = _filter(params)
         pending: list[futures.Future[Any]] = []
         keyword_hits = scored = None
+        words = relevance.keyword_query(params.query)  # the query's words the keyword index reads
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
             # The keyword index finds its rows while the query is embedded.
             keyword_hits = self._keyword_pool.submit(
                 self.store.keyword_hits,
-                relevance.keyword_query(params.query),
+                words,
                 limit,
                 params.tags,
                 params.path_prefix,
@@ -198,7 +199,7 @@ class Searcher:
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
         # A passage is no question: its every word need not be a note's.
-        unheard = () if params.passage else self.store.unheard(relevance.keyword_query(params.query))
+        unheard = () if params.passage else self.store.unheard(words)
         ordered, evidence = _score(
             params,
             lists.get("dense", []),
