@@ -158,7 +158,8 @@ def test_nothing_outside_the_milvus_wing_imports_its_internals():
 
 def test_importing_the_cli_loads_only_what_a_client_needs():
     """Every `mdrag search` process pays its imports (~0.1 s of it): no model, engine or MCP SDK,
-    none of the daemon's scoring, and no YAML parser until a config file is read."""
+    none of the daemon's scoring, none of the index's own code, and no YAML parser until a config
+    file is read."""
     heavy = (
         "torch",
         "pymilvus",
@@ -167,6 +168,10 @@ def test_importing_the_cli_loads_only_what_a_client_needs():
         "yaml",
         "mdrag.retrieval.relevance",
         "mdrag.retrieval.search",
+        # the index's own: a search through the daemon never opens it
+        "mdrag.milvus.lite",
+        "mdrag.indexlock",
+        "mdrag.indexfiles",
     )
     code = f"import sys, mdrag.cli.main, mdrag.cli.client; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

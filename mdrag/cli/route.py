@@ -7,9 +7,8 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from mdrag import indexlock, private
 from mdrag.answers import ProgressSnapshot, ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
 from mdrag.cli import paths
 from mdrag.config import Config, load_config
@@ -22,10 +21,15 @@ from mdrag.errors import (
     StoreLockedError,
     UnsafePathError,
 )
-from mdrag.indexfiles import IndexFiles
-from mdrag.milvus import index_exists, start_early
 from mdrag.params import SearchParams
 from mdrag.progress import OnProgress, progress_line, short_eta
+
+if TYPE_CHECKING:
+    from mdrag.indexlock import IndexLock
+
+# The index's own modules (its lock, its files, the engine's helpers) are imported where a command
+# opens the index in this process: a search through the daemon never needs them, and its start
+# is what a person waits for.
 
 
 class Route(Protocol):
@@ -46,6 +50,10 @@ class LocalRoute:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
+        from mdrag import indexlock, private
+        from mdrag.indexfiles import IndexFiles
+        from mdrag.milvus import start_early
+
         private.restrict_umask()  # what this command (and the Lite servers it starts) makes is private
         # The index's lock before any Lite server starts: a refused command touches nothing.
         lock = indexlock.acquire(IndexFiles.of(config).lock, config.milvus_uri)
@@ -148,6 +156,9 @@ def open_route(config: Config, quiet: bool, create: bool = False) -> Iterator[Ro
     if _answers(client):
         yield client
         return
+    from mdrag.indexfiles import IndexFiles
+    from mdrag.milvus import index_exists
+
     if not create and not index_exists(config.milvus_uri):
         raise NoIndexError(
             f"no index at {IndexFiles.of(config).database}: start `mdrag serve` or run `mdrag reindex DIR`"
@@ -175,6 +186,8 @@ def _local_unless_daemon(config: Config, client: Any) -> LocalRoute | None:
     once), so a command may find the lock held by a daemon that does not answer yet: it waits for
     it (bounded, polling the socket) rather than fail a `status` polled while the daemon starts.
     A command holding the index, or a daemon that never answers, gets the lock's clear error."""
+    from mdrag import indexlock
+
     deadline = time.monotonic() + DAEMON_START_WAIT_S
     while True:
         try:
@@ -230,12 +243,15 @@ def command_config(ctx: Any, need_roots: bool = False, **overrides: Any) -> Conf
     return config
 
 
-def lock_index_for_daemon(config: Config) -> indexlock.IndexLock | None:
+def lock_index_for_daemon(config: Config) -> IndexLock | None:
     """The index's lock for `mdrag serve`, taken before its heavy imports and held for the
     process's life, so that a second daemon is refused at once. A daemon already serving this
     socket is named as such, another daemon by its pid. A short-lived command holding the index
     (a `status` polled while the daemon starts) is not refused: None, and the daemon takes the
     lock once its socket is bound, waiting for the command to let go (the daemon wins the race)."""
+    from mdrag import indexlock
+    from mdrag.indexfiles import IndexFiles
+
     try:
         return indexlock.acquire(
             IndexFiles.of(config).lock,
