@@ -197,7 +197,7 @@ class Service:
         fields (the config filling what they leave out)."""
         if not isinstance(params, SearchParams):
             params = SearchParams.parse(params, self.search_defaults())
-        found = self.searcher.search(params)
+        found = self.searcher.search(params, indexing=live is not None and live.indexing is not None)
         response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
         # search narrowed by tags or a folder, not one asking for more than the configured

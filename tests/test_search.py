@@ -234,6 +234,27 @@ def test_a_question_naming_something_no_note_mentions_says_so_and_is_no_confiden
     assert "no note mentions kubernetes" in response["message"]
 
 
+def test_while_notes_are_still_being_indexed_a_word_no_note_holds_is_said_of_those_indexed_so_far(service):
+    """A word no indexed note holds may be in a note not read yet: the reason says "so far"."""
+    from mdrag.answers import Live
+
+    indexing = {
+        "state": "indexing",
+        "notes_done": 3,
+        "notes_total": 9,
+        "done": 30,
+        "total": 90,
+        "unit": "text",
+        "rate": 10.0,
+        "eta_s": 6.0,
+        "started_at": 0.0,
+    }
+    live = Live({"queue_depth": 6, "last_change_applied_at": None}, indexing)
+    response = service.search({"query": "a feature branch for Kubernetes"}, live)
+    assert response["confidence"]["reason"] == "no note indexed so far mentions kubernetes"
+    assert response["message"].startswith("nothing found in the 3 of 9 notes indexed so far")
+
+
 def test_a_word_no_note_holds_lowers_a_question_but_not_a_passage(service):
     from mdrag.retrieval import relevance
 

@@ -90,7 +90,8 @@ def build_server(socket_path: str) -> MCPServer:
         under the bar; they may help, so present them as possibly related, never as the answer.
         "none": nothing came close; `closest` names up to 3 nearest notes: tell the user what those
         notes are about rather than saying they have no notes on the topic. `confidence.reason` says
-        why when it is known ("no note mentions loki": no note at all holds that word; "no note found
+        why when it is known ("no note mentions loki": no note at all holds that word; "no note indexed
+        so far mentions loki": none of the notes indexed yet does, the rest may; "no note found
         mentions loki": none of the notes the search found names it, though the keyword search
         looked for it).
         Measured on real documentation vaults, a confident answer holds a right page for about 2 in 3

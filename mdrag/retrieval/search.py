@@ -142,12 +142,17 @@ class Searcher:
         self._keyword_pool.shutdown(wait=False, cancel_futures=True)
 
     def search(
-        self, params: SearchParams, leave_out: Callable[[str], bool] | None = None, pool: int = 0
+        self,
+        params: SearchParams,
+        leave_out: Callable[[str], bool] | None = None,
+        pool: int = 0,
+        indexing: bool = False,
     ) -> SearchResponse:
-        """Answer one query. For the eval: `leave_out(file_path)` drops notes before scoring (each
-        query asked again without its relevant notes, as if they were not in the index), and
-        `pool` sets the rows asked of each list (default: from top_k) to see every candidate
-        a default search scores."""
+        """Answer one query. `indexing`: notes are still being indexed, so a word no indexed note
+        holds may be in one not read yet (the reason says "so far"). For the eval:
+        `leave_out(file_path)` drops notes before scoring (each query asked again without its
+        relevant notes, as if they were not in the index), and `pool` sets the rows asked of each
+        list (default: from top_k) to see every candidate a default search scores."""
         started = time.perf_counter()
         if params.mode != "dense" and not self.store.full_text:
             # A server without full-text search (before Milvus 2.5) serves dense search only;
@@ -221,7 +226,8 @@ class Searcher:
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
             if evidence.unheard:
-                reason = "no note mentions " + _either(evidence.unheard)
+                so_far = " indexed so far" if indexing else ""
+                reason = f"no note{so_far} mentions " + _either(evidence.unheard)
             elif evidence.absent:
                 reason = "no note found mentions " + _either(evidence.absent)
             message = reason or (
