@@ -28,7 +28,7 @@ run: install
 
 # The edit-test loop: lint, then unit and in-process tests only (no real model, Milvus, daemon or
 # Python subprocess; tests/tiers.py marks those slow by what they use), in well under two minutes.
-check: lint
+check: lint compose-tool
 	$(PY) -m pytest -q -m "not slow and not server"
 
 # CI: lint, then every test (the real model, Milvus Lite and server, daemon processes).
