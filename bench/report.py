@@ -131,9 +131,9 @@ took 147 ms against 120 before this day's change to the client's imports).
 """
 
 SCALE_10X_METHOD = """\
-The same command with `--factor 10` on the same work dir, which it grew from 7x by three copies
-in one daemon session, so that the daemon's own reopen was due and a search met it. The goals
-are the 5x ones, shown for comparison.
+The same command with `--factor 10` on the 5x work dir, which it grew from 5x by five copies in
+one daemon session, so that the daemon's own reopen was due and searches met it. The goals are
+the 5x ones, shown for comparison.
 """
 
 SCALE_13X_METHOD = """\

@@ -21,6 +21,11 @@ at Nx, each measured the same way:
 With --work DIR the built index is kept, and a later run on the same DIR skips the cold index
 and the growth it finds done (the 1x figures are kept there, in ONE_FILE). Takes ~40 min on 2
 cores at 5x. Writes bench/results/scale.json (scale-Nx.json for another factor).
+
+    python -m bench.scale --work DIR --again
+
+measures the Nx figures (memory, search, restart) of DIR's grown index again, on a quieter
+machine or after a change, keeping the growth and reopen figures of the run that grew it.
 """
 
 from __future__ import annotations
@@ -180,10 +185,27 @@ def measure(work: harness.Work, factor: int, count: int) -> dict[str, Any]:
         result["many"]["restart"] = restart(daemon)
         result["many"]["after_restart"] = idle_memory(daemon)
         print(summary_of(f"{factor}x", result["many"]), flush=True)
+    result["slope_kb_per_section"] = slope(result)
+    return result
+
+
+def measure_again(work: harness.Work, result: dict[str, Any], count: int) -> dict[str, Any]:
+    """The Nx figures of a grown work dir measured again; the rest of `result` kept."""
+    with Daemon(work) as daemon:
+        queries = query.realistic_queries(work.notes, count)
+        result["many"] = at_size(daemon, queries)
+        result["many"]["restart"] = restart(daemon)
+        result["many"]["after_restart"] = idle_memory(daemon)
+        print(summary_of(f"{result['factor']}x", result["many"]), flush=True)
+    result["slope_kb_per_section"] = slope(result)
+    return result
+
+
+def slope(result: dict[str, Any]) -> float:
+    """KB of the whole daemon's memory per section added between 1x and Nx (both restarted)."""
     one, many = result["one"]["memory"], result["many"]["after_restart"]
     added_mb = many["whole_daemon_mb"] - one["whole_daemon_mb"]
-    result["slope_kb_per_section"] = round(added_mb * 1024 / (many["sections"] - one["sections"]), 2)
-    return result
+    return round(added_mb * 1024 / (many["sections"] - one["sections"]), 2)
 
 
 def summary_of(name: str, size: dict[str, Any]) -> str:
@@ -293,21 +315,29 @@ def main() -> None:
     cli = harness.parser(__doc__)
     cli.add_argument("--factor", type=int, default=5, help="grow the index to N times the corpus")
     cli.add_argument("--queries", type=int, default=100)
+    cli.add_argument("--again", action="store_true", help="measure the Nx figures of --work's index again")
     args = cli.parse_args()
     if args.factor < 2:
         cli.error("--factor must be 2 or more: the slope is measured between 1x and Nx")
+    name = "scale" if args.factor == 5 else f"scale-{args.factor}x"  # 5x: the targets' own size
+    saved = harness.RESULTS / f"{name}.json"
+    if args.again and not (args.work and saved.exists()):
+        cli.error(f"--again needs --work DIR (a grown index) and {saved} (the run that grew it)")
     work = harness.prepare(args.work, args.files)
     result: dict[str, Any] = {"corpus": str(harness.CORPUS)}
     try:
-        if not work.indexed():
-            _, finished = harness.reindex(work)
-            result["cold_index_s"] = round(finished.wall_s, 1)
-            print(f"cold index: {finished.wall_s:.0f} s", flush=True)
-        result.update(measure(work, args.factor, args.queries))
+        if args.again:
+            grown = {k: v for k, v in json.loads(saved.read_text()).items() if k != "machine"}  # now
+            result = measure_again(work, grown, args.queries)
+        else:
+            if not work.indexed():
+                _, finished = harness.reindex(work)
+                result["cold_index_s"] = round(finished.wall_s, 1)
+                print(f"cold index: {finished.wall_s:.0f} s", flush=True)
+            result.update(measure(work, args.factor, args.queries))
     finally:
         harness.cleanup(work, keep=args.work is not None)
     print(f"slope: {result.get('slope_kb_per_section')} KB per section")
-    name = "scale" if args.factor == 5 else f"scale-{args.factor}x"  # 5x: the targets' own size
     print(f"written to {harness.save(name, result)}")
 
 
