@@ -297,6 +297,33 @@ def test_any_query_text_gives_its_unheard_words_without_raising(index, query):
     assert index.unheard(query + " lighthouse") == unheard  # a held word is never among them
 
 
+def test_with_filters_only_the_rows_the_filtered_search_reads_hold_a_word(index):
+    index.write(
+        [
+            _row("a", "/n/ops/deploy.md", "Deploying with Kubernetes and Wi-Fi fallback", tags=("ops",)),
+            _row("b", "/n/home/bread.md", "Sourdough starter, fed daily", tags=("food",)),
+        ]
+    )
+    assert index.unheard("kubernetes sourdough") == ()
+    assert index.unheard("kubernetes sourdough", tags=["food"]) == ("kubernetes",)
+    assert index.unheard("kubernetes sourdough", tags=["ops", "food"]) == ()
+    assert index.unheard("kubernetes sourdough", path_prefix="/n/ops/") == ("sourdough",)
+    assert index.unheard("kubernetes", tags=["food"], path_prefix="/n/ops/") == (
+        "kubernetes",
+    )  # no row at all
+    # Stems and compounds are held within the filter as without one.
+    assert index.unheard("deploy wifi", tags=["ops"]) == ()
+    assert index.unheard("deploy wifi", tags=["food"]) == ("deploy", "wifi")
+
+
+@pytest.mark.parametrize("tags", [(), ("ops",), ("\udc80",), ("a b", "*")])
+@pytest.mark.parametrize("prefix", ["", "/n/", "/n/(", "\udc80", ".*"])
+def test_any_filter_gives_the_unheard_words_without_raising(index, tags, prefix):
+    index.write([_row("a", "/n/a.md", "lighthouse keepers", tags=("ops",))])
+    unheard = index.unheard("lighthouse keepers of Alexandria", list(tags), prefix)
+    assert set(unheard) <= {"lighthouse", "keepers", "alexandria"}
+
+
 def test_in_an_empty_index_every_word_but_a_stop_word_is_unheard(index):
     assert index.unheard("the lighthouse of Alexandria") == ("lighthouse", "alexandria")
 

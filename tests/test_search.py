@@ -234,6 +234,16 @@ def test_a_question_naming_something_no_note_mentions_says_so_and_is_no_confiden
     assert "no note mentions kubernetes" in response["message"]
 
 
+def test_a_word_only_notes_outside_the_filters_hold_is_one_no_note_mentions_among_those_asked(service):
+    response = service.search({"query": "rebase the feature branch", "tags": ["baking"]})
+    assert response["results"] == []
+    reason = "no note mentions rebase, feature or branch among the notes tagged baking"
+    assert response["confidence"]["reason"] == reason
+    assert (
+        service.search({"query": "rebase the feature branch", "tags": ["git"]})["confidence"]["reason"] == ""
+    )
+
+
 def test_while_notes_are_still_being_indexed_a_word_no_note_holds_is_said_of_those_indexed_so_far(service):
     """A word no indexed note holds may be in a note not read yet: the reason says "so far"."""
     from mdrag.answers import Live

@@ -203,26 +203,36 @@ class KeywordIndex:
                 raise StoreError(f"cannot write the keyword index {self.path}: {exc}") from exc
             self._index.reload()  # read-your-writes: the next search sees this commit
 
-    def unheard(self, text: str) -> tuple[str, ...]:
+    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> tuple[str, ...]:
         """The words of `text` (lower case, in order) that no row holds, as the index reads them: a
         stop word is never one, and a word is held when a row holds its stem ("restoring" is held
         by "restore"). A compound is held however the notes spell it: "wifi" by notes of "Wi-Fi"
-        (the phrase "wi fi"), the "wi" and "fi" of "wi-fi" by notes of "wifi". A term lookup a
-        word, a few more for a word no row holds: well under a millisecond."""
-        if not _encodable(text):
-            return ()
+        (the phrase "wi fi"), the "wi" and "fi" of "wi-fi" by notes of "wifi". With `tags` or
+        `path_prefix`, only the rows a search so filtered reads count. A term lookup a word (a
+        search a word with a filter), a few more for a word no row holds: about a millisecond."""
+        if not all(map(_encodable, (text, path_prefix, *tags))):
+            return ()  # nothing to look up, or a filter no row meets: the search says that instead
         index = self._index
         searcher = index.searcher()
+        scoped = bool(tags or path_prefix)
+
+        def found(query: Any) -> bool:
+            return bool(searcher.search(self._within(query, tags, path_prefix), 1).hits)
 
         def held(word: str) -> bool:
-            return all(searcher.doc_freq("text", term) > 0 for term in _WORDS.analyze(word))
+            terms = _WORDS.analyze(word)
+            if not all(searcher.doc_freq("text", term) > 0 for term in terms):
+                return False  # no row at all holds it
+            if not scoped or not terms:
+                return True
+            each = [(tantivy.Occur.Must, tantivy.Query.term_query(index.schema, "text", t)) for t in terms]
+            return found(tantivy.Query.boolean_query(each))
 
         def phrase(first: str, second: str) -> bool:
             # A stop word may be one half ("log in"), never both.
             if not (_WORDS.analyze(first + " " + second) and held(first) and held(second)):
                 return False
-            query = index.parse_query(f'"{first} {second}"', ["text"])
-            return bool(searcher.search(query, 1).hits)
+            return found(index.parse_query(f'"{first} {second}"', ["text"]))
 
         tokens = [token.lower() for token in _SPLITTER.analyze(text)]
         missing = [word for word in dict.fromkeys(tokens) if not held(word)]
@@ -238,6 +248,20 @@ class KeywordIndex:
             if word not in apart and not any(phrase(word[:cut], word[cut:]) for cut in range(1, len(word)))
         )
 
+    def _within(self, query: Any, tags: Sequence[str], path_prefix: str) -> Any:
+        """`query` among rows with any of `tags` and a path starting with `path_prefix` when given;
+        the filters score nothing, so a BM25 score stays the text's."""
+        wanted = [query]
+        if tags:
+            tagged = tantivy.Query.term_set_query(self._index.schema, "tags", list(tags))
+            wanted.append(tantivy.Query.const_score_query(tagged, 0.0))
+        if path_prefix:
+            under = tantivy.Query.regex_query(self._index.schema, "file_path", prefix_pattern(path_prefix))
+            wanted.append(tantivy.Query.const_score_query(under, 0.0))
+        if len(wanted) == 1:
+            return query
+        return tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in wanted])
+
     def search(
         self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
     ) -> list[KeywordHit]:
@@ -252,16 +276,7 @@ class KeywordIndex:
         except ValueError:
             return []  # nothing left to match once stop words are dropped ("and or not")
         try:
-            wanted = [query]
-            # Filters score nothing: the BM25 score stays the text's.
-            if tags:
-                tagged = tantivy.Query.term_set_query(index.schema, "tags", list(tags))
-                wanted.append(tantivy.Query.const_score_query(tagged, 0.0))
-            if path_prefix:
-                under = tantivy.Query.regex_query(index.schema, "file_path", prefix_pattern(path_prefix))
-                wanted.append(tantivy.Query.const_score_query(under, 0.0))
-            if len(wanted) > 1:
-                query = tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in wanted])
+            query = self._within(query, tags, path_prefix)
             searcher = index.searcher()
             hits = searcher.search(query, limit).hits
             found = []

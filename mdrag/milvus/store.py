@@ -489,9 +489,10 @@ class Store:
             return []
         return self.keywords.search(text, limit, tags, path_prefix)
 
-    def unheard(self, text: str) -> tuple[str, ...]:
-        """The words of `text` that no note holds (none is known without a keyword index)."""
-        return () if self.keywords is None else self.keywords.unheard(text)
+    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> tuple[str, ...]:
+        """The words of `text` that no note holds (among notes with any of `tags` and under
+        `path_prefix` when given; none is known without a keyword index)."""
+        return () if self.keywords is None else self.keywords.unheard(text, tags, path_prefix)
 
     def keyword_rows(self, hits: Sequence[KeywordHit], vector: np.ndarray) -> list[dict[str, Any]]:
         """These keyword hits as rows: what a hit shows, its `bm25` and its `cosine` to `vector`,

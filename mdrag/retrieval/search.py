@@ -204,7 +204,8 @@ class Searcher:
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
         # A passage is no question: its every word need not be a note's.
-        unheard = () if params.passage else self.store.unheard(words)
+        # Among the notes the search may give: a word only notes outside its filters hold is unheard.
+        unheard = () if params.passage else self.store.unheard(words, params.tags, params.path_prefix)
         ordered, evidence = _score(
             params,
             lists.get("dense", []),
@@ -227,7 +228,7 @@ class Searcher:
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
             if evidence.unheard:
                 so_far = " indexed so far" if indexing else ""
-                reason = f"no note{so_far} mentions " + _either(evidence.unheard)
+                reason = f"no note{so_far} mentions " + _either(evidence.unheard) + _scope(params)
             elif evidence.absent:
                 reason = "no note found mentions " + _either(evidence.absent)
             message = reason or (
