@@ -181,10 +181,7 @@ def measure(work: harness.Work, factor: int, count: int) -> dict[str, Any]:
         print(f"grown by {grown_by['copies']} copies in {grown_by['seconds']} s", flush=True)
         result["reopen"] = reopen_block(daemon)
         print(f"reopen: {result['reopen']}", flush=True)
-        result["many"] = at_size(daemon, queries)
-        result["many"]["restart"] = restart(daemon)
-        result["many"]["after_restart"] = idle_memory(daemon)
-        print(summary_of(f"{factor}x", result["many"]), flush=True)
+        result["many"] = grown_figures(daemon, queries, f"{factor}x")
     result["slope_kb_per_section"] = slope(result)
     return result
 
@@ -193,12 +190,18 @@ def measure_again(work: harness.Work, result: dict[str, Any], count: int) -> dic
     """The Nx figures of a grown work dir measured again; the rest of `result` kept."""
     with Daemon(work) as daemon:
         queries = query.realistic_queries(work.notes, count)
-        result["many"] = at_size(daemon, queries)
-        result["many"]["restart"] = restart(daemon)
-        result["many"]["after_restart"] = idle_memory(daemon)
-        print(summary_of(f"{result['factor']}x", result["many"]), flush=True)
+        result["many"] = grown_figures(daemon, queries, f"{result['factor']}x")
     result["slope_kb_per_section"] = slope(result)
     return result
+
+
+def grown_figures(daemon: Daemon, queries: list[str], name: str) -> dict[str, Any]:
+    """At Nx: the figures of at_size, then a restart, and the whole daemon's memory after it."""
+    many = at_size(daemon, queries)
+    many["restart"] = restart(daemon)
+    many["after_restart"] = idle_memory(daemon)
+    print(summary_of(name, many), flush=True)
+    return many
 
 
 def slope(result: dict[str, Any]) -> float:
