@@ -31,14 +31,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mark_by_what_tests_start(items)
 
 
+# Where ONNX Runtime keeps its telemetry (device id, events for upload) unless mdrag turns it off.
+RUNTIME_TELEMETRY = Path(".cache", "Microsoft")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A suite that changed anything of mdrag's under the real home fails, naming what changed."""
+    """A suite that changed anything of mdrag's under the real home fails, naming what changed; so
+    does one whose processes (daemons, commands, the model's) left telemetry in the suite's home."""
+    problems = []
     changed = REAL_HOME_SNAPSHOT.changes()
     if changed:
+        problems.append("the test suite changed the real home:\n  " + "\n  ".join(changed))
+    if (TEST_HOME / RUNTIME_TELEMETRY).exists():
+        problems.append(
+            f"a process of the suite left ONNX Runtime's telemetry in {TEST_HOME / RUNTIME_TELEMETRY}"
+        )
+    if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        message = "the test suite changed the real home:\n  " + "\n  ".join(changed)
         if reporter is not None:
-            reporter.write_line(message, red=True)
+            for message in problems:
+                reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

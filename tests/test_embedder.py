@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from mdrag.embedding import priority, runners
 from mdrag.embedding.embedder import Embedder, resolve_model
+from mdrag.embedding.onnx_cache import onnx_cache_dir
 from mdrag.embedding.runners import query_lane
 from tests.fakes import HashingRunner, fake_embedder
 
@@ -27,6 +29,23 @@ TEXTS = [
 def test_the_default_back_end_is_onnx_int8_with_a_model_id_of_its_own(embedder):
     assert embedder.backend == "onnx-int8"
     assert embedder.model_id == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8"
+
+
+def test_a_process_that_embeds_leaves_onnx_runtimes_telemetry_off(embedder, tmp_path: Path):
+    """ONNX Runtime (1.29+) starts telemetry as it loads, on Linux too: a device id and events kept
+    under the home for upload to Microsoft, unless told not to before it loads. A process that
+    embeds through mdrag, from a home of its own, leaves nothing there."""
+    embedder.load()  # the suite's ONNX export, which the child finds through its own cache folder
+    home = tmp_path / "home"
+    (home / ".cache").mkdir(parents=True)
+    (home / ".cache" / "mdrag").symlink_to(onnx_cache_dir().parent, target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
+    code = "from mdrag.embedding.embedder import Embedder\nprint(Embedder().embed_query('stay here').shape)"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(384,)"
+    assert sorted(p.name for p in home.rglob("*")) == [".cache", "mdrag"]  # nothing of the runtime's
 
 
 def test_onnx_gives_the_vectors_torch_gives():
