@@ -137,7 +137,8 @@ def grow(daemon: Daemon, sections: int, per_copy: int | None = None) -> dict[str
     reports = []
     stalls: list[str] = []
     started = time.perf_counter()
-    copy = 0
+    # After the copies a run that grew this work dir left (a later run grows it on).
+    copy = first = max((int(p.name[5:]) for p in notes.glob("copy-*") if p.name[5:].isdigit()), default=0)
     while (have := daemon.status()["sections"]) < sections:
         copy += 1
         target = notes / f"copy-{copy}"
@@ -152,7 +153,7 @@ def grow(daemon: Daemon, sections: int, per_copy: int | None = None) -> dict[str
         reports.append(_absorbed(daemon, target, stalls))
         daemon.search("settle", wait_fresh=300)  # the watcher's own events for the copy, too
     return {
-        "copies": copy,
+        "copies": copy - first,  # added by this run
         "seconds": round(time.perf_counter() - started, 1),
         "reindex_reports": reports,
         "store_stalls": stalls,

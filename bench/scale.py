@@ -187,8 +187,12 @@ def measure(work: harness.Work, factor: int, count: int) -> dict[str, Any]:
 
 
 def measure_again(work: harness.Work, result: dict[str, Any], count: int) -> dict[str, Any]:
-    """The Nx figures of a grown work dir measured again; the rest of `result` kept."""
+    """The Nx figures of a grown work dir measured again; the rest of `result` kept. The work dir
+    must hold the index those figures were of: as many sections (not grown on since, not another)."""
     with Daemon(work) as daemon:
+        held, grown = daemon.status()["sections"], result["many"]["memory"]["sections"]
+        if held != grown:
+            raise SystemExit(f"{work.root} holds {held} sections, the saved {result['factor']}x run {grown}")
         queries = query.realistic_queries(work.notes, count)
         result["many"] = grown_figures(daemon, queries, f"{result['factor']}x")
     result["slope_kb_per_section"] = slope(result)

@@ -270,7 +270,7 @@ class Service:
         search = {k: v for k, v in params.items() if k != "max_tokens"}
         search.setdefault("top_k", SEARCH_DEPTH)
         search.setdefault("threshold", CONTEXT_THRESHOLD)
-        found = self.search(search)
+        found = self.search(search, live)  # while notes are being indexed, its reasons say "so far"
         pack = build_context(found, max_tokens, self.embedder.count_tokens, self.config.search_threshold)
         if live is not None:
             pack["freshness"] = live.freshness

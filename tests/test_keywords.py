@@ -308,24 +308,36 @@ def test_with_filters_only_the_rows_the_filtered_search_reads_hold_a_word(index)
     assert index.unheard("kubernetes sourdough", tags=["food"]) == ("kubernetes",)
     assert index.unheard("kubernetes sourdough", tags=["ops", "food"]) == ()
     assert index.unheard("kubernetes sourdough", path_prefix="/n/ops/") == ("sourdough",)
-    assert index.unheard("kubernetes", tags=["food"], path_prefix="/n/ops/") == (
-        "kubernetes",
-    )  # no row at all
+    # No row has both filters: none of the rows the search reads holds the word.
+    assert index.unheard("kubernetes", tags=["food"], path_prefix="/n/ops/") == ("kubernetes",)
     # Stems and compounds are held within the filter as without one.
     assert index.unheard("deploy wifi", tags=["ops"]) == ()
     assert index.unheard("deploy wifi", tags=["food"]) == ("deploy", "wifi")
 
 
+LONG_PREFIXES = ["/n/" + "x" * 1000, "/n/" + "日本語" * 400]  # past what tantivy takes as a pattern
+
+
 @pytest.mark.parametrize("tags", [(), ("ops",), ("\udc80",), ("a b", "*")])
-@pytest.mark.parametrize("prefix", ["", "/n/", "/n/(", "\udc80", ".*"])
+@pytest.mark.parametrize("prefix", ["", "/n/", "/n/(", "\udc80", ".*", *LONG_PREFIXES])
 def test_any_filter_gives_the_unheard_words_without_raising(index, tags, prefix):
     index.write([_row("a", "/n/a.md", "lighthouse keepers", tags=("ops",))])
     unheard = index.unheard("lighthouse keepers of Alexandria", list(tags), prefix)
     assert set(unheard) <= {"lighthouse", "keepers", "alexandria"}
 
 
+@pytest.mark.parametrize("prefix", LONG_PREFIXES)
+def test_a_path_prefix_too_long_for_a_pattern_still_filters_a_search(index, prefix):
+    index.write([_row("a", prefix + "/a.md", "lighthouse keepers"), _row("b", "/n/b.md", "lighthouse lamps")])
+    assert [hit.id for hit in index.search("lighthouse", 10, path_prefix=prefix)] == ["a"]
+    assert index.unheard("lighthouse", path_prefix=prefix) == ()
+
+
 def test_in_an_empty_index_every_word_but_a_stop_word_is_unheard(index):
     assert index.unheard("the lighthouse of Alexandria") == ("lighthouse", "alexandria")
+    # Two words that together pass the index's 40 letters are no compound it could hold.
+    long_pair = "antidisestablishmentarian internationalization"
+    assert index.unheard(long_pair) == ("antidisestablishmentarian", "internationalization")
 
 
 @pytest.mark.parametrize(

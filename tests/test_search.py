@@ -234,11 +234,14 @@ def test_a_question_naming_something_no_note_mentions_says_so_and_is_no_confiden
     assert "no note mentions kubernetes" in response["message"]
 
 
-def test_a_word_only_notes_outside_the_filters_hold_is_one_no_note_mentions_among_those_asked(service):
+def test_a_word_only_notes_outside_the_filters_hold_is_one_no_note_mentions_among_those_asked(service, notes):
     response = service.search({"query": "rebase the feature branch", "tags": ["baking"]})
     assert response["results"] == []
     reason = "no note mentions rebase, feature or branch among the notes tagged baking"
     assert response["confidence"]["reason"] == reason
+    baking = str(notes / "baking")
+    response = service.search({"query": "rebase the feature branch", "path_prefix": baking})
+    assert response["confidence"]["reason"] == f"no note mentions rebase, feature or branch under {baking}"
     assert (
         service.search({"query": "rebase the feature branch", "tags": ["git"]})["confidence"]["reason"] == ""
     )
@@ -263,6 +266,8 @@ def test_while_notes_are_still_being_indexed_a_word_no_note_holds_is_said_of_tho
     response = service.search({"query": "a feature branch for Kubernetes"}, live)
     assert response["confidence"]["reason"] == "no note indexed so far mentions kubernetes"
     assert response["message"].startswith("nothing found in the 3 of 9 notes indexed so far")
+    pack = service.context({"query": "a feature branch for Kubernetes"}, live)
+    assert pack["confidence"]["reason"] == "no note indexed so far mentions kubernetes"
 
 
 def test_a_word_no_note_holds_lowers_a_question_but_not_a_passage(service):

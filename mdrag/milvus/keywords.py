@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import shutil
@@ -208,22 +209,27 @@ class KeywordIndex:
         stop word is never one, and a word is held when a row holds its stem ("restoring" is held
         by "restore"). A compound is held however the notes spell it: "wifi" by notes of "Wi-Fi"
         (the phrase "wi fi"), the "wi" and "fi" of "wi-fi" by notes of "wifi". With `tags` or
-        `path_prefix`, only the rows a search so filtered reads count. A term lookup a word (a
-        search a word with a filter), a few more for a word no row holds: about a millisecond."""
+        `path_prefix`, only the rows a search so filtered reads count. A term lookup a word, a few
+        more for a word no row holds: well under a millisecond; with a filter, a search a word
+        held anywhere (milliseconds at 700k rows with a path, whose prefix is a pattern)."""
         if not all(map(_encodable, (text, path_prefix, *tags))):
             return ()  # nothing to look up, or a filter no row meets: the search says that instead
         index = self._index
         searcher = index.searcher()
-        scoped = bool(tags or path_prefix)
+        try:
+            filters = self._filters(tags, path_prefix)
+        except ValueError:
+            filters = []  # a prefix too long for a pattern: the words of the whole index, then
 
         def found(query: Any) -> bool:
-            return bool(searcher.search(self._within(query, tags, path_prefix), 1).hits)
+            return bool(searcher.search(_within(query, filters), 1).hits)
 
+        @functools.cache
         def held(word: str) -> bool:
             terms = _WORDS.analyze(word)
             if not all(searcher.doc_freq("text", term) > 0 for term in terms):
                 return False  # no row at all holds it
-            if not scoped or not terms:
+            if not filters or not terms:
                 return True
             each = [(tantivy.Occur.Must, tantivy.Query.term_query(index.schema, "text", t)) for t in terms]
             return found(tantivy.Query.boolean_query(each))
@@ -240,7 +246,8 @@ class KeywordIndex:
             return ()  # the common case: one term lookup a word, no pair or phrase lookups
         apart: set[str] = set()  # the halves of a compound the query spells apart and the notes together
         for first, second in itertools.pairwise(tokens):
-            if (first in missing or second in missing) and held(first + second):
+            joined = first + second  # one too long for the index (over 40 letters) is held by none
+            if (first in missing or second in missing) and _WORDS.analyze(joined) and held(joined):
                 apart.update((first, second))
         return tuple(
             word
@@ -248,19 +255,20 @@ class KeywordIndex:
             if word not in apart and not any(phrase(word[:cut], word[cut:]) for cut in range(1, len(word)))
         )
 
-    def _within(self, query: Any, tags: Sequence[str], path_prefix: str) -> Any:
-        """`query` among rows with any of `tags` and a path starting with `path_prefix` when given;
-        the filters score nothing, so a BM25 score stays the text's."""
-        wanted = [query]
+    def _filters(self, tags: Sequence[str], path_prefix: str) -> list[Any]:
+        """Queries that keep the rows with any of `tags` and a path starting with `path_prefix`
+        (none for an empty filter); each scores nothing, so a BM25 score stays the text's. Raises
+        ValueError for a prefix too long for tantivy's pattern (about a thousand characters)."""
+        schema = self._index.schema
+        filters = []
         if tags:
-            tagged = tantivy.Query.term_set_query(self._index.schema, "tags", list(tags))
-            wanted.append(tantivy.Query.const_score_query(tagged, 0.0))
+            filters.append(
+                tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "tags", list(tags)), 0.0)
+            )
         if path_prefix:
-            under = tantivy.Query.regex_query(self._index.schema, "file_path", prefix_pattern(path_prefix))
-            wanted.append(tantivy.Query.const_score_query(under, 0.0))
-        if len(wanted) == 1:
-            return query
-        return tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in wanted])
+            under = tantivy.Query.regex_query(schema, "file_path", prefix_pattern(path_prefix))
+            filters.append(tantivy.Query.const_score_query(under, 0.0))
+        return filters
 
     def search(
         self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
@@ -275,17 +283,29 @@ class KeywordIndex:
             query = index.parse_query(terms, ["text"])
         except ValueError:
             return []  # nothing left to match once stop words are dropped ("and or not")
+        after = ""  # a prefix the index cannot take as a pattern is matched on the hits instead
         try:
-            query = self._within(query, tags, path_prefix)
+            filters = self._filters(tags, path_prefix)
+        except ValueError:
+            filters, after = self._filters(tags, ""), path_prefix
+        try:
             searcher = index.searcher()
-            hits = searcher.search(query, limit).hits
+            hits = searcher.search(_within(query, filters), limit).hits
             found = []
             for score, address in hits:
                 doc = searcher.doc(address)
-                found.append(KeywordHit(doc["id"][0], doc["file_path"][0], float(score)))
+                if doc["file_path"][0].startswith(after):
+                    found.append(KeywordHit(doc["id"][0], doc["file_path"][0], float(score)))
         except ValueError as exc:
             raise StoreError(f"the keyword index {self.path} could not answer {text!r}: {exc}") from exc
         return found
+
+
+def _within(query: Any, filters: list[Any]) -> Any:
+    """`query` among the rows every one of `filters` keeps."""
+    if not filters:
+        return query
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in (query, *filters)])
 
 
 def rebuild_from(index: KeywordIndex, rows: Iterable[dict[str, Any]], batch: int = 5000) -> int:
