@@ -226,16 +226,16 @@ class Searcher:
             floor = params.threshold - RELATED_BAND
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-            if evidence.unheard:
-                so_far = " indexed so far" if indexing else ""
-                reason = f"no note{so_far} mentions " + _either(evidence.unheard) + _scope(params)
-            elif evidence.absent:
-                reason = "no note found mentions " + _either(evidence.absent)
-            message = reason or (
-                f"no section scored {params.threshold:g} or more"
-                if best is not None
-                else "nothing matched" + _scope(params)  # a filter that leaves no note says so
-            )
+            if best is None:
+                # Nothing to score: a filter that leaves no note says so, rather than blame a word.
+                message = "nothing matched" + _scope(params)
+            else:
+                if evidence.unheard:
+                    so_far = " indexed so far" if indexing else ""
+                    reason = f"no note{so_far} mentions " + _either(evidence.unheard) + _scope(params)
+                elif evidence.absent:
+                    reason = "no note found mentions " + _either(evidence.absent)
+                message = reason or f"no section scored {params.threshold:g} or more"
             closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
         if level == "none":
             message = NO_ANSWER + (f": {message}" if message else "")
