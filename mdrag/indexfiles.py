@@ -4,6 +4,7 @@ A Milvus Lite index `NAME.db` keeps, in its folder:
 
     NAME.db, NAME.shard1.db, ...         the databases, one per shard (mdrag.milvus knows the layout)
     NAME.db.log, .NAME.db.lock, ...      each database's Lite server log, and Milvus Lite's own lock
+    .NAME.db.home1/, .NAME.db.home2/     a Lite server's own home (its engine's scratch folder)
     NAME.db.mdrag.lock                   mdrag's index lock: one writer (indexlock.py)
     NAME.db.dirty                        the crash marker: there while a writer has the index open
     NAME.keywords/                       the keyword index of the vector rows (milvus/keywords.py)
@@ -40,6 +41,14 @@ def normalized(path: str | Path) -> Path:
 def lite_log(db: Path) -> Path:
     """Where a Lite server's own output goes: beside its database, never a command's stdout."""
     return db.parent / f"{db.name}.log"
+
+
+def lite_homes(db: Path) -> tuple[Path, Path]:
+    """The two homes a Lite server of `db` may run in: the Milvus engine keeps its scratch folder
+    under $HOME/.cache/milvus, empties it when it starts and removes it when it exits, so two
+    servers sharing a home break each other (lite.py). Two, because a reopen's second server
+    (milvus/twins.py) runs beside the first."""
+    return db.parent / f".{db.name}.home1", db.parent / f".{db.name}.home2"
 
 
 def lite_lock(db: Path) -> Path:
@@ -111,8 +120,12 @@ class IndexFiles:
 
     def rebuild_files(self) -> list[Path]:
         """Everything a rebuild makes beside the index: its databases, and their Lite servers'
-        logs and locks (what a rebuild killed midway leaves)."""
-        made = [path for db in self.rebuild_databases for path in (db, lite_log(db), lite_lock(db))]
+        logs, locks and homes (what a rebuild killed midway leaves)."""
+        made = [
+            path
+            for db in self.rebuild_databases
+            for path in (db, lite_log(db), lite_lock(db), *lite_homes(db))
+        ]
         # The keyword index first: left without the databases, it can only be a switch cut
         # short between the two (index/rebuild.py), never a removal cut short.
         return [self.rebuild_keyword_index, *made] if self.is_lite else made

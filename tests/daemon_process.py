@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ class DaemonProcess:
         self.state = state
         # AF_UNIX paths are limited to ~107 bytes; pytest's tmp dirs can be longer.
         self.socket_dir = Path(tempfile.mkdtemp(prefix="md", dir="/tmp"))
+        # Removed with this object too: one made only for its env, or never closed, left it in /tmp.
+        weakref.finalize(self, shutil.rmtree, self.socket_dir, ignore_errors=True)
         self.socket_path = str(self.socket_dir / "run" / "mdrag.sock")
         self.env = {
             **os.environ,

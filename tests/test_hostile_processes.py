@@ -67,8 +67,9 @@ def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_
         stderr=subprocess.PIPE,
         text=True,
     )
-    daemon = start_daemon(tmp_path)
+    daemon = None
     try:
+        daemon = start_daemon(tmp_path)
         state = tmp_path / "state"
         lite_locks = {path: path.stat().st_ino for path in state.glob(".*.lock")}
         assert len(lite_locks) == 2  # one per shard
@@ -105,8 +106,9 @@ def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_
         _, err = fresh.communicate(timeout=60)
         assert fresh.returncode == 0, err
         assert stored_vector_ids(str(state / "milvus.db")) == stored_vector_ids(str(fresh_db))
-    finally:
-        daemon.close()
+    finally:  # a daemon that failed to start leaves the rebuild beside it to end here too
+        if daemon is not None:
+            daemon.close()
         if fresh.poll() is None:
             fresh.kill()
         fresh.communicate(timeout=30)  # reaps it and closes its pipe

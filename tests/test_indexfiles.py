@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mdrag.indexfiles import IndexFiles, lite_lock, lite_log, normalized
+from mdrag.indexfiles import IndexFiles, lite_homes, lite_lock, lite_log, normalized
 
 
 def test_a_lite_index_keeps_its_files_beside_its_database(tmp_path):
@@ -25,13 +25,21 @@ def test_a_lite_index_keeps_its_files_beside_its_database(tmp_path):
         tmp_path / "milvus.rebuild.db",
         tmp_path / "milvus.rebuild.db.log",
         tmp_path / ".milvus.rebuild.db.lock",
+        tmp_path / ".milvus.rebuild.db.home1",
+        tmp_path / ".milvus.rebuild.db.home2",
         tmp_path / "milvus.rebuild.shard1.db",
         tmp_path / "milvus.rebuild.shard1.db.log",
         tmp_path / ".milvus.rebuild.shard1.db.lock",
+        tmp_path / ".milvus.rebuild.shard1.db.home1",
+        tmp_path / ".milvus.rebuild.shard1.db.home2",
     ]
     assert files.keyword_index == tmp_path / "milvus.keywords"
     assert lite_log(files.databases[1]) == tmp_path / "milvus.shard1.db.log"
     assert lite_lock(files.databases[1]) == tmp_path / ".milvus.shard1.db.lock"
+    assert lite_homes(files.databases[1]) == (
+        tmp_path / ".milvus.shard1.db.home1",
+        tmp_path / ".milvus.shard1.db.home2",
+    )
 
 
 def test_a_server_index_keeps_its_files_in_the_data_dir_named_after_its_uri(tmp_path):
@@ -58,9 +66,11 @@ def test_every_path_is_expanded_and_made_absolute_once(tmp_path, monkeypatch):
 def test_present_finds_the_index_files_and_never_a_users_note_beside_them(tmp_path):
     for name in ["milvus.db", "milvus.db.log", ".milvus.db.lock", "milvus.gaps.sqlite", "milvus.rebuild.db"]:
         (tmp_path / name).write_text("")
+    (tmp_path / ".milvus.db.home1" / ".cache").mkdir(parents=True)  # a Lite server's home
     files = IndexFiles.at(str(tmp_path / "milvus.db"), tmp_path)
     assert sorted(p.name for p in files.present()) == sorted(
         [
+            ".milvus.db.home1",
             ".milvus.db.lock",
             "milvus.db",
             "milvus.db.log",

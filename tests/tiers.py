@@ -29,6 +29,7 @@ SLOW_NAMES = frozenset(
         "stored_vector_ids",
         "rebuilt_vector_ids",
         "start_early",  # Milvus Lite servers
+        "MilvusClient",  # a Milvus Lite server, for a path
         "stdio_client",  # the MCP server as a subprocess
         "Browser",  # a headless Chromium (bench/browser.py)
     }

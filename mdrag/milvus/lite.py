@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdrag import private
 from mdrag.config import is_lite_uri
-from mdrag.indexfiles import lite_lock, lite_log, normalized
+from mdrag.indexfiles import lite_homes, lite_lock, lite_log, normalized
 from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
 if TYPE_CHECKING:
@@ -221,6 +221,8 @@ def server_class() -> Any:
             env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")}
             library_path = str(self._bin_path) + ":" + os.environ.get("LD_LIBRARY_PATH", "")
             env = {"LD_LIBRARY_PATH": library_path, "DYLD_LIBRARY_PATH": library_path, **env}
+            self._mdrag_home = home_for(Path(self._db_file), getattr(self, "_mdrag_beside", None))
+            env.update(own_places(self._mdrag_home, self.log_level))
             log_path = lite_log(Path(self._db_file))
             log_fd = private.open_file(
                 log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "the Lite server log"
@@ -249,6 +251,35 @@ def server_class() -> Any:
     server_manager.Server = LoggedServer
     _server_cls = LoggedServer
     return LoggedServer
+
+
+def home_for(db: Path, taken: Path | None) -> Path:
+    """The home of a server about to start for `db`: one of its two (lite_homes), not `taken`,
+    the home of the server a twin starts beside (twins.start)."""
+    home = next(home for home in lite_homes(db) if home != taken)
+    private.refuse_link(home, "a Milvus Lite server's home")
+    home.mkdir(exist_ok=True)
+    return home
+
+
+def own_places(home: Path, log_level: str) -> dict[str, str]:
+    """The environment that keeps a Lite server's files in places of its own.
+
+    HOME: the engine keeps its scratch folder in $HOME/.cache/milvus, empties it on its first
+    collection and removes it on exit. Servers sharing one (every server of a user did) broke
+    each other: one emptying it while another set up failed that one's setup, and every
+    collection call of that server failed for its lifetime ("Mmap manager has not been init"),
+    12 rounds in 20 where four servers made a collection at the same moment.
+    GLOG_*: the engine's glog wrote a log file per server start into /tmp (INFO and WARNING,
+    kept forever, the INFO one growing by a line per timed request) besides what it prints;
+    to stderr only, which is the server's log beside its database, at the level milvus-lite
+    was asked for (its LOG_LEVEL: ERROR unless set).
+    """
+    return {
+        "HOME": str(home),
+        "GLOG_logtostderr": "1",
+        "GLOG_minloglevel": "0" if log_level == "INFO" else "2",
+    }
 
 
 def _until_listening(path: str, process: subprocess.Popen[bytes]) -> bool:

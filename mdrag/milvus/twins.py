@@ -37,6 +37,7 @@ def start(db: Path) -> Any:
         )
     twin = server_class()(str(db.absolute().resolve()))  # the key milvus-lite registers it by
     twin._mdrag_shared_lock = running._lock_fd
+    twin._mdrag_beside = getattr(running, "_mdrag_home", None)  # its own home (lite.home_for)
     try:
         started = twin.init() and twin.start()
     except BaseException as exc:  # spawning can fail (no memory, no process slot): never drop the lock
