@@ -144,7 +144,9 @@ class Catalog:
         return sum(r.section_count for r in list(self._records.values()) if r.status == "indexed")
 
     def has_sections(self) -> bool:
-        return any(r.section_count and r.status == "indexed" for r in list(self._records.values()))
+        """Whether any note's rows are in the store: asked by every keyword or hybrid search, so
+        read off the holders kept up to date (not a pass over every record: ~1 ms at 31k notes)."""
+        return bool(self._holders)
 
     def last_indexed_at(self) -> float:
         return max((r.indexed_at for r in list(self._records.values())), default=0.0)

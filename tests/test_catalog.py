@@ -36,3 +36,18 @@ def test_a_reset_catalog_knows_only_the_holders_it_was_given() -> None:
     catalog = Catalog({"/n/a.md": _record("/n/a.md", "h1")})
     catalog.reset({"/n/b.md": _record("/n/b.md", "h2")})
     assert (catalog.holder_of("h1"), catalog.holder_of("h2")) == (None, "/n/b.md")
+
+
+def test_the_index_has_sections_while_some_note_holds_rows() -> None:
+    catalog = Catalog({"/n/failed.md": _record("/n/failed.md", "h0", status="failed")})
+    catalog.put(_record("/n/empty.md", "h1", sections=0))
+    assert not catalog.has_sections()  # a failed note and one without sections hold no rows
+    catalog.put(_record("/n/a.md", "h2"))
+    catalog.put(_record("/n/copy.md", "h2"))
+    assert catalog.has_sections()
+    catalog.remove("/n/a.md")
+    assert catalog.has_sections()  # the copy still holds them
+    catalog.put(_record("/n/copy.md", "h3", status="failed"))
+    assert not catalog.has_sections()
+    catalog.reset({"/n/b.md": _record("/n/b.md", "h4")})
+    assert catalog.has_sections()
