@@ -4,6 +4,8 @@ itself."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -123,6 +125,26 @@ def make_collections_at_once(clients) -> list[str]:
     for thread in threads:
         thread.join(60)
     return failures
+
+
+def test_a_server_started_past_a_stale_lock_file_runs_in_its_own_home_too(tmp_path):
+    # A lock file nobody holds (left by a crash) sends the first database to milvus-lite's own
+    # manager, which starts its own kind of server unless told ours: in a fresh process.
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / ".milvus.db.lock").write_text("")
+    probe = (
+        "import os\n"
+        "from mdrag.milvus import lite\n"
+        "from mdrag.milvus.store import Store\n"
+        f"store = Store({str(index / 'milvus.db')!r}, dimension=384, model_id='m')\n"
+        f"pid = lite.running_server(lite.database_path({str(index / 'milvus.db')!r}))._p.pid\n"
+        "print(open(f'/proc/{pid}/environ', 'rb').read().split(b'HOME=')[1].split(b'\\0')[0].decode())\n"
+        "store.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(index / ".milvus.db.home1")
 
 
 def test_lite_servers_that_set_up_at_the_same_moment_all_work(tmp_path):

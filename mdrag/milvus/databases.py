@@ -47,6 +47,7 @@ class Databases:
         held = False
         if self.is_lite:
             lite.guard_lock_files()
+            lite.server_class()  # a server milvus-lite's manager starts (a stale lock's) is ours too
             db = lite.database_path(self.uri)
             db.parent.mkdir(parents=True, exist_ok=True)
             lite.wait_for_head_start([Path(uri) for uri in self.uris])
