@@ -97,6 +97,18 @@ def stand_in_lite_server(folder: Path, before: str) -> Path:
     return folder
 
 
+@pytest.fixture()
+def short_tmp() -> Iterator[Path]:
+    """A folder with a short path for a socket (AF_UNIX paths are limited to ~107 bytes; pytest's
+    tmp dirs can be longer), removed after the test: they piled up in /tmp."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="md", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def private_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """mdrag's own state (the crash marker of a server index) stays inside the test."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -140,9 +138,8 @@ def stream(fail):
 
 
 @pytest.fixture()
-def socket_path():
-    directory = Path(tempfile.mkdtemp(prefix="mdp", dir="/tmp"))
-    server = SocketServer(str(directory / "s.sock"), streaming_handler)
+def socket_path(short_tmp):
+    server = SocketServer(str(short_tmp / "s.sock"), streaming_handler)
     server.start()
     yield str(server.path)
     server.stop()

@@ -11,7 +11,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import threading
 from pathlib import Path
@@ -102,15 +101,14 @@ def run_in_pty(argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[b
 
 
 @pytest.mark.slow
-def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path):
+def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path, short_tmp):
     notes, state = tmp_path / "notes", tmp_path / "state"
     write_notes(notes, NOTES)
     pace = tmp_path / "pace"
     pace.mkdir()
     (pace / "sitecustomize.py").write_text(PACE)
     plain_path = os.environ.get("PYTHONPATH", "")
-    notify_dir = Path(tempfile.mkdtemp(prefix="mdn", dir="/tmp"))
-    notifications = Notifications(notify_dir)
+    notifications = Notifications(short_tmp)
     daemon = DaemonProcess(
         notes,
         state,

@@ -8,10 +8,8 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -31,10 +29,9 @@ def handler(op, params):
 
 
 @pytest.fixture()
-def server():
-    directory = Path(tempfile.mkdtemp(prefix="mds", dir="/tmp"))
+def server(short_tmp):
     instance = SocketServer(
-        str(directory / "sock" / "s.sock"), handler, read_timeout_s=1.0, idle_timeout_s=5.0
+        str(short_tmp / "sock" / "s.sock"), handler, read_timeout_s=1.0, idle_timeout_s=5.0
     )
     instance.start()
     yield instance

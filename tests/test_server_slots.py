@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -26,16 +25,15 @@ def handler(op, params):
     return {"pong": True}
 
 
-def start_server(**limits) -> SocketServer:
-    directory = Path(tempfile.mkdtemp(prefix="mdl", dir="/tmp"))
+def start_server(directory: Path, **limits) -> SocketServer:
     server = SocketServer(str(directory / "sock" / "s.sock"), handler, **limits)
     server.start()
     return server
 
 
 @pytest.fixture()
-def two_slots():
-    server = start_server(max_clients=2, first_line_timeout_s=0.5, idle_timeout_s=0.5)
+def two_slots(short_tmp):
+    server = start_server(short_tmp, max_clients=2, first_line_timeout_s=0.5, idle_timeout_s=0.5)
     yield server
     release.set()
     server.stop()
