@@ -163,11 +163,14 @@ def check(command: str, code: int, expected: list[str], env: dict[str, str], not
 
 
 def state_files(home: Path) -> list[Path]:
-    """mdrag's files under the data dir, less the lock and crash-marker files of an open index."""
+    """mdrag's files under the data dir, less what an open index has only while it is open: the
+    lock and crash-marker files, and the Lite servers' homes (hidden, like the locks)."""
+    data = home / "data"
     return sorted(
         p.relative_to(home)
-        for p in (home / "data").rglob("*")
-        if not p.name.startswith(".") and not p.name.endswith(".dirty")
+        for p in data.rglob("*")
+        if not any(part.startswith(".") for part in p.relative_to(data).parts)
+        and not p.name.endswith(".dirty")
     )
 
 
