@@ -3,6 +3,7 @@ raises the same class (a RemoteError too), so callers tell "note not found" from
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +49,7 @@ def client() -> Iterator[DaemonClient]:
         yield DaemonClient(str(server.path))
     finally:
         server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.mark.parametrize(("kind", "cls"), KINDS, ids=[kind for kind, _ in KINDS])
