@@ -23,6 +23,7 @@ class ProgressSnapshot(TypedDict):
     rate: float | None
     eta_s: float | None
     started_at: float
+    keyword_notes: int  # notes keyword search finds: those done, and those read ahead of the model
 
 
 class Freshness(TypedDict):

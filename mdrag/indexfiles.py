@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from mdrag.config import Config
 
 # What follows NAME. in the names of the files an index keeps (`present` finds them by it).
-_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.", "keywords")
+_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.", "keywords", "pending.")
 
 
 def normalized(path: str | Path) -> Path:
@@ -71,6 +71,7 @@ class IndexFiles:
     rebuild_uri: str  # where a daemon's rebuild builds the new index; "" for a Milvus server
     keyword_index: Path  # the keyword index's folder (milvus/keywords.py)
     rebuild_keyword_index: Path  # a rebuild's keyword index, switched in with its databases
+    pending_keywords: Path  # notes read but not embedded yet, by their words (keywords.PendingKeywords)
 
     @classmethod
     def of(cls, config: Config) -> IndexFiles:
@@ -91,6 +92,7 @@ class IndexFiles:
                 rebuild_uri=str(db.with_name(f"{db.stem}.rebuild{db.suffix}")),
                 keyword_index=db.with_suffix(".keywords"),
                 rebuild_keyword_index=db.with_suffix(".rebuild.keywords"),
+                pending_keywords=db.with_suffix(".pending.keywords"),
             )
         import hashlib  # here: only a server's index needs a name derived from its URI
 
@@ -106,6 +108,7 @@ class IndexFiles:
             rebuild_uri="",
             keyword_index=folder / f"{name}.keywords",
             rebuild_keyword_index=folder / f"{name}.rebuild.keywords",
+            pending_keywords=folder / f"{name}.pending.keywords",
         )
 
     @property

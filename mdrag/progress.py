@@ -33,6 +33,8 @@ class Progress:
     rate: float | None  # texts per second, over the last minute of embedding
     eta_s: float | None  # seconds left at that rate; None until there is a rate
     started_at: float  # wall-clock time the run began
+    # notes keyword search finds: those done, and those read ahead of the model (index/prepass.py)
+    keyword_notes: int = 0
 
     @property
     def pending(self) -> bool:
@@ -72,6 +74,14 @@ class ProgressMeter:
         self._texts_known = 0
         self._texts_done = 0
         self._samples: list[tuple[float, int]] = []  # (time, texts done) at each model batch
+        self._keywords_ahead = -1  # notes searchable by their words ahead of the model; -1: no pass
+
+    def ahead(self, notes: int) -> None:
+        """`notes` more notes are searchable by their words before the model reaches them (the
+        first call gives the run's notes keyword search already found: those indexed before)."""
+        with self._lock:
+            self._keywords_ahead = max(self._keywords_ahead, 0) + notes
+        self._tell()
 
     def begin(self, notes_total: int) -> None:
         """The files are listed: `notes_total` notes to look at."""
@@ -138,6 +148,7 @@ class ProgressMeter:
             eta = None if rate is None else left / rate
             if self._state == "done":
                 eta = 0.0
+            keyword_notes = max(notes_done, min(self._keywords_ahead, self._notes_total))
             return Progress(
                 state=self._state,
                 notes_done=notes_done,
@@ -148,6 +159,7 @@ class ProgressMeter:
                 rate=rate,
                 eta_s=eta,
                 started_at=self.started_at,
+                keyword_notes=keyword_notes,
             )
 
     def _rate(self) -> float | None:
@@ -184,9 +196,17 @@ def progress_line(progress: ProgressSnapshot | Progress) -> str:
     if p["state"] == "scanning":
         return "indexing: listing the notes"
     return (
-        f"indexing {p['notes_done']}/{p['notes_total']} notes, "
+        f"indexing {p['notes_done']}/{p['notes_total']} notes{_by_words(p)}, "
         f"{p['done']}/{p['total']} {p['unit']}, {short_eta(p['eta_s'])}"
     )
+
+
+def _by_words(p: ProgressSnapshot) -> str:
+    """' (all 994 searchable by their words)' while keyword search is ahead of the model."""
+    ahead = p.get("keyword_notes", 0)
+    if ahead <= p["notes_done"]:
+        return ""
+    return f" ({'all ' if ahead == p['notes_total'] else ''}{ahead} searchable by their words)"
 
 
 def search_banner(progress: ProgressSnapshot) -> str:
@@ -195,8 +215,8 @@ def search_banner(progress: ProgressSnapshot) -> str:
     if progress["state"] == "scanning":
         return "indexing: listing the notes; results so far:"
     return (
-        f"indexing: {progress['notes_done']} of {progress['notes_total']} notes done, "
-        f"{eta_text(progress['eta_s'])}; results so far:"
+        f"indexing: {progress['notes_done']} of {progress['notes_total']} notes done"
+        f"{_by_words(progress)}, {eta_text(progress['eta_s'])}; results so far:"
     )
 
 

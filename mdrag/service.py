@@ -39,7 +39,7 @@ from mdrag.index.roots import Roots
 from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import WorkQueue
 from mdrag.indexfiles import IndexFiles
-from mdrag.milvus import CarriedVectors, Store
+from mdrag.milvus import CarriedVectors, PendingKeywords, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
 from mdrag.params import MAX_DRAFT_CHARS, OPERATIONS, SearchParams, search_defaults, text_param, whole_number
@@ -121,8 +121,10 @@ class Service:
         self.catalog = Catalog(self.stored_records())
         self.filter = NoteFilter(config.roots, config.exclude)
         self.roots = Roots(self.filter.roots, lambda root: len(self.catalog.paths_under(to_text(root))))
-        self.indexer = self._indexer(self.store, self.catalog, self._carried, self.roots)
-        self.searcher = Searcher(self.embedder, self.store, self.catalog)
+        # Notes a first index read ahead of the model: keyword search finds them meanwhile.
+        self.waiting = PendingKeywords(files.pending_keywords) if self.store.full_text else None
+        self.indexer = self._indexer(self.store, self.catalog, self._carried, self.roots, self.waiting)
+        self.searcher = Searcher(self.embedder, self.store, self.catalog, self.waiting)
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
         self.gaps = GapLog(files.gap_log)
         self.indexer.listeners.append(self._notice_answered_gaps)
@@ -153,6 +155,7 @@ class Service:
         catalog: Catalog,
         carried: CarriedVectors | None = None,
         roots: Roots | None = None,
+        waiting: PendingKeywords | None = None,
     ) -> Indexer:
         """An indexer with this configuration's limits: the live index's, and a rebuild's alike."""
         c = self.config
@@ -165,6 +168,7 @@ class Service:
             max_file_bytes=int(c.index_max_file_mb * 1_000_000),
             carried=carried,
             roots=roots,
+            waiting=waiting,
         )
 
     def stored_records(self) -> dict[str, FileRecord]:
@@ -435,6 +439,8 @@ class Service:
             switch_in(self.files)
             self.store.reopen()
             self.catalog.reset(self.stored_records())
+            if self.waiting is not None:
+                self.waiting.discard()  # the rebuilt index holds every note
         logger.info("switched to the rebuilt index")
         return report
 

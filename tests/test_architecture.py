@@ -35,6 +35,7 @@ HOMES = {
 # What `mdrag.milvus` offers (its __init__ loads each on first use).
 PUBLIC_MILVUS = {
     "CarriedVectors",
+    "PendingKeywords",
     "Store",
     "clip_bytes",
     "MAX_TAGS",

@@ -19,10 +19,11 @@ from mdrag.answers import ReindexReport
 from mdrag.catalog import Catalog, record_from_row
 from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
+from mdrag.index import prepass
 from mdrag.index.readahead import ReadCancelled, read_ahead
 from mdrag.index.roots import Roots, under
 from mdrag.index.rows import PreparedNote, store_each, store_notes
-from mdrag.milvus import CarriedVectors, Store
+from mdrag.milvus import CarriedVectors, PendingKeywords, Store
 from mdrag.notes.document import (
     MAX_FILE_BYTES,
     Document,
@@ -105,6 +106,7 @@ class Indexer:
         max_file_bytes: int = MAX_FILE_BYTES,
         carried: CarriedVectors | None = None,
         roots: Roots | None = None,
+        waiting: PendingKeywords | None = None,
     ) -> None:
         self.embedder = embedder
         self.store = store
@@ -117,6 +119,9 @@ class Indexer:
         self.listeners: list[Listener] = []
         self.max_file_bytes = max_file_bytes  # `index.max_file_mb`: larger notes are refused
         self._resume: tuple[RunVectors, set[str]] | None = None  # a stopped run's vectors, its files
+        # Notes read ahead of the model, searchable by their words (index/prepass.py); None for
+        # an index whose searches cannot read it (a rebuild's, switched in once complete).
+        self.waiting = waiting
 
     # ---- public operations ---------------------------------------------------------------
 
@@ -161,6 +166,8 @@ class Indexer:
             report.deleted += self.remove(gone)
             if scope is None and self.carried is not None:
                 self.carried.discard()  # every note is in the new layout now
+            if scope is None and self.waiting is not None:
+                self.waiting.discard()  # every note is indexed: none waits (nor one gone meanwhile)
         report.seconds = time.monotonic() - started
         return report
 
@@ -192,11 +199,13 @@ class Indexer:
         batch: list[PreparedNote] = []
         texts = 0
         run = self._resumed(present) or RunVectors(store_had_notes=len(self.catalog) > 0)
+        ahead = self._keywords_ahead(present, meter)
         # A reader thread reads, hashes and sections the next files while the model embeds.
         vanished: list[str] = []
         prepared_files = read_ahead(
             self._prepare(present, force, report, vanished, meter), READ_AHEAD, cancel
         )
+        finished = False
         try:
             for prepared in prepared_files:
                 batch.append(prepared)
@@ -210,6 +219,7 @@ class Indexer:
                         raise EmbedCancelled
             if batch:
                 self._write(batch, report, run, cancel, meter)
+            finished = True
         except (EmbedCancelled, ReadCancelled):
             # Nothing of the unfinished batch was written: the next run finds those files changed,
             # and the vectors embedded so far wait for it.
@@ -217,12 +227,42 @@ class Indexer:
             logger.info("indexing stopped after {} of {} files", done + report.unchanged, len(present))
         finally:
             prepared_files.close()
+            if ahead is not None:
+                ahead.stop()
             meter.finish()
             # Also when a write fails: no file may stay "processing" for ever.
             self.catalog.clear_marks(present)
         report.deleted += self.remove(self._kept_while_away(vanished))
+        if finished and self.waiting is not None and self.waiting.active:
+            self.waiting.drop(keys.doc_id(p) for p in present)  # each is indexed, failed or gone
         report.seconds = time.monotonic() - started
         return report
+
+    def _keywords_ahead(self, paths: list[str], meter: ProgressMeter) -> prepass.KeywordsAhead | None:
+        """For a run with many new notes (a first index): a pass that makes them searchable by
+        their words long before the model reaches them; None for a small run."""
+        if self.waiting is None:
+            return None
+        new = [p for p in paths if self.catalog.get(p) is None]
+        if len(new) < prepass.MIN_NOTES:
+            return None
+        meter.ahead(len(paths) - len(new))  # the run's other notes: keyword search finds them already
+        logger.info("reading {} new notes ahead of the model, for keyword search", len(new))
+        return prepass.KeywordsAhead(self.waiting, new, self._read_for_keywords, meter.ahead).start()
+
+    def _read_for_keywords(self, path: str) -> PreparedNote | None:
+        """A note read and sectioned for the pending keyword index, or None when it cannot be
+        (the model's pass records why)."""
+        prepared = PreparedNote(path=path, is_new=True)
+        try:
+            data = read_bytes(path, self.max_file_bytes)
+            prepared.file_hash, prepared.size = keys.file_hash(data), len(data)
+            if self.waiting is not None and self.waiting.holds(keys.row_id(path, prepared.file_hash, 0, 0)):
+                return prepared  # read by a pass before this one (a run stopped and begun again): kept
+            self._section(prepared, parse_document(path, data, prepared.file_hash))
+        except Exception:  # any failure is the model's pass to report
+            return None
+        return prepared
 
     def _away(self, scope: list[Path] | None, forget: bool, report: IndexReport) -> list[Path]:
         """The unavailable roots this run must leave alone, each reported as a failure."""
@@ -388,6 +428,8 @@ class Indexer:
             else:
                 report.updated += 1
         meter.written(len(batch))
+        if self.waiting is not None and self.waiting.active:
+            self.waiting.drop(keys.doc_id(p.path) for p in batch)  # their real rows are searched now
         for listener in self.listeners:
             listener(written.rows)
         # 3. the old version's rows, now unreachable

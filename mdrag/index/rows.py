@@ -50,6 +50,15 @@ class PreparedNote:
 def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> list[dict[str, Any]]:
     """One row per section window of the note's new version, with its vector; `display` holds
     what a hit shows (see schema), the columns beside it what filters and deletes need."""
+    rows = window_rows(p)
+    for row in rows:
+        row["embedding"] = vectors[(row["section_id"], row["window_index"])].tolist()
+    return rows
+
+
+def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
+    """The note's rows as `vector_rows` makes them, without their vectors (what the pending
+    keyword index holds until the model reaches the note)."""
     if p.document is None or p.error:
         return []
     tags = [clip_bytes(t, 500) for t in p.document.fm_list("tags")[:MAX_TAGS]]
@@ -94,7 +103,6 @@ def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> 
                     "tags": tags,
                     "display": display,
                     "embedded_text": clip_bytes(text),
-                    "embedding": vectors[(sid, w)].tolist(),
                 }
             )
     return rows

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 _HOMES = {
     "CarriedVectors": "carried",
+    "PendingKeywords": "keywords",
     "Store": "store",
     "clip_bytes": "store",
     "MAX_TAGS": "schema",
@@ -23,6 +24,7 @@ _HOMES = {
 __all__ = [
     "MAX_TAGS",
     "CarriedVectors",
+    "PendingKeywords",
     "Store",
     "clip_bytes",
     "database_files",
@@ -35,6 +37,7 @@ __all__ = [
 if TYPE_CHECKING:
     from mdrag.milvus.carried import CarriedVectors
     from mdrag.milvus.filters import quote
+    from mdrag.milvus.keywords import PendingKeywords
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.schema import MAX_TAGS
     from mdrag.milvus.store import Store, clip_bytes

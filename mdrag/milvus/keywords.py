@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import re
 import shutil
 import threading
@@ -56,13 +57,15 @@ def _analyzer() -> Any:
     )
 
 
-def _schema() -> Any:
+def _schema(with_rows: bool = False) -> Any:
     schema = tantivy.SchemaBuilder()
     schema.add_text_field("text", stored=False, tokenizer_name=ANALYZER)
     schema.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
     schema.add_text_field("doc_id", stored=False, tokenizer_name="raw", index_option="basic")
     schema.add_text_field("file_path", stored=True, tokenizer_name="raw", index_option="basic")
     schema.add_text_field("tags", stored=False, tokenizer_name="raw", index_option="basic")
+    if with_rows:  # the pending index keeps the whole row: no Milvus row holds it yet
+        schema.add_bytes_field("row", stored=True)
     return schema.build()
 
 
@@ -104,6 +107,8 @@ class KeywordIndex:
     it returns, so a clean stop leaves both alike. After an unclean stop, or when the files are
     missing or unreadable, the store builds it again from the vector rows (`rebuild`)."""
 
+    KEEPS_ROWS = False  # whether each document also stores its whole row (PendingKeywords)
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()  # one writer at a time (tantivy's own lock is per process)
@@ -127,7 +132,7 @@ class KeywordIndex:
             )
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
+            index = tantivy.Index(_schema(self.KEEPS_ROWS), path=str(self.path), reuse=True)
             index.register_tokenizer(ANALYZER, _analyzer())
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot open the keyword index {self.path}: {exc}") from exc
@@ -165,14 +170,17 @@ class KeywordIndex:
         def change(writer: Any) -> None:
             for row in rows:
                 writer.delete_documents_by_term("id", row["id"])
-                document = tantivy.Document(
-                    id=row["id"], doc_id=row["doc_id"], file_path=row["file_path"], text=row["embedded_text"]
-                )
-                for tag in row.get("tags") or ():
-                    document.add_text("tags", tag)
-                writer.add_document(document)
+                writer.add_document(self._document(row))
 
         self._commit(change)
+
+    def _document(self, row: dict[str, Any]) -> Any:
+        document = tantivy.Document(
+            id=row["id"], doc_id=row["doc_id"], file_path=row["file_path"], text=row["embedded_text"]
+        )
+        for tag in row.get("tags") or ():
+            document.add_text("tags", tag)
+        return document
 
     def delete(self, field: str, values: Iterable[str]) -> None:
         """Delete the rows whose `field` (`id` or `doc_id`) is one of `values`."""
@@ -275,6 +283,15 @@ class KeywordIndex:
     ) -> list[KeywordHit]:
         """The `limit` best rows for `text` (any term may match; BM25 with tantivy's defaults),
         among rows with any of `tags` and a path starting with `path_prefix` when given."""
+        return [
+            KeywordHit(doc["id"][0], doc["file_path"][0], score)
+            for score, doc in self._search(text, limit, tags, path_prefix)
+        ]
+
+    def _search(
+        self, text: str, limit: int, tags: Sequence[str], path_prefix: str
+    ) -> list[tuple[float, Any]]:
+        """The best documents for `text` with their BM25 scores (see `search`)."""
         terms = parsed_terms(text)
         if not terms or not all(map(_encodable, (path_prefix, *tags))):
             return []  # nothing to match, or a filter no stored path or tag can meet
@@ -295,10 +312,116 @@ class KeywordIndex:
             for score, address in hits:
                 doc = searcher.doc(address)
                 if doc["file_path"][0].startswith(after):
-                    found.append(KeywordHit(doc["id"][0], doc["file_path"][0], float(score)))
+                    found.append((float(score), doc))
         except ValueError as exc:
             raise StoreError(f"the keyword index {self.path} could not answer {text!r}: {exc}") from exc
         return found
+
+
+class _RowsIndex(KeywordIndex):
+    """A keyword index whose documents also store their whole row (display fields and text)."""
+
+    KEEPS_ROWS = True
+
+    def _document(self, row: dict[str, Any]) -> Any:
+        document = super()._document(row)
+        document.add_bytes("row", json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        return document
+
+    def rows(
+        self, text: str, limit: int, tags: Sequence[str], path_prefix: str
+    ) -> list[tuple[float, dict[str, Any]]]:
+        return [
+            (score, json.loads(bytes(doc["row"][0]).decode("utf-8", "surrogatepass")))
+            for score, doc in self._search(text, limit, tags, path_prefix)
+        ]
+
+
+class PendingKeywords:
+    """The sections of notes read but not embedded yet, searchable by their words.
+
+    A first index of a large vault is bound by the model (hours on two cores), while reading and
+    sectioning its notes takes minutes: the indexer writes each new note's windows here ahead of
+    the model, and deletes them once the note's real rows are in, so keyword search covers every
+    note long before semantic search does. Kept apart from the keyword index of the vector rows,
+    whose every document is a row of Milvus (its crash repair goes by that). The folder exists
+    only while a run has notes ahead of the model; one a restart finds is searched, and the next
+    run writes it again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._index: _RowsIndex | None = None
+        if path.is_dir() and not path.is_symlink():
+            try:
+                self._index = _RowsIndex(path)
+            except StoreError:  # unreadable: written again by the next run
+                _remove(path)
+
+    @property
+    def active(self) -> bool:
+        """Whether any note waits here."""
+        index = self._index
+        return index is not None and index.count > 0
+
+    def add(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Hold these window rows (see index.rows.window_rows), replacing their notes' older ones."""
+        if not rows:
+            return
+        with self._lock:
+            if self._index is None:
+                self._index = _RowsIndex(self.path)
+            index = self._index
+        notes = list(dict.fromkeys(row["doc_id"] for row in rows))
+
+        def change(writer: Any) -> None:
+            for note in notes:
+                writer.delete_documents_by_term("doc_id", note)
+            for row in rows:
+                writer.add_document(index._document(row))
+
+        index._commit(change)
+
+    def drop(self, doc_ids: Iterable[str]) -> None:
+        """Forget these notes (their rows are in the index now, or they are gone)."""
+        index = self._index
+        if index is not None:
+            index.delete("doc_id", doc_ids)
+
+    def discard(self) -> None:
+        """Remove the folder: no note waits any more."""
+        with self._lock:
+            self._index = None
+            _remove(self.path)
+
+    def holds(self, row_id: str) -> bool:
+        """Whether a window of this id waits here (a note read by an earlier pass, unchanged)."""
+        index = self._index
+        if index is None:
+            return False
+        searcher = index._index.searcher()
+        query = tantivy.Query.term_query(index._index.schema, "id", row_id)
+        return bool(searcher.search(query, 1).hits)
+
+    def rows(
+        self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """The `limit` best window rows for `text`, each with its BM25 score, as `KeywordIndex.search`
+        (none when the folder went meanwhile: the run that discards it has indexed every note)."""
+        index = self._index
+        try:
+            return [] if index is None else index.rows(text, limit, tags, path_prefix)
+        except StoreError:
+            return []
+
+    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> set[str]:
+        """The words of `text` no waiting note holds (all of them when none waits)."""
+        index = self._index
+        every = {token.lower() for token in _SPLITTER.analyze(text)}
+        try:
+            return every if index is None else set(index.unheard(text, tags, path_prefix))
+        except (StoreError, ValueError):
+            return every
 
 
 def _within(query: Any, filters: list[Any]) -> Any:

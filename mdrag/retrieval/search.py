@@ -14,9 +14,9 @@ import numpy as np
 from mdrag import answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
-from mdrag.milvus import Store, quote
+from mdrag.milvus import PendingKeywords, Store, quote
 from mdrag.params import SearchParams
-from mdrag.retrieval import relevance
+from mdrag.retrieval import ahead, relevance
 from mdrag.retrieval.baseline import VaultBaseline
 from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
 from mdrag.retrieval.hittext import attach_texts
@@ -59,6 +59,7 @@ class Candidate(TypedDict, total=False):
     section_text: str  # hittext: read from the note (or the row's embedded text when stale)
     score: float  # relevance: the candidate's score in [0, 1]
     features: tuple[float, ...]  # relevance: its evidence, in relevance.FEATURES order
+    pending: bool  # a note read ahead of the model, embedded for this query (retrieval/ahead.py)
 
 
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
@@ -131,10 +132,13 @@ class Searcher:
     comes back with its display fields, so the threshold is applied without another round trip.
     """
 
-    def __init__(self, embedder: Embedder, store: Store, catalog: Catalog) -> None:
+    def __init__(
+        self, embedder: Embedder, store: Store, catalog: Catalog, waiting: PendingKeywords | None = None
+    ) -> None:
         self.embedder = embedder
         self.store = store
         self.catalog = catalog
+        self.waiting = waiting  # notes a first index read ahead of the model (index/prepass.py)
         self.baseline = VaultBaseline(store, catalog)
         self._keyword_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mdrag-keyword")
 
@@ -176,6 +180,13 @@ class Searcher:
                 params.path_prefix,
             )
             pending.append(keyword_hits)
+        waiting = None
+        if params.mode in ("keyword", "hybrid") and self.waiting is not None and self.waiting.active:
+            # Notes not embedded yet are found by their words meanwhile.
+            waiting = self._keyword_pool.submit(
+                self.waiting.rows, words, limit, params.tags, params.path_prefix
+            )
+            pending.append(waiting)
         ranked: list[list[Candidate]] = []
         try:
             vector = self._query_vector(params)
@@ -200,12 +211,21 @@ class Searcher:
             found = cast(list[Candidate], scored.result())
             found = [row for row in found if not (leave_out and leave_out(row["file_path"]))]
             ranked.append(self._sections(found, params))
-        # After the catalog dropped other versions' rows: only the candidates scored are read.
-        attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
+        elif waiting is not None:
+            ranked.append([])  # no indexed note has sections yet: the waiting ones are the keyword list
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
+        if waiting is not None:
+            found_ahead = ahead.candidates(
+                waiting.result(), vector, self.embedder, self.catalog, params.path_prefix
+            )
+            ahead.merged(lists.get("dense", []), lists["keyword"], found_ahead, limit)
+        # After the catalog dropped other versions' rows: only the candidates scored are read.
+        attach_texts((row for rows in ranked for row in rows), self._window_texts)
+        for rows in ranked:  # a waiting note changed or gone since it was read: found once indexed
+            rows[:] = [row for row in rows if not row.get("pending") or row["section_text"]]
         # A passage is no question: its every word need not be a note's.
         # Among the notes the search may give: a word only notes outside its filters hold is unheard.
-        unheard = () if params.passage else self.store.unheard(words, params.tags, params.path_prefix)
+        unheard = () if params.passage else self._unheard(words, params)
         ordered, evidence = _score(
             params,
             lists.get("dense", []),
@@ -268,6 +288,18 @@ class Searcher:
             explain=explain,
             query_vector=vector,
         )
+
+    def _window_texts(self, rows: list[Any]) -> dict[str, str]:
+        """What a row of a changed note shows: the text it embedded (a waiting note has no row)."""
+        return self.store.window_texts([row for row in rows if not row.get("pending")])
+
+    def _unheard(self, words: str, params: SearchParams) -> tuple[str, ...]:
+        """The query's words no note holds: neither an indexed one nor one waiting for the model."""
+        unheard = self.store.unheard(words, params.tags, params.path_prefix)
+        if unheard and self.waiting is not None and self.waiting.active:
+            waiting = self.waiting.unheard(words, params.tags, params.path_prefix)
+            unheard = tuple(word for word in unheard if word in waiting)
+        return unheard
 
     def _baseline(self, params: SearchParams, vector: np.ndarray) -> tuple[float, float] | None:
         """The vault's cosine scale for this query, when the score weighs it or --explain shows

@@ -1,0 +1,74 @@
+"""Keywords ahead: a large run's new notes, in the pending keyword index before the model reaches them."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from loguru import logger
+
+from mdrag.index.rows import PreparedNote, window_rows
+from mdrag.milvus import PendingKeywords
+
+# Fewer new notes than this are embedded within a minute or two (~10 notes/s on two cores):
+# nothing to get ahead of, and a watcher's edit never pays for the pass.
+MIN_NOTES = 200
+BATCH_NOTES = 100  # notes per commit of the pending index: searchable in steps of seconds
+
+
+class KeywordsAhead:
+    """A thread that reads and sections notes a run has still to embed, and writes their window
+    rows to the pending keyword index, so keyword search finds them within minutes of a first
+    index's start rather than when the model reaches them (hours for a large vault).
+
+    It takes the cores' spare time beside the model (reading and sectioning a note costs
+    milliseconds, embedding it seconds). `prepare` reads one note (None when it cannot: the
+    model's pass records why); `told` is told each batch's note count."""
+
+    def __init__(
+        self,
+        pending: PendingKeywords,
+        paths: list[str],
+        prepare: Callable[[str], PreparedNote | None],
+        told: Callable[[int], None] = lambda _: None,
+    ) -> None:
+        self.pending = pending
+        self._paths = paths
+        self._prepare = prepare
+        self._told = told
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mdrag-keywords-ahead", daemon=True)
+
+    def start(self) -> KeywordsAhead:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """End the pass after the note it is on (its written batches stay)."""
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        rows: list[dict[str, Any]] = []
+        notes = 0
+        try:
+            for path in self._paths:
+                if self._stop.is_set():
+                    return
+                prepared = self._prepare(path)
+                if prepared is None:
+                    continue
+                rows.extend(window_rows(prepared))
+                notes += 1
+                if notes >= BATCH_NOTES:
+                    self._write(rows, notes)
+                    rows, notes = [], 0
+            self._write(rows, notes)
+        except Exception:  # the pass only runs ahead: the model's pass indexes every note anyway
+            logger.exception("reading notes ahead for keyword search failed; each is found once indexed")
+
+    def _write(self, rows: list[dict[str, Any]], notes: int) -> None:
+        if not self._stop.is_set():
+            self.pending.add(rows)
+            self._told(notes)
