@@ -1,0 +1,182 @@
+"""Keywords ahead: how soon a big first index finds every note by its words, and what that costs the model.
+
+    python -m bench.ahead [--work DIR] [--minutes M]
+
+A large vault's first index is bound by the model (hours on two cores). Four real documentation
+folders from ../shared/data (the PowerShell reference, the OpenTelemetry docs, the EIPs and the
+tldr pages) go into one notes folder, and a real `mdrag serve` starts on it with no index. Its
+status is read every second: the minutes until every note is searchable by its words (the
+progress's `keyword_notes` reaches its notes), and the notes and texts the model has done. After
+M minutes (default 10) a keyword search asks for a note the model has not reached yet, the daemon
+stops, and the model's pace over the run is compared with the encode ceiling (the same model
+encoding a sample of the texts it embedded, in a plain loop): the efficiency. The hours to full
+coverage are the texts left at that pace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import cold, harness
+from bench.session import Daemon
+
+DATA = harness.REPO.parent / "shared" / "data"
+FOLDERS = {
+    "powershell": DATA / "powershell-docs" / "reference.tar.gz",
+    "opentelemetry": DATA / "opentelemetry-docs" / "docs.tar.gz",
+    "eips": DATA / "edge-corpora" / "ethereum-eips.tar.gz",
+    "tldr": DATA / "tldr-pages" / "pages.tar.gz",
+}
+CEILING_SAMPLE = 1500
+
+
+def prepare(work_dir: Path | None) -> harness.Work:
+    """A work dir whose notes are the four folders' markdown files, each in a folder of its own."""
+    root = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="mdrag-ahead-"))
+    work = harness.Work(root.resolve())
+    if not work.notes.exists():
+        for name, archive_path in FOLDERS.items():
+            with tarfile.open(archive_path) as archive:
+                members = [m for m in archive.getmembers() if m.isfile() and m.name.endswith(".md")]
+                archive.extractall(work.notes / name, members=members, filter="data")
+    return work
+
+
+PROBES = 20
+
+
+def _waiting_notes(daemon: Daemon) -> dict[str, Any]:
+    """Keyword searches for the titles of notes the model has not reached (a dense search
+    restricted to the note finds nothing: it has no vector yet), and where each note ranked.
+    A title several notes share (tldr's translated pages keep the English one) is left out."""
+    notes = sorted(daemon.work.notes.rglob("*.md"))
+    titles: dict[str, list[Path]] = {}
+    for note in notes:
+        lines = note.read_text(errors="replace").splitlines()
+        title = next((line.lstrip("# ").strip() for line in lines if line.startswith("# ")), "")
+        if len(title.split()) >= 2:
+            titles.setdefault(title, []).append(note)
+    unique = [(title, found[0]) for title, found in titles.items() if len(found) == 1]
+    random.Random(7).shuffle(unique)
+    probes = []
+    for title, note in unique:
+        if daemon.search(title, mode="dense", threshold=0.0, path_prefix=str(note))["results"]:
+            continue  # embedded already
+        answer = daemon.search(title, threshold=0.0)  # the default search: hybrid
+        paths = [hit["file_path"] for hit in answer["results"]]
+        probes.append(
+            {
+                "note": str(note),
+                "query": title,
+                "rank": paths.index(str(note)) + 1 if str(note) in paths else None,
+            }
+        )
+        if len(probes) >= PROBES:
+            break
+    ranks = [p["rank"] for p in probes]
+    return {
+        "probes": probes,
+        "first": sum(r == 1 for r in ranks),
+        "in_10": sum(r is not None for r in ranks),
+        "asked": len(ranks),
+    }
+
+
+def measure(work: harness.Work, minutes: float) -> dict[str, Any]:
+    files, size = harness.corpus_size(work.notes)
+    daemon = Daemon(work)
+    started = time.perf_counter()
+    daemon.spawn()
+    samples: list[dict[str, Any]] = []
+    keyword_all_s = None
+    try:
+        while time.perf_counter() - started < minutes * 60:
+            time.sleep(1)
+            if not daemon.client.alive():
+                continue
+            progress = daemon.status().get("daemon", {}).get("indexing")
+            if not progress or progress["state"] != "indexing":
+                continue
+            elapsed = time.perf_counter() - started
+            samples.append({"s": round(elapsed, 1), **progress})
+            if keyword_all_s is None and progress["keyword_notes"] >= progress["notes_total"] > 0:
+                keyword_all_s = elapsed
+        probe = _waiting_notes(daemon) if keyword_all_s is not None else {}
+        rss = daemon.rss()
+    finally:
+        daemon.__exit__(None, None, None)
+    last = samples[-1] if samples else {}
+    # The model's pace once the pass is done (the first minute also loads the model).
+    steady = [s for s in samples if keyword_all_s is not None and s["s"] >= keyword_all_s]
+    pace = None
+    if len(steady) >= 2 and steady[-1]["s"] > steady[0]["s"]:
+        pace = (steady[-1]["done"] - steady[0]["done"]) / (steady[-1]["s"] - steady[0]["s"])
+    early = [s for s in samples if keyword_all_s is not None and s["s"] <= keyword_all_s]
+    early_pace = None
+    if len(early) >= 2 and early[-1]["s"] > early[0]["s"]:
+        early_pace = (early[-1]["done"] - early[0]["done"]) / (early[-1]["s"] - early[0]["s"])
+    texts = cold.embedded_texts(work.db)
+    sample = random.Random(3).sample(texts, min(CEILING_SAMPLE, len(texts)))
+    ceiling = cold.ceiling(sample, work.root / "config.yaml")
+    ceiling_rate = ceiling["texts"] / ceiling["seconds"]["median"]
+    left = max(last.get("total", 0) - last.get("done", 0), 0)
+    return {
+        "machine": harness.machine(),
+        "notes": files,
+        "mb": round(size / 1e6, 1),
+        "minutes_run": minutes,
+        "keyword_coverage_min": None if keyword_all_s is None else round(keyword_all_s / 60, 2),
+        "notes_done_at_end": last.get("notes_done"),
+        "texts_done_at_end": last.get("done"),
+        "texts_total_estimate": last.get("total"),
+        "pace_while_reading_ahead": None if early_pace is None else round(early_pace, 1),
+        "pace_after": None if pace is None else round(pace, 1),
+        "ceiling_texts_per_s": round(ceiling_rate, 1),
+        "efficiency_while_reading_ahead": None if early_pace is None else round(early_pace / ceiling_rate, 3),
+        "efficiency_after": None if pace is None else round(pace / ceiling_rate, 3),
+        "hours_to_full_coverage": None if not pace else round(left / pace / 3600 + minutes / 60, 2),
+        "probe": probe,
+        "whole_daemon_mb": rss.get("with_milvus"),
+        "samples": samples[:: max(1, len(samples) // 60)],
+    }
+
+
+def summary(result: dict[str, Any]) -> str:
+    probe = result["probe"]
+    found = (
+        f"{probe['first']} of {probe['asked']} first, {probe['in_10']} in the first 10"
+        if probe.get("asked")
+        else "not asked"
+    )
+    return (
+        f"ahead: {result['notes']} notes ({result['mb']} MB): every note searchable by its words after "
+        f"{result['keyword_coverage_min']} min; model at {result['pace_while_reading_ahead']} texts/s while "
+        f"reading ahead, {result['pace_after']} after (ceiling {result['ceiling_texts_per_s']}: efficiency "
+        f"{result['efficiency_while_reading_ahead']} / {result['efficiency_after']}); full coverage in about "
+        f"{result['hours_to_full_coverage']} h; titles of notes the model had not reached: {found}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--work", type=Path, help="work dir (kept); default: a temporary one, removed")
+    parser.add_argument("--minutes", type=float, default=10.0)
+    args = parser.parse_args()
+    work = prepare(args.work)
+    if work.db.exists() or (work.root / "index").exists():
+        raise SystemExit(f"{work.root / 'index'} exists: a first index needs an empty one")
+    result = measure(work, args.minutes)
+    harness.save("ahead", result)
+    print(summary(result))
+
+
+if __name__ == "__main__":
+    main()
