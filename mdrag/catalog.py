@@ -64,6 +64,7 @@ class Catalog:
         self._transient: dict[str, str] = {}  # path -> pending | processing (not persisted)
         # The indexed notes of each file hash: where a copy's or a moved note's rows already are.
         self._holders = _holders(self._records)
+        self._last_indexed_at = _latest(self._records)
         self._lock = threading.Lock()
 
     def get(self, path: str) -> FileRecord | None:
@@ -84,6 +85,7 @@ class Catalog:
             self._transient.pop(record.file_path, None)
             if _holds(record):
                 self._holders.setdefault(record.file_hash, set()).add(record.file_path)
+            self._last_indexed_at = max(self._last_indexed_at, record.indexed_at)
 
     def remove(self, path: str) -> None:
         with self._lock:
@@ -117,6 +119,7 @@ class Catalog:
         with self._lock:
             self._records = dict(records or {})
             self._holders = _holders(self._records)
+            self._last_indexed_at = _latest(self._records)
             self._transient.clear()
 
     def paths(self) -> list[str]:
@@ -149,7 +152,9 @@ class Catalog:
         return bool(self._holders)
 
     def last_indexed_at(self) -> float:
-        return max((r.indexed_at for r in list(self._records.values())), default=0.0)
+        """When a note was last written (a removal leaves it): asked by every search without a
+        daemon, so kept as notes are put (not a pass over every record: 11 ms at 31k notes)."""
+        return self._last_indexed_at
 
     def failed(self) -> list[FileRecord]:
         return sorted(
@@ -164,6 +169,10 @@ class Catalog:
 def _holds(record: FileRecord) -> bool:
     """Whether the store holds this version's rows (a note without sections has none)."""
     return record.status == "indexed" and record.section_count > 0
+
+
+def _latest(records: dict[str, FileRecord]) -> float:
+    return max((r.indexed_at for r in records.values()), default=0.0)
 
 
 def _holders(records: dict[str, FileRecord]) -> dict[str, set[str]]:

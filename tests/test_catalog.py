@@ -51,3 +51,20 @@ def test_the_index_has_sections_while_some_note_holds_rows() -> None:
     assert not catalog.has_sections()
     catalog.reset({"/n/b.md": _record("/n/b.md", "h4")})
     assert catalog.has_sections()
+
+
+def test_the_last_write_is_kept_as_notes_are_put_and_read_again_on_reset() -> None:
+    def at(path: str, when: float) -> FileRecord:
+        return FileRecord(file_path=path, file_hash="h-" + path, status="indexed", indexed_at=when)
+
+    assert Catalog().last_indexed_at() == 0.0
+    catalog = Catalog({"/n/a.md": at("/n/a.md", 10.0), "/n/b.md": at("/n/b.md", 30.0)})
+    assert catalog.last_indexed_at() == 30.0
+    catalog.put(at("/n/c.md", 20.0))
+    assert catalog.last_indexed_at() == 30.0
+    catalog.put(at("/n/a.md", 40.0))
+    assert catalog.last_indexed_at() == 40.0
+    catalog.remove("/n/a.md")
+    assert catalog.last_indexed_at() == 40.0  # a removal is a change too: the time stays
+    catalog.reset({"/n/d.md": at("/n/d.md", 5.0)})
+    assert catalog.last_indexed_at() == 5.0
