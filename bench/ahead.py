@@ -6,11 +6,13 @@ A large vault's first index is bound by the model (hours on two cores). Four rea
 folders from ../shared/data (the PowerShell reference, the OpenTelemetry docs, the EIPs and the
 tldr pages) go into one notes folder, and a real `mdrag serve` starts on it with no index. Its
 status is read every second: the minutes until every note is searchable by its words (the
-progress's `keyword_notes` reaches its notes), and the notes and texts the model has done. After
-M minutes (default 10) a keyword search asks for a note the model has not reached yet, the daemon
-stops, and the model's pace over the run is compared with the encode ceiling (the same model
-encoding a sample of the texts it embedded, in a plain loop): the efficiency. The hours to full
-coverage are the texts left at that pace.
+progress's `keyword_notes` reaches its notes), then until every note is searchable by meaning
+(the daemon watches), and the texts the model has done. Half a minute after keyword coverage,
+default searches ask for the titles of 20 notes the model has not reached yet (a title no other
+note has), and where each note ranks is kept. The model's pace, while the notes are read ahead
+and after, and over the whole index, is compared with the encode ceiling (the same model
+encoding a sample of the texts it embedded, in a plain loop): the efficiency. A run stopped by
+`--minutes` before the end estimates the time to full coverage at the pace after.
 """
 
 from __future__ import annotations
@@ -94,20 +96,26 @@ def measure(work: harness.Work, minutes: float) -> dict[str, Any]:
     started = time.perf_counter()
     daemon.spawn()
     samples: list[dict[str, Any]] = []
-    keyword_all_s = None
+    keyword_all_s = full_s = None
+    probe: dict[str, Any] = {}
     try:
         while time.perf_counter() - started < minutes * 60:
             time.sleep(1)
             if not daemon.client.alive():
                 continue
-            progress = daemon.status().get("daemon", {}).get("indexing")
+            state = daemon.status().get("daemon", {})
+            progress = state.get("indexing")
+            elapsed = time.perf_counter() - started
+            if samples and progress is None and state.get("state") == "watching":
+                full_s = elapsed  # the first index is done: every note is searchable by meaning
+                break
             if not progress or progress["state"] != "indexing":
                 continue
-            elapsed = time.perf_counter() - started
             samples.append({"s": round(elapsed, 1), **progress})
             if keyword_all_s is None and progress["keyword_notes"] >= progress["notes_total"] > 0:
                 keyword_all_s = elapsed
-        probe = _waiting_notes(daemon) if keyword_all_s is not None else {}
+            if keyword_all_s is not None and not probe and elapsed > keyword_all_s + 30:
+                probe = _waiting_notes(daemon)  # while most notes still wait for the model
         rss = daemon.rss()
     finally:
         daemon.__exit__(None, None, None)
@@ -126,6 +134,9 @@ def measure(work: harness.Work, minutes: float) -> dict[str, Any]:
     ceiling = cold.ceiling(sample, work.root / "config.yaml")
     ceiling_rate = ceiling["texts"] / ceiling["seconds"]["median"]
     left = max(last.get("total", 0) - last.get("done", 0), 0)
+    overall = None
+    if full_s is not None and samples and full_s > samples[0]["s"]:
+        overall = last["done"] / (full_s - samples[0]["s"])  # from the model's first batch to the end
     return {
         "machine": harness.machine(),
         "notes": files,
@@ -140,7 +151,15 @@ def measure(work: harness.Work, minutes: float) -> dict[str, Any]:
         "ceiling_texts_per_s": round(ceiling_rate, 1),
         "efficiency_while_reading_ahead": None if early_pace is None else round(early_pace / ceiling_rate, 3),
         "efficiency_after": None if pace is None else round(pace / ceiling_rate, 3),
-        "hours_to_full_coverage": None if not pace else round(left / pace / 3600 + minutes / 60, 2),
+        "full_coverage_min": None if full_s is None else round(full_s / 60, 2),
+        "efficiency_overall": None if overall is None else round(overall / ceiling_rate, 3),
+        "hours_to_full_coverage": (
+            round(full_s / 3600, 2)
+            if full_s is not None
+            else round(left / pace / 3600 + minutes / 60, 2)
+            if pace
+            else None
+        ),
         "probe": probe,
         "whole_daemon_mb": rss.get("with_milvus"),
         "samples": samples[:: max(1, len(samples) // 60)],
@@ -158,9 +177,16 @@ def summary(result: dict[str, Any]) -> str:
         f"ahead: {result['notes']} notes ({result['mb']} MB): every note searchable by its words after "
         f"{result['keyword_coverage_min']} min; model at {result['pace_while_reading_ahead']} texts/s while "
         f"reading ahead, {result['pace_after']} after (ceiling {result['ceiling_texts_per_s']}: efficiency "
-        f"{result['efficiency_while_reading_ahead']} / {result['efficiency_after']}); full coverage in about "
-        f"{result['hours_to_full_coverage']} h; titles of notes the model had not reached: {found}"
+        f"{result['efficiency_while_reading_ahead']} / {result['efficiency_after']}, "
+        f"{result.get('efficiency_overall')} over the whole index); every note searchable by meaning "
+        f"{_full(result)}; titles of notes the model had not reached: {found}"
     )
+
+
+def _full(result: dict[str, Any]) -> str:
+    if result.get("full_coverage_min") is not None:
+        return f"after {result['full_coverage_min']} min"
+    return f"in about {result['hours_to_full_coverage']} h (estimated at that pace)"
 
 
 def main() -> None:
@@ -168,7 +194,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--work", type=Path, help="work dir (kept); default: a temporary one, removed")
-    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--minutes", type=float, default=60.0, help="stop after this long (default 60)")
     args = parser.parse_args()
     work = prepare(args.work)
     if work.db.exists() or (work.root / "index").exists():

@@ -314,11 +314,13 @@ def render() -> str:
             "",
         ]
         parts += [f"    {line}" for line in summary(busy).splitlines()]
+    from bench.ahead import summary as ahead_summary
     from bench.first_serve import summary as first_serve_summary
     from bench.ui import summary as page_summary
 
     for name, what, summary_of in (
         ("first_serve", "A daemon's memory after its first index", first_serve_summary),
+        ("ahead", "A large first index, found by its words ahead of the model", ahead_summary),
         ("ui", "The search page", page_summary),
     ):
         alone = _load(name)

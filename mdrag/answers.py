@@ -61,6 +61,7 @@ class HitMetadata(TypedDict):
     end_position: int
     section_id: str
     row_id: Any  # the store's id of the row (an int on Lite)
+    waiting: bool  # a note found by its words while the model has not reached it yet (first index)
 
 
 class Evidence(TypedDict):

@@ -8,6 +8,7 @@ A Milvus Lite index `NAME.db` keeps, in its folder:
     NAME.db.mdrag.lock                   mdrag's index lock: one writer (indexlock.py)
     NAME.db.dirty                        the crash marker: there while a writer has the index open
     NAME.keywords/                       the keyword index of the vector rows (milvus/keywords.py)
+    NAME.pending.keywords/               notes read ahead of the model, while any wait (milvus/pending.py)
     NAME.carried.sqlite                  an older layout's vectors, kept across its rebuild
     NAME.gaps.sqlite                     the gap log: unanswered searches, kept across a rebuild
     NAME.rebuild.db, ... (and theirs)    a daemon's rebuild, built beside the live index

@@ -97,6 +97,7 @@ class Service:
         # Before anything opens: a link there is refused with nothing started or repaired.
         private.refuse_link(files.dirty_marker, "the crash marker")
         private.refuse_link(files.gap_log, "the gap log")
+        private.refuse_link(files.pending_keywords, "the pending keyword index")
         if files.is_lite:
             removed = remove_leftovers(files)  # we hold the lock: no rebuild runs
             if removed:
@@ -124,7 +125,13 @@ class Service:
         # Notes a first index read ahead of the model: keyword search finds them meanwhile.
         self.waiting = PendingKeywords(files.pending_keywords) if self.store.full_text else None
         self.indexer = self._indexer(self.store, self.catalog, self._carried, self.roots, self.waiting)
-        self.searcher = Searcher(self.embedder, self.store, self.catalog, self.waiting)
+        self.searcher = Searcher(
+            self.embedder,
+            self.store,
+            self.catalog,
+            self.waiting,
+            lambda path: self.filter.accepts(to_fs(path)),
+        )
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
         self.gaps = GapLog(files.gap_log)
         self.indexer.listeners.append(self._notice_answered_gaps)
@@ -185,7 +192,7 @@ class Service:
             "duplicates": self.duplicates,
             "related": self.related,
             "context": lambda p: self.context(p, live),
-            "note": lambda p: note_text(self._note(p), self.catalog),
+            "note": lambda p: note_text(self._note(p), self.catalog, self.waiting),
             "gaps": lambda p: {"gaps": self.gaps.entries(p.get("status") or None)},
             "gap_status": lambda p: self.gaps.set_status(
                 text_param(p, "query", 1000), p.get("status") or "addressed"

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from mdrag.index import prepass
+from mdrag.errors import NotFoundError
+from mdrag.index import indexer, prepass
 from mdrag.milvus import PendingKeywords
+from mdrag.milvus.pending import LAYOUT
 from mdrag.params import SearchParams
 from mdrag.progress import ProgressMeter, progress_line, search_banner
 from tests.conftest import write
@@ -63,14 +66,29 @@ def test_waiting_notes_are_found_by_their_words_replaced_per_note_and_kept_acros
     assert not again.active and not path.exists()
 
 
-def test_an_unreadable_pending_folder_is_removed_and_written_again(tmp_path):
+@pytest.mark.parametrize("kind", ["unreadable", "another layout"])
+def test_a_pending_folder_that_cannot_be_used_is_removed_and_written_again(tmp_path, kind):
     path = tmp_path / "milvus.pending.keywords"
-    path.mkdir()
-    (path / "meta.json").write_text("not json")
+    PendingKeywords(path).add([_window("/n/a.md", "The capybara swims")])
+    if kind == "unreadable":
+        (path / "meta.json").write_text("not json")
+    else:
+        (path / LAYOUT).unlink()  # written by an mdrag whose rows had another shape
     waiting = PendingKeywords(path)
     assert not waiting.active and not path.exists()
+    assert waiting.add([_window("/n/b.md", "A wombat digs")])
+    assert [r["file_path"] for _, r in waiting.rows("wombat", 10)] == ["/n/b.md"]
+
+
+def test_a_pending_index_that_fails_under_the_writer_is_given_up_without_an_error(tmp_path):
+    path = tmp_path / "milvus.pending.keywords"
+    waiting = PendingKeywords(path)
     waiting.add([_window("/n/a.md", "The capybara swims")])
-    assert [r["file_path"] for _, r in waiting.rows("capybara", 10)] == ["/n/a.md"]
+    shutil.rmtree(path)  # removed under it (a cleaner, a full disk's failure)
+    waiting.drop(["doc-/n/a.md"])  # no error: the notes are indexed by the model's pass anyway
+    assert not waiting.active and waiting.rows("capybara", 10) == []
+    assert waiting.add([_window("/n/b.md", "A wombat digs")])  # the next write starts it anew
+    assert [r["file_path"] for _, r in waiting.rows("wombat", 10)] == ["/n/b.md"]
 
 
 def test_progress_says_how_many_notes_are_searchable_by_their_words_ahead_of_the_model():
@@ -104,16 +122,20 @@ def _vault(folder: Path) -> list[Path]:
 
 
 class HeldModel:
-    """The indexing side of a real embedder held at its first batch until `release` (queries pass)."""
+    """The indexing side of a real embedder, held at its `hold_at`-th call (1: the first) until
+    `release`; the searches' embedding passes."""
 
-    def __init__(self, embedder, monkeypatch) -> None:
+    def __init__(self, embedder, monkeypatch, hold_at: int = 1) -> None:
         self.release = threading.Event()
         self.reached = threading.Event()
+        self.calls = 0
         real = embedder.embed
 
         def held(texts, cancel=None, done=None):
-            self.reached.set()
-            assert self.release.wait(120), "the test never released the model"
+            self.calls += 1
+            if self.calls >= hold_at:
+                self.reached.set()
+                assert self.release.wait(120), "the test never released the model"
             return real(texts, cancel=cancel, done=done)
 
         monkeypatch.setattr(embedder, "embed", held)
@@ -126,12 +148,21 @@ def _wait(condition, seconds: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
-def test_a_first_index_finds_every_note_by_its_words_before_the_model_reaches_it(
-    notes, make_service, embedder, monkeypatch
-):
+def _ask(service, query: str, mode: str = "hybrid") -> list[dict]:
+    return service.search(SearchParams(query=query, mode=mode, threshold=0.0))["results"]
+
+
+@pytest.fixture()
+def few_notes_ahead(monkeypatch):
+    """A pass for runs of 10 new notes or more (the vaults here are small)."""
     monkeypatch.setattr(prepass, "MIN_NOTES", 10)
     monkeypatch.setattr(prepass, "BATCH_NOTES", 7)
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+def test_a_first_index_finds_every_note_by_its_words_before_the_model_reaches_it(
+    notes, make_service, embedder, monkeypatch, few_notes_ahead
+):
     _vault(notes)
     service = make_service([notes])
     model = HeldModel(embedder, monkeypatch)
@@ -149,27 +180,57 @@ def test_a_first_index_finds_every_note_by_its_words_before_the_model_reaches_it
             top = found["results"][0]
             assert top["file_path"].endswith("animal-11.md"), (mode, found)
             assert 0.3 < top["similarity"] < 1.0  # a real cosine: embedded for this query
-            assert "kinkajou" in top["section_text"]
+            assert "kinkajou" in top["section_text"] and "kinkajou" in top["snippet"]["text"]
+            assert top["metadata"]["waiting"] is True
             assert found["confidence"]["reason"] == ""  # the word is a waiting note's: not "no note mentions"
-        dense = service.search(
-            SearchParams(query="where does the kinkajou live", mode="dense", threshold=0.0)
-        )
-        assert dense["results"] == []  # meaning needs the model: nothing is embedded yet
+        assert _ask(service, "where does the kinkajou live", mode="dense") == []  # meaning needs the model
         missing = service.search(SearchParams(query="where does the walrus live", mode="hybrid"))
         assert "walrus" in missing["confidence"]["reason"]
+        # A waiting note can be read (a preview, the page), as it is; no other file can.
+        note = service.handle("note", {"note": top["file_path"]})
+        assert note["status"] == "pending" and "kinkajou" in note["text"] and not note["fresh"]
+        with pytest.raises(NotFoundError):
+            service.handle("note", {"note": str(notes.parent / "elsewhere.md")})
     finally:
         model.release.set()
         run.join(120)
     assert not service.files.pending_keywords.exists()  # every note is indexed: none waits
-    found = service.search(SearchParams(query="where does the kinkajou live", threshold=0.0))
-    assert found["results"][0]["file_path"].endswith("animal-11.md")
+    top = _ask(service, "where does the kinkajou live")[0]
+    assert top["file_path"].endswith("animal-11.md") and top["metadata"]["waiting"] is False
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+def test_each_batch_the_model_writes_leaves_the_pending_index_and_is_never_shown_twice(
+    notes, make_service, embedder, monkeypatch, few_notes_ahead
+):
+    monkeypatch.setattr(indexer, "BATCH_FILES", 6)  # batches of six notes
+    _vault(notes)
+    service = make_service([notes])
+    model = HeldModel(embedder, monkeypatch, hold_at=2)  # the first batch goes through
+    meter = ProgressMeter()
+    run = threading.Thread(target=lambda: service.reindex(progress=meter))
+    run.start()
+    try:
+        assert model.reached.wait(60)
+        _wait(lambda: meter.snapshot().notes_done == 6 and meter.snapshot().keyword_notes == len(ANIMALS))
+        written = service.catalog.paths()
+        assert len(written) == 6
+        for path in written:  # the newest first: which six does not matter, only that they left
+            name = ANIMALS[int(path[-5:-3])]
+            assert not any(r["file_path"] == path for _, r in service.waiting.rows(name, 50))
+            hits = [h for h in _ask(service, f"the {name}") if h["file_path"] == path]
+            assert len(hits) == 1 and hits[0]["metadata"]["waiting"] is False
+        assert service.waiting.active  # the other 24 still wait
+    finally:
+        model.release.set()
+        run.join(120)
+    assert not service.files.pending_keywords.exists()
 
 
 @pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 def test_notes_read_ahead_stay_searchable_across_a_restart_until_the_next_run_indexes_them(
-    notes, make_service, embedder, monkeypatch
+    notes, make_service, embedder, monkeypatch, few_notes_ahead
 ):
-    monkeypatch.setattr(prepass, "MIN_NOTES", 10)
     files = _vault(notes)
     service = make_service([notes])
     model = HeldModel(embedder, monkeypatch)
@@ -182,19 +243,18 @@ def test_notes_read_ahead_stay_searchable_across_a_restart_until_the_next_run_in
     cancel.set()  # a stop (the daemon's restart) before the model wrote anything
     model.release.set()
     run.join(120)
-    assert len(service.catalog) == 0
+    assert len(service.catalog) == 0 and service.files.pending_keywords.is_dir()
     service.close()
-    files[3].write_text("# The dugong\n\nThis note was rewritten: now about the manatee.\n")
-    files[4].unlink()
-    monkeypatch.setattr(embedder, "embed", type(embedder).embed.__get__(embedder))
-    reopened = make_service([notes])
-    found = reopened.search(SearchParams(query="binturong habitat", threshold=0.0))
-    assert found["results"][0]["file_path"].endswith("animal-02.md")
-    # A note changed or deleted since it was read is not shown from what was read.
-    for word in ("dugong", "echidna"):
-        hits = reopened.search(SearchParams(query=f"{word} field notes", threshold=0.0))["results"]
-        assert not any(h["file_path"].endswith(("animal-03.md", "animal-04.md")) for h in hits), hits
-    # The next run's pass reads again only what changed: the notes it finds waiting are kept.
+    files[3].write_text("# The capybara\n\nThis note was rewritten: now about the manatee.\n")  # changed
+    files[4].unlink()  # gone
+    # The second run is held too, until its pass is done: what it reads again is then known.
+    model = HeldModel(embedder, monkeypatch)
+    reopened = make_service([notes], exclude=("animal-05.md",))  # and one left out since
+    found = _ask(reopened, "binturong habitat")  # found at once, from what the first run read
+    assert found[0]["file_path"].endswith("animal-02.md") and found[0]["metadata"]["waiting"] is True
+    for word, gone in (("capybara", "animal-03.md"), ("dugong", "animal-04.md"), ("echidna", "animal-05.md")):
+        hits = _ask(reopened, f"{word} field notes")
+        assert not any(h["file_path"].endswith(gone) for h in hits), (word, hits)
     sectioned_ahead: list[str] = []
     real_section = reopened.indexer._section
 
@@ -204,18 +264,36 @@ def test_notes_read_ahead_stay_searchable_across_a_restart_until_the_next_run_in
         return real_section(prepared, document)
 
     monkeypatch.setattr(reopened.indexer, "_section", section)
-    reopened.reindex()
-    assert set(sectioned_ahead) <= {str(files[3])}, sectioned_ahead
+    meter = ProgressMeter()
+    run = threading.Thread(target=lambda: reopened.reindex(progress=meter))
+    run.start()
+    try:
+        assert model.reached.wait(60)
+        _wait(lambda: meter.snapshot().keyword_notes == len(ANIMALS) - 2)
+        # Only the changed note is read again: the others are kept as the first run read them.
+        assert sectioned_ahead == [str(files[3])]
+        assert _ask(reopened, "manatee")[0]["file_path"] == str(files[3])
+    finally:
+        model.release.set()
+        run.join(120)
     assert not reopened.files.pending_keywords.exists()
-    hits = reopened.search(SearchParams(query="manatee", threshold=0.0))["results"]
-    assert hits[0]["file_path"].endswith("animal-03.md")
+    assert _ask(reopened, "manatee")[0]["metadata"]["waiting"] is False
 
 
 @pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
-def test_a_small_run_reads_nothing_ahead(notes, make_service):
+def test_a_run_of_fewer_new_notes_reads_nothing_ahead(notes, make_service, monkeypatch):
+    started: list[int] = []
+    real_start = prepass.KeywordsAhead.start
+    monkeypatch.setattr(prepass.KeywordsAhead, "start", lambda self: started.append(1) or real_start(self))
     _vault(notes)  # 30 notes: under MIN_NOTES
     service = make_service([notes])
     meter = ProgressMeter()
     service.reindex(progress=meter)
-    assert not service.files.pending_keywords.exists()
+    assert started == [] and not service.files.pending_keywords.exists()
     assert meter.snapshot().keyword_notes == len(ANIMALS)
+    monkeypatch.setattr(prepass, "MIN_NOTES", 10)
+    write(notes / "more" / "x.md", "# x\n")
+    for i in range(12):
+        write(notes / "more" / f"m{i}.md", f"# More {i}\n\nmore text\n")
+    service.reindex()
+    assert started == [1]  # 13 new notes: a pass

@@ -74,7 +74,14 @@ def test_everything_beside_the_index_is_private_under_umask_022_and_older_open_f
 
 @pytest.mark.parametrize(
     "name",
-    ["milvus.db.mdrag.lock", "milvus.db.dirty", "milvus.gaps.sqlite", "milvus.db.log", ".milvus.db.home1"],
+    [
+        "milvus.db.mdrag.lock",
+        "milvus.db.dirty",
+        "milvus.gaps.sqlite",
+        "milvus.db.log",
+        ".milvus.db.home1",
+        "milvus.pending.keywords",
+    ],
 )
 def test_a_file_of_mdrags_that_is_a_link_to_a_note_is_refused_and_the_note_is_untouched(tmp_path, name):
     env = cli_env(tmp_path)

@@ -22,7 +22,10 @@ from tests.daemon_process import DaemonProcess, mdrag_cli, wait_until
 NOTES = 320
 TEXTS_PER_S = 25  # the daemon's model is held to this pace (see PACE): 320 texts take >= 13 s
 NOISE = re.compile(r"pkg_resources|GOAWAY|too_many_pings|chttp2|grpc", re.IGNORECASE)
-PROGRESS = re.compile(r"indexing \d+/320 notes, \d+/\d+ texts, ~\d+ (s|min) left")
+# 320 new notes: read ahead for keyword search, so the line says how many are found by their words
+PROGRESS = re.compile(
+    r"indexing \d+/320 notes( \((all )?\d+ searchable by their words\))?, \d+/\d+ texts, ~\d+ (s|min) left"
+)
 
 # The real model, held to a fixed pace in the daemon only: on a quiet machine it embeds 320
 # short notes in about a second, too fast to look at an index under way; on a busy one it is
@@ -128,7 +131,12 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
 
         def under_way() -> bool:
             indexing = daemon.status()["daemon"]["indexing"]
-            return bool(indexing and indexing["eta_s"] is not None and indexing["notes_done"] > 0)
+            return bool(
+                indexing
+                and indexing["eta_s"] is not None
+                and indexing["notes_done"] > 0
+                and indexing["keyword_notes"] == NOTES  # every note is found by its words already
+            )
 
         wait_until(under_way, timeout=60, interval=0.2)
 
@@ -152,6 +160,7 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
 
         status = mdrag_cli(env, "status")
         assert re.search(r"^progress: +" + PROGRESS.pattern, status.stdout, re.MULTILINE), status.stdout
+        assert "(all 320 searchable by their words)" in status.stdout, status.stdout
         assert not NOISE.search(status.stderr), status.stderr
 
         assert reindex.wait(120) == 0, b"".join(terminal).decode(errors="replace")
@@ -185,6 +194,7 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
     ready = next(m for m in notifications.messages if "READY=1" in m)
     assert "STATUS=reconciling" in ready or "STATUS=indexing" in ready, ready  # not "0 notes"
     assert any(PROGRESS.search(s) for s in statuses), statuses
+    assert any("(all 320 searchable by their words)" in s for s in statuses), statuses
 
 
 @pytest.mark.slow

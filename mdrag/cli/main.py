@@ -257,11 +257,16 @@ def _print_hit(hit: Hit, colour: str) -> None:
         _style(f"{hit['confidence_score']:.3f}", fg=colour)
         + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
         + (_style(f"  {heading}", fg="cyan") if heading else "")
+        + (_style("  (found by its words; not indexed for meaning yet)", dim=True) if _waiting(hit) else "")
     )
     explain = hit.get("explain")
     for line in explain_lines(explain) if explain else []:
         click.echo("       " + line)
     click.echo("       " + _snippet_line(hit))
+
+
+def _waiting(hit: Hit) -> bool:
+    return bool(hit["metadata"].get("waiting"))  # absent from an older daemon's hits
 
 
 def _snippet_line(hit: Hit) -> str:

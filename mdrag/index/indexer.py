@@ -199,14 +199,15 @@ class Indexer:
         batch: list[PreparedNote] = []
         texts = 0
         run = self._resumed(present) or RunVectors(store_had_notes=len(self.catalog) > 0)
-        ahead = self._keywords_ahead(present, meter)
         # A reader thread reads, hashes and sections the next files while the model embeds.
         vanished: list[str] = []
         prepared_files = read_ahead(
             self._prepare(present, force, report, vanished, meter), READ_AHEAD, cancel
         )
         finished = False
+        ahead = None
         try:
+            ahead = self._keywords_ahead(present, meter)
             for prepared in prepared_files:
                 batch.append(prepared)
                 texts += sum(len(w) for w in prepared.windows)
@@ -233,8 +234,12 @@ class Indexer:
             # Also when a write fails: no file may stay "processing" for ever.
             self.catalog.clear_marks(present)
         report.deleted += self.remove(self._kept_while_away(vanished))
-        if finished and self.waiting is not None and self.waiting.active:
-            self.waiting.drop(keys.doc_id(p) for p in present)  # each is indexed, failed or gone
+        if self.waiting is not None and self.waiting.active:
+            # Notes no longer to be read (excluded, gone) wait no more; nor, once the run is
+            # done, any of its notes: each is indexed or failed.
+            self.waiting.drop(keys.doc_id(p) for p in [*missing, *vanished, *(present if finished else ())])
+            if not self.waiting.active:
+                self.waiting.discard()
         report.seconds = time.monotonic() - started
         return report
 
@@ -428,8 +433,6 @@ class Indexer:
             else:
                 report.updated += 1
         meter.written(len(batch))
-        if self.waiting is not None and self.waiting.active:
-            self.waiting.drop(keys.doc_id(p.path) for p in batch)  # their real rows are searched now
         for listener in self.listeners:
             listener(written.rows)
         # 3. the old version's rows, now unreachable
@@ -440,6 +443,8 @@ class Indexer:
                 r for r in self.store.vector_keys_for_paths(updated) if r["id"] not in keep[r["file_path"]]
             ]
             self.store.delete_vectors(stale)
+        if self.waiting is not None and self.waiting.active:
+            self.waiting.drop(keys.doc_id(p.path) for p in batch)  # their real rows are searched now
 
     def _switch(self, metadata: list[dict[str, Any]]) -> None:
         """The catalog names the new versions: searches show them from now on (their rows are in)."""

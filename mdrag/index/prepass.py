@@ -8,6 +8,7 @@ from typing import Any
 
 from loguru import logger
 
+from mdrag.embedding.priority import lower_this_thread
 from mdrag.index.rows import PreparedNote, window_rows
 from mdrag.milvus import PendingKeywords
 
@@ -15,6 +16,7 @@ from mdrag.milvus import PendingKeywords
 # nothing to get ahead of, and a watcher's edit never pays for the pass.
 MIN_NOTES = 200
 BATCH_NOTES = 100  # notes per commit of the pending index: searchable in steps of seconds
+BATCH_WINDOWS = 2048  # and never more windows than this per commit (a few long notes), as the model
 
 
 class KeywordsAhead:
@@ -22,8 +24,8 @@ class KeywordsAhead:
     rows to the pending keyword index, so keyword search finds them within minutes of a first
     index's start rather than when the model reaches them (hours for a large vault).
 
-    It takes the cores' spare time beside the model (reading and sectioning a note costs
-    milliseconds, embedding it seconds). `prepare` reads one note (None when it cannot: the
+    It runs at the model's lowered priority, sharing the cores with it (reading and sectioning a
+    note costs milliseconds, embedding it seconds). `prepare` reads one note (None when it cannot: the
     model's pass records why); `told` is told each batch's note count."""
 
     def __init__(
@@ -50,6 +52,8 @@ class KeywordsAhead:
         self._thread.join()
 
     def _run(self) -> None:
+        # Background work, as indexing's model runs are: searches and the user's programs first.
+        lower_this_thread()
         rows: list[dict[str, Any]] = []
         notes = 0
         try:
@@ -61,14 +65,17 @@ class KeywordsAhead:
                     continue
                 rows.extend(window_rows(prepared))
                 notes += 1
-                if notes >= BATCH_NOTES:
-                    self._write(rows, notes)
+                if notes >= BATCH_NOTES or len(rows) >= BATCH_WINDOWS:
+                    if not self._write(rows, notes):
+                        return
                     rows, notes = [], 0
             self._write(rows, notes)
         except Exception:  # the pass only runs ahead: the model's pass indexes every note anyway
             logger.exception("reading notes ahead for keyword search failed; each is found once indexed")
 
-    def _write(self, rows: list[dict[str, Any]], notes: int) -> None:
-        if not self._stop.is_set():
-            self.pending.add(rows)
-            self._told(notes)
+    def _write(self, rows: list[dict[str, Any]], notes: int) -> bool:
+        """Whether the pass goes on: not once stopped, nor once the index gave up (it logged why)."""
+        if self._stop.is_set() or not self.pending.add(rows):
+            return False
+        self._told(notes)
+        return True

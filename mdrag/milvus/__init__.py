@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 _HOMES = {
     "CarriedVectors": "carried",
-    "PendingKeywords": "keywords",
+    "PendingKeywords": "pending",
     "Store": "store",
     "clip_bytes": "store",
     "MAX_TAGS": "schema",
@@ -37,8 +37,8 @@ __all__ = [
 if TYPE_CHECKING:
     from mdrag.milvus.carried import CarriedVectors
     from mdrag.milvus.filters import quote
-    from mdrag.milvus.keywords import PendingKeywords
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
+    from mdrag.milvus.pending import PendingKeywords
     from mdrag.milvus.schema import MAX_TAGS
     from mdrag.milvus.store import Store, clip_bytes
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import re
 import shutil
 import threading
@@ -248,7 +247,7 @@ class KeywordIndex:
                 return False
             return found(index.parse_query(f'"{first} {second}"', ["text"]))
 
-        tokens = [token.lower() for token in _SPLITTER.analyze(text)]
+        tokens = query_words(text)
         missing = [word for word in dict.fromkeys(tokens) if not held(word)]
         if not missing:
             return ()  # the common case: one term lookup a word, no pair or phrase lookups
@@ -318,112 +317,6 @@ class KeywordIndex:
         return found
 
 
-class _RowsIndex(KeywordIndex):
-    """A keyword index whose documents also store their whole row (display fields and text)."""
-
-    KEEPS_ROWS = True
-
-    def _document(self, row: dict[str, Any]) -> Any:
-        document = super()._document(row)
-        document.add_bytes("row", json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-        return document
-
-    def rows(
-        self, text: str, limit: int, tags: Sequence[str], path_prefix: str
-    ) -> list[tuple[float, dict[str, Any]]]:
-        return [
-            (score, json.loads(bytes(doc["row"][0]).decode("utf-8", "surrogatepass")))
-            for score, doc in self._search(text, limit, tags, path_prefix)
-        ]
-
-
-class PendingKeywords:
-    """The sections of notes read but not embedded yet, searchable by their words.
-
-    A first index of a large vault is bound by the model (hours on two cores), while reading and
-    sectioning its notes takes minutes: the indexer writes each new note's windows here ahead of
-    the model, and deletes them once the note's real rows are in, so keyword search covers every
-    note long before semantic search does. Kept apart from the keyword index of the vector rows,
-    whose every document is a row of Milvus (its crash repair goes by that). The folder exists
-    only while a run has notes ahead of the model; one a restart finds is searched, and the next
-    run writes it again."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._index: _RowsIndex | None = None
-        if path.is_dir() and not path.is_symlink():
-            try:
-                self._index = _RowsIndex(path)
-            except StoreError:  # unreadable: written again by the next run
-                _remove(path)
-
-    @property
-    def active(self) -> bool:
-        """Whether any note waits here."""
-        index = self._index
-        return index is not None and index.count > 0
-
-    def add(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Hold these window rows (see index.rows.window_rows), replacing their notes' older ones."""
-        if not rows:
-            return
-        with self._lock:
-            if self._index is None:
-                self._index = _RowsIndex(self.path)
-            index = self._index
-        notes = list(dict.fromkeys(row["doc_id"] for row in rows))
-
-        def change(writer: Any) -> None:
-            for note in notes:
-                writer.delete_documents_by_term("doc_id", note)
-            for row in rows:
-                writer.add_document(index._document(row))
-
-        index._commit(change)
-
-    def drop(self, doc_ids: Iterable[str]) -> None:
-        """Forget these notes (their rows are in the index now, or they are gone)."""
-        index = self._index
-        if index is not None:
-            index.delete("doc_id", doc_ids)
-
-    def discard(self) -> None:
-        """Remove the folder: no note waits any more."""
-        with self._lock:
-            self._index = None
-            _remove(self.path)
-
-    def holds(self, row_id: str) -> bool:
-        """Whether a window of this id waits here (a note read by an earlier pass, unchanged)."""
-        index = self._index
-        if index is None:
-            return False
-        searcher = index._index.searcher()
-        query = tantivy.Query.term_query(index._index.schema, "id", row_id)
-        return bool(searcher.search(query, 1).hits)
-
-    def rows(
-        self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
-    ) -> list[tuple[float, dict[str, Any]]]:
-        """The `limit` best window rows for `text`, each with its BM25 score, as `KeywordIndex.search`
-        (none when the folder went meanwhile: the run that discards it has indexed every note)."""
-        index = self._index
-        try:
-            return [] if index is None else index.rows(text, limit, tags, path_prefix)
-        except StoreError:
-            return []
-
-    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> set[str]:
-        """The words of `text` no waiting note holds (all of them when none waits)."""
-        index = self._index
-        every = {token.lower() for token in _SPLITTER.analyze(text)}
-        try:
-            return every if index is None else set(index.unheard(text, tags, path_prefix))
-        except (StoreError, ValueError):
-            return every
-
-
 def _within(query: Any, filters: list[Any]) -> Any:
     """`query` among the rows every one of `filters` keeps."""
     if not filters:
@@ -446,6 +339,16 @@ def rebuild_from(index: KeywordIndex, rows: Iterable[dict[str, Any]], batch: int
     index.write(pending)
     index.mark_complete()
     return total + len(pending)
+
+
+def query_words(text: str) -> list[str]:
+    """The words of `text` as `KeywordIndex.unheard` names them (lower case, in order)."""
+    return [token.lower() for token in _SPLITTER.analyze(text)]
+
+
+def remove_index(path: Path) -> None:
+    """Remove a keyword index's folder, whatever it holds (a link in its place is refused)."""
+    _remove(path)
 
 
 def _remove(path: Path) -> None:

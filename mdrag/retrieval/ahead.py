@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
+from mdrag.milvus import clip_bytes
+from mdrag.retrieval.hittext import note_text
 
 if TYPE_CHECKING:
     from mdrag.retrieval.search import Candidate
@@ -24,42 +26,54 @@ def candidates(
     vector: np.ndarray,
     embedder: Embedder,
     catalog: Catalog,
+    accepts: Callable[[str], bool],
     path_prefix: str = "",
 ) -> list[Candidate]:
     """The best sections of `found` (the pending keyword index's window rows with their BM25
     scores, best first) as candidates like the store's keyword rows: their display fields, BM25
-    score and a real cosine to the query (`vector`), embedded now at the request's priority. A
-    note indexed since it was read is left out: its own rows answer for it."""
+    score, text, and a real cosine to the query (`vector`), embedded now at the request's
+    priority. Left out: a note indexed since it was read (its own rows answer for it), one no
+    longer a note of the vault (`accepts`: excluded since), and one changed or gone since it was
+    read (its text is no longer at its hash: found once the model reaches it)."""
     best: dict[tuple[str, str, int], tuple[float, dict[str, Any]]] = {}
+    texts: dict[tuple[str, str], str | None] = {}
     for bm25, row in found:
         display = row["display"]
-        path = display["file_path"]
+        path, file_hash = display["file_path"], display["file_hash"]
         if catalog.visible_hash(path) is not None or not path.startswith(path_prefix):
             continue
         key = (path, display["section_id"], display["start_position"])
-        if key not in best:
-            best[key] = (bm25, row)
-            if len(best) >= EMBEDDED:
-                break
+        if key in best:
+            continue
+        if (path, file_hash) not in texts:
+            texts[(path, file_hash)] = note_text(path, file_hash) if accepts(path) else None
+        if texts[(path, file_hash)] is None:
+            continue
+        best[key] = (bm25, row)
+        if len(best) >= EMBEDDED:
+            break
     if not best:
         return []
     vectors = embedder.embed_for_request([row["embedded_text"] for _, row in best.values()])
     made: list[Candidate] = []
     for (bm25, row), window in zip(best.values(), vectors, strict=True):
+        display = row["display"]
+        text = texts[(display["file_path"], display["file_hash"])] or ""
         cosine = float(np.dot(vector, window))
-        fields = {**row["display"], "id": row["id"], "distance": cosine, "cosine": cosine, "bm25": bm25}
-        made.append(cast("Candidate", {**fields, "pending": True}))
+        fields = {**display, "id": row["id"], "distance": cosine, "cosine": cosine, "bm25": bm25}
+        section_text = clip_bytes(text[display["start_position"] : display["end_position"]])
+        made.append(cast("Candidate", {**fields, "section_text": section_text, "pending": True}))
     return made
 
 
-def merged(dense: list[Candidate], keyword: list[Candidate], waiting: list[Candidate], limit: int) -> None:
-    """Place the waiting notes' candidates where the engine would have ranked them had they been
-    indexed: in the keyword list by BM25, and in the dense list by cosine (within its `limit`)."""
+def merged(dense: list[Candidate], keyword: list[Candidate], waiting: list[Candidate], floor: float) -> None:
+    """Place the waiting notes' candidates among the indexed notes': in the keyword list by BM25
+    (the pending index's own statistics: close to, not the same as, the keyword index's), and in
+    the dense list by cosine, when above `floor` (the last cosine the engine's dense search
+    returned, when it returned all it was asked for), as the engine would have ranked them."""
     if not waiting:
         return
     keyword.extend(waiting)
     keyword.sort(key=lambda row: -row["bm25"])
-    floor = dense[-1]["cosine"] if len(dense) >= limit else -1.0
-    dense.extend(dict(row) for row in waiting if row["cosine"] > floor)  # type: ignore[misc]
+    dense.extend(cast("Candidate", dict(row)) for row in waiting if row["cosine"] > floor)
     dense.sort(key=lambda row: -row["cosine"])
-    del dense[limit:]

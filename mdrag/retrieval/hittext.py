@@ -32,7 +32,7 @@ def attach_texts(rows: Iterable[Candidate], fallback: Fallback) -> None:
             continue
         key = (row["file_path"], row["file_hash"])
         if key not in notes:
-            notes[key] = _note_text(*key)
+            notes[key] = note_text(*key)
         text = notes[key]
         if text is None:
             stale.append(row)
@@ -44,7 +44,7 @@ def attach_texts(rows: Iterable[Candidate], fallback: Fallback) -> None:
             row["section_text"] = found.get(row["id"], "")
 
 
-def _note_text(path: str, file_hash: str) -> str | None:
+def note_text(path: str, file_hash: str) -> str | None:
     """The note's decoded text when its bytes still hash to `file_hash`, else None."""
     try:
         with open(to_fs(path), "rb") as handle:

@@ -6,25 +6,33 @@ from mdrag import keys
 from mdrag.answers import NoteText, ResolvedLink
 from mdrag.catalog import Catalog
 from mdrag.errors import DocumentError, NotFoundError
+from mdrag.milvus import PendingKeywords
 from mdrag.notes.document import decode_text, read_bytes
 from mdrag.notes.links import LinkResolver
 
 MAX_NOTE_BYTES = 5_000_000  # as index.max_file_mb's default: a preview of more helps nobody
 
 
-def note_text(path: str, catalog: Catalog) -> NoteText:
+def note_text(path: str, catalog: Catalog, waiting: PendingKeywords | None = None) -> NoteText:
     """The note's text as it is on disk now, whether the index holds that version (`fresh`), and
     each link it makes with the indexed note it resolves to (None when broken).
 
-    Only an indexed note is read: the operation never becomes a way to read any file."""
+    Only an indexed note is read, or one a first index read ahead of the model that is still as
+    it was read (`waiting`, status `pending`): the operation never becomes a way to read any file."""
     record = catalog.get(path)
-    if record is None:
+    if record is None and waiting is None:
         raise NotFoundError(f"{path} is not an indexed note")
     try:
         data = read_bytes(path, MAX_NOTE_BYTES)
         text = decode_text(data)
     except DocumentError as exc:
+        if record is None:
+            raise NotFoundError(f"{path} is not an indexed note") from None
         raise NotFoundError(f"{path}: {exc}") from None
+    if record is None:
+        if waiting is None or not waiting.holds(keys.row_id(path, keys.file_hash(data), 0, 0)):
+            raise NotFoundError(f"{path} is not an indexed note")
+        return {"path": path, "text": text, "fresh": False, "status": "pending", "links": []}
     resolver = LinkResolver(catalog.paths())
     links: list[ResolvedLink] = [{**link, "path": resolver.resolve(path, link)} for link in record.links]
     return {

@@ -133,12 +133,18 @@ class Searcher:
     """
 
     def __init__(
-        self, embedder: Embedder, store: Store, catalog: Catalog, waiting: PendingKeywords | None = None
+        self,
+        embedder: Embedder,
+        store: Store,
+        catalog: Catalog,
+        waiting: PendingKeywords | None = None,
+        accepts: Callable[[str], bool] = lambda _: True,
     ) -> None:
         self.embedder = embedder
         self.store = store
         self.catalog = catalog
         self.waiting = waiting  # notes a first index read ahead of the model (index/prepass.py)
+        self.accepts = accepts  # whether a path is a note of the vault (as the scanner says)
         self.baseline = VaultBaseline(store, catalog)
         self._keyword_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mdrag-keyword")
 
@@ -194,8 +200,11 @@ class Searcher:
                 # Their shards score them against the query while the dense search runs.
                 scored = self._keyword_pool.submit(self.store.keyword_rows, keyword_hits.result(), vector)
                 pending.append(scored)
+            floor = -1.0  # the lowest cosine the dense search returned, had it all it asked for
             if params.mode in ("dense", "hybrid"):
                 dense = cast(list[Candidate], self.store.search_dense(vector, limit, expr))
+                if len(dense) >= limit:
+                    floor = dense[-1]["distance"]
                 for row in dense:
                     row["cosine"] = row["distance"]
                 dense = [row for row in dense if not (leave_out and leave_out(row["file_path"]))]
@@ -216,13 +225,11 @@ class Searcher:
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
         if waiting is not None:
             found_ahead = ahead.candidates(
-                waiting.result(), vector, self.embedder, self.catalog, params.path_prefix
+                waiting.result(), vector, self.embedder, self.catalog, self.accepts, params.path_prefix
             )
-            ahead.merged(lists.get("dense", []), lists["keyword"], found_ahead, limit)
+            ahead.merged(lists.get("dense", []), lists["keyword"], found_ahead, floor)
         # After the catalog dropped other versions' rows: only the candidates scored are read.
-        attach_texts((row for rows in ranked for row in rows), self._window_texts)
-        for rows in ranked:  # a waiting note changed or gone since it was read: found once indexed
-            rows[:] = [row for row in rows if not row.get("pending") or row["section_text"]]
+        attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
         # A passage is no question: its every word need not be a note's.
         # Among the notes the search may give: a word only notes outside its filters hold is unheard.
         unheard = () if params.passage else self._unheard(words, params)
@@ -288,10 +295,6 @@ class Searcher:
             explain=explain,
             query_vector=vector,
         )
-
-    def _window_texts(self, rows: list[Any]) -> dict[str, str]:
-        """What a row of a changed note shows: the text it embedded (a waiting note has no row)."""
-        return self.store.window_texts([row for row in rows if not row.get("pending")])
 
     def _unheard(self, words: str, params: SearchParams) -> tuple[str, ...]:
         """The query's words no note holds: neither an indexed one nor one waiting for the model."""
@@ -497,5 +500,6 @@ def _hit(row: Candidate, query: str = "") -> Hit:
             "end_position": row["end_position"],
             "section_id": row["section_id"],
             "row_id": row["id"],
+            "waiting": bool(row.get("pending")),
         },
     )

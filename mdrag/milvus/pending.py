@@ -1,0 +1,163 @@
+"""Pending keywords: the windows of notes read but not embedded yet, searchable by their words."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import tantivy
+from loguru import logger
+
+from mdrag.errors import StoreError
+from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index
+
+# The shape of the rows kept here (index.rows.window_rows): a folder of another layout (an
+# upgrade changed the rows) is removed at open and written again by the next run.
+LAYOUT = "mdrag-pending-1"
+
+
+class _RowsIndex(KeywordIndex):
+    """A keyword index whose documents also store their whole row (display fields and text)."""
+
+    KEEPS_ROWS = True
+
+    def _document(self, row: dict[str, Any]) -> Any:
+        document = super()._document(row)
+        document.add_bytes("row", json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        return document
+
+    def rows(
+        self, text: str, limit: int, tags: Sequence[str], path_prefix: str
+    ) -> list[tuple[float, dict[str, Any]]]:
+        return [
+            (score, json.loads(bytes(doc["row"][0]).decode("utf-8", "surrogatepass")))
+            for score, doc in self._search(text, limit, tags, path_prefix)
+        ]
+
+    def holds(self, row_id: str) -> bool:
+        searcher = self._index.searcher()
+        return bool(searcher.search(tantivy.Query.term_query(self._index.schema, "id", row_id), 1).hits)
+
+
+class PendingKeywords:
+    """The sections of notes read but not embedded yet, searchable by their words.
+
+    A first index of a large vault is bound by the model (hours on two cores), while reading and
+    sectioning its notes takes minutes: the indexer writes each new note's windows here ahead of
+    the model (index/prepass.py), and deletes them once the note's real rows are in, so keyword
+    search covers every note long before semantic search does. Kept apart from the keyword index
+    of the vector rows, whose every document is a row of Milvus (its crash repair goes by that).
+    The folder exists while notes wait; a restart finds it and searches it.
+
+    Best effort throughout: the notes are indexed by the model's pass whatever happens here, so a
+    failure to write or read this index is logged, the index is given up (its folder removed, to
+    be written again by the next run), and neither a search nor the writer ever fails for it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()  # one change at a time: a discard never meets an add
+        self._index: _RowsIndex | None = None
+        if path.is_dir() and not path.is_symlink():
+            if (path / LAYOUT).is_file():
+                try:
+                    self._index = _RowsIndex(path)
+                except StoreError as exc:
+                    logger.warning("the pending keyword index could not be read ({}); written again", exc)
+            if self._index is None:
+                self._remove()
+
+    @property
+    def active(self) -> bool:
+        """Whether any note waits here."""
+        index = self._index
+        return index is not None and index.count > 0
+
+    def add(self, rows: Sequence[dict[str, Any]]) -> bool:
+        """Hold these window rows (see index.rows.window_rows), replacing their notes' older
+        ones; False when the index could not take them (it is given up)."""
+        if not rows:
+            return True
+        notes = list(dict.fromkeys(row["doc_id"] for row in rows))
+        with self._lock:
+            try:
+                if self._index is None:
+                    self._index = _RowsIndex(self.path)
+                    (self.path / LAYOUT).touch()
+                index = self._index
+
+                def change(writer: Any) -> None:
+                    for note in notes:
+                        writer.delete_documents_by_term("doc_id", note)
+                    for row in rows:
+                        writer.add_document(index._document(row))
+
+                index._commit(change)
+            except (StoreError, OSError, ValueError) as exc:
+                self._give_up("write", exc)
+                return False
+        return True
+
+    def drop(self, doc_ids: Iterable[str]) -> None:
+        """Forget these notes (their rows are in the index now, or they are gone)."""
+        with self._lock:
+            if self._index is None:
+                return
+            try:
+                self._index.delete("doc_id", doc_ids)
+            except (StoreError, OSError, ValueError) as exc:
+                self._give_up("update", exc)
+
+    def discard(self) -> None:
+        """Remove the folder: no note waits any more."""
+        with self._lock:
+            self._index = None
+            self._remove()
+
+    def holds(self, row_id: str) -> bool:
+        """Whether a window of this id waits here (a note read by an earlier pass, unchanged)."""
+        index = self._index
+        try:
+            return index is not None and index.holds(row_id)
+        except ValueError:
+            return False
+
+    def rows(
+        self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """The `limit` best window rows for `text`, each with its BM25 score, as `KeywordIndex.search`
+        (none when the index is gone or cannot answer: the model's pass indexes those notes)."""
+        index = self._index
+        try:
+            return [] if index is None else index.rows(text, limit, tags, path_prefix)
+        except (StoreError, ValueError) as exc:  # json's errors are ValueErrors
+            logger.warning("the pending keyword index could not answer: {}", exc)
+            return []
+
+    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> set[str]:
+        """The words of `text` no waiting note holds (all of them when none waits)."""
+        index = self._index
+        every = set(query_words(text))
+        try:
+            return every if index is None else set(index.unheard(text, tags, path_prefix))
+        except (StoreError, ValueError):
+            return every
+
+    def _give_up(self, what: str, exc: Exception) -> None:
+        logger.warning(
+            "could not {} the pending keyword index {} ({}); notes not indexed yet are found once the "
+            "model reaches them",
+            what,
+            self.path,
+            exc,
+        )
+        self._index = None
+        self._remove()
+
+    def _remove(self) -> None:
+        try:
+            remove_index(self.path)
+        except StoreError as exc:  # a link in its place: the service refuses it at open
+            logger.warning("{}", exc)
