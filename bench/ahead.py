@@ -119,50 +119,59 @@ def measure(work: harness.Work, minutes: float) -> dict[str, Any]:
         rss = daemon.rss()
     finally:
         daemon.__exit__(None, None, None)
-    last = samples[-1] if samples else {}
-    # The model's pace once the pass is done (the first minute also loads the model).
-    steady = [s for s in samples if keyword_all_s is not None and s["s"] >= keyword_all_s]
-    pace = None
-    if len(steady) >= 2 and steady[-1]["s"] > steady[0]["s"]:
-        pace = (steady[-1]["done"] - steady[0]["done"]) / (steady[-1]["s"] - steady[0]["s"])
-    early = [s for s in samples if keyword_all_s is not None and s["s"] <= keyword_all_s]
-    early_pace = None
-    if len(early) >= 2 and early[-1]["s"] > early[0]["s"]:
-        early_pace = (early[-1]["done"] - early[0]["done"]) / (early[-1]["s"] - early[0]["s"])
     texts = cold.embedded_texts(work.db)
     sample = random.Random(3).sample(texts, min(CEILING_SAMPLE, len(texts)))
     ceiling = cold.ceiling(sample, work.root / "config.yaml")
-    ceiling_rate = ceiling["texts"] / ceiling["seconds"]["median"]
-    left = max(last.get("total", 0) - last.get("done", 0), 0)
-    overall = None
-    if full_s is not None and samples and full_s > samples[0]["s"]:
-        overall = last["done"] / (full_s - samples[0]["s"])  # from the model's first batch to the end
-    return {
+    run = {
         "machine": harness.machine(),
         "notes": files,
         "mb": round(size / 1e6, 1),
         "minutes_run": minutes,
-        "keyword_coverage_min": None if keyword_all_s is None else round(keyword_all_s / 60, 2),
-        "notes_done_at_end": last.get("notes_done"),
-        "texts_done_at_end": last.get("done"),
-        "texts_total_estimate": last.get("total"),
-        "pace_while_reading_ahead": None if early_pace is None else round(early_pace, 1),
-        "pace_after": None if pace is None else round(pace, 1),
-        "ceiling_texts_per_s": round(ceiling_rate, 1),
-        "efficiency_while_reading_ahead": None if early_pace is None else round(early_pace / ceiling_rate, 3),
-        "efficiency_after": None if pace is None else round(pace / ceiling_rate, 3),
-        "full_coverage_min": None if full_s is None else round(full_s / 60, 2),
-        "efficiency_overall": None if overall is None else round(overall / ceiling_rate, 3),
-        "hours_to_full_coverage": (
-            round(full_s / 3600, 2)
-            if full_s is not None
-            else round(left / pace / 3600 + minutes / 60, 2)
-            if pace
-            else None
-        ),
+        "keyword_all_s": keyword_all_s,
+        "full_s": full_s,
+        "embedded": len(texts),
+        "ceiling_texts_per_s": round(ceiling["texts"] / ceiling["seconds"]["median"], 1),
         "probe": probe,
         "whole_daemon_mb": rss.get("with_milvus"),
-        "samples": samples[:: max(1, len(samples) // 60)],
+        # The first index's run only: a run the watcher queued behind it counts from 0 again.
+        "samples": [x for x in samples if x["started_at"] == samples[0]["started_at"]] if samples else [],
+    }
+    return {**run, **figures(run)}
+
+
+def _pace(samples: list[dict[str, Any]]) -> float | None:
+    """Texts done a second (embedded, or reused from a section already embedded) over `samples`."""
+    if len(samples) < 2 or samples[-1]["s"] <= samples[0]["s"]:
+        return None
+    return (samples[-1]["done"] - samples[0]["done"]) / (samples[-1]["s"] - samples[0]["s"])
+
+
+def figures(run: dict[str, Any]) -> dict[str, Any]:
+    """What a person reads from a run: minutes to keyword and to full coverage, and the model's
+    pace and efficiency (the texts it embedded a second against the encode ceiling's)."""
+    samples, keyword_all_s, full_s = run["samples"], run["keyword_all_s"], run["full_s"]
+    ceiling = run["ceiling_texts_per_s"]
+    reading = [x for x in samples if keyword_all_s is not None and x["s"] <= keyword_all_s]
+    after = [x for x in samples if keyword_all_s is not None and x["s"] >= keyword_all_s]
+    while_pace, after_pace = _pace(reading), _pace(after)
+    last = samples[-1] if samples else {}
+    overall = None
+    if full_s is not None and samples and full_s > samples[0]["s"]:
+        overall = run["embedded"] / (full_s - samples[0]["s"])  # from the model's first batch to the end
+    hours = None
+    if full_s is not None:
+        hours = round(full_s / 3600, 2)
+    elif after_pace:
+        hours = round((last["total"] - last["done"]) / after_pace / 3600 + run["minutes_run"] / 60, 2)
+    return {
+        "keyword_coverage_min": None if keyword_all_s is None else round(keyword_all_s / 60, 2),
+        "full_coverage_min": None if full_s is None else round(full_s / 60, 2),
+        "hours_to_full_coverage": hours,
+        "texts_done": last.get("done"),
+        "progress_texts_per_s_while_reading_ahead": None if while_pace is None else round(while_pace, 1),
+        "progress_texts_per_s_after": None if after_pace is None else round(after_pace, 1),
+        "embedded_texts_per_s": None if overall is None else round(overall, 1),
+        "efficiency": None if overall is None else round(overall / ceiling, 3),
     }
 
 
@@ -173,13 +182,19 @@ def summary(result: dict[str, Any]) -> str:
         if probe.get("asked")
         else "not asked"
     )
+    efficiency = (
+        f"the model embedded {result['embedded']} texts at {result['embedded_texts_per_s']} a second, "
+        f"{result['efficiency']} of its pace alone ({result['ceiling_texts_per_s']})"
+        if result.get("efficiency") is not None
+        else f"the model's pace alone {result['ceiling_texts_per_s']} texts a second"
+    )
     return (
         f"ahead: {result['notes']} notes ({result['mb']} MB): every note searchable by its words after "
-        f"{result['keyword_coverage_min']} min; model at {result['pace_while_reading_ahead']} texts/s while "
-        f"reading ahead, {result['pace_after']} after (ceiling {result['ceiling_texts_per_s']}: efficiency "
-        f"{result['efficiency_while_reading_ahead']} / {result['efficiency_after']}, "
-        f"{result.get('efficiency_overall')} over the whole index); every note searchable by meaning "
-        f"{_full(result)}; titles of notes the model had not reached: {found}"
+        f"{result['keyword_coverage_min']} min, by meaning {_full(result)}; progress "
+        f"{result['progress_texts_per_s_while_reading_ahead']} texts a second while the notes were read "
+        f"ahead, {result['progress_texts_per_s_after']} after (sections repeated across notes count, "
+        f"embedded once); {efficiency}; default searches for the titles of notes the model had not "
+        f"reached: {found}"
     )
 
 
