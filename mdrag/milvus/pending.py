@@ -37,6 +37,18 @@ class _RowsIndex(KeywordIndex):
             for score, doc in self._search(text, limit, tags, path_prefix)
         ]
 
+    def replace_notes(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Hold these rows in place of every row their notes had (a note read again)."""
+        notes = list(dict.fromkeys(row["doc_id"] for row in rows))
+
+        def change(writer: Any) -> None:
+            for note in notes:
+                writer.delete_documents_by_term("doc_id", note)
+            for row in rows:
+                writer.add_document(self._document(row))
+
+        self._commit(change)
+
     def holds(self, row_id: str) -> bool:
         searcher = self._index.searcher()
         return bool(searcher.search(tantivy.Query.term_query(self._index.schema, "id", row_id), 1).hits)
@@ -80,21 +92,12 @@ class PendingKeywords:
         ones; False when the index could not take them (it is given up)."""
         if not rows:
             return True
-        notes = list(dict.fromkeys(row["doc_id"] for row in rows))
         with self._lock:
             try:
                 if self._index is None:
                     self._index = _RowsIndex(self.path)
                     (self.path / LAYOUT).touch()
-                index = self._index
-
-                def change(writer: Any) -> None:
-                    for note in notes:
-                        writer.delete_documents_by_term("doc_id", note)
-                    for row in rows:
-                        writer.add_document(index._document(row))
-
-                index._commit(change)
+                self._index.replace_notes(rows)
             except (StoreError, OSError, ValueError) as exc:
                 self._give_up("write", exc)
                 return False
