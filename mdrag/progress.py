@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from mdrag.answers import ProgressSnapshot
+if TYPE_CHECKING:
+    from mdrag.answers import ProgressSnapshot
+
 
 # The rate is measured over this many recent seconds of embedding, so a run whose texts grow
 # longer (the model sorts nothing across batches) or a machine that gets busy moves the ETA.
@@ -21,7 +24,8 @@ class Progress:
     """One look at a run: what the daemon's status, a search's `indexing` and the bar show.
 
     `done`/`total` count texts (section windows, what the model embeds: the work that takes the
-    time); `total` grows while files are still being read, estimated from the notes read so far.
+    time); `total` counts the notes read, by the model's reader or ahead of it by the keywords pass,
+    and estimates the notes not read yet from them.
     """
 
     state: str  # "scanning" (listing the files), "indexing", or "done"
@@ -41,21 +45,22 @@ class Progress:
         return self.state != "done"
 
     def to_dict(self) -> ProgressSnapshot:
-        data = cast(ProgressSnapshot, asdict(self))
+        data = cast("ProgressSnapshot", asdict(self))
         data["rate"] = None if self.rate is None else round(self.rate, 1)
         data["eta_s"] = None if self.eta_s is None else round(self.eta_s)
         return data
 
 
-OnProgress = Callable[[ProgressSnapshot], None]  # told of Progress.to_dict(), as a client is
+OnProgress = Callable[["ProgressSnapshot"], None]  # told of Progress.to_dict(), as a client is
 LISTENER_INTERVAL_S = 0.2  # a listener (a terminal's bar) is told at most this often
 
 
 class ProgressMeter:
     """Counts one run's work as the reader, the model and the writer report it; thread-safe.
 
-    The reader thread reports each note read (its texts), the writer each model batch embedded
-    and each batch of notes written; anyone may take a `snapshot()` at any time.
+    The reader thread reports each note read (its texts), the keywords pass each note it read
+    ahead of the reader, the writer each model batch embedded and each batch of notes written;
+    anyone may take a `snapshot()` at any time.
     """
 
     def __init__(
@@ -75,6 +80,12 @@ class ProgressMeter:
         self._texts_done = 0
         self._samples: list[tuple[float, int]] = []  # (time, texts done) at each model batch
         self._keywords_ahead = -1  # notes searchable by their words ahead of the model; -1: no pass
+        # Texts of the notes the keywords pass sectioned before the reader reached them, by their
+        # position in the run (-1: not counted), so the total need not guess them: the notes read
+        # first (the newest) are no sample of the rest, and a guess from them was off sixfold.
+        self._sized = array("i")
+        self._sized_notes = 0
+        self._sized_texts = 0
 
     def ahead(self, notes: int) -> None:
         """`notes` more notes are searchable by their words before the model reaches them (the
@@ -82,6 +93,19 @@ class ProgressMeter:
         with self._lock:
             self._keywords_ahead = max(self._keywords_ahead, 0) + notes
         self._tell()
+
+    def sized(self, position: int, texts: int) -> None:
+        """The keywords pass sectioned the run's note at `position` into `texts` texts (ignored
+        once the reader has read that note: it counted it itself)."""
+        with self._lock:
+            if position < self._notes_read or position >= self._notes_total:
+                return
+            if not self._sized:
+                self._sized = array("i", [-1]) * self._notes_total  # 4 bytes a note
+            if self._sized[position] < 0:
+                self._sized[position] = texts
+                self._sized_notes += 1
+                self._sized_texts += texts
 
     def begin(self, notes_total: int) -> None:
         """The files are listed: `notes_total` notes to look at."""
@@ -94,14 +118,24 @@ class ProgressMeter:
     def read(self, texts: int) -> None:
         """A note was read and sectioned into `texts` texts to embed."""
         with self._lock:
-            self._notes_read += 1
+            self._reach_next()
             self._texts_known += texts
 
     def unchanged(self) -> None:
         """A note was found as it is in the index: nothing to embed."""
         with self._lock:
-            self._notes_read += 1
+            self._reach_next()
             self._notes_unchanged += 1
+
+    def _reach_next(self) -> None:
+        """The reader reached its next note (it reads them in the run's order): its count is the
+        reader's now, not the pass's."""
+        position = self._notes_read
+        self._notes_read += 1
+        if position < len(self._sized) and self._sized[position] >= 0:
+            self._sized_notes -= 1
+            self._sized_texts -= self._sized[position]
+            self._sized[position] = -1
 
     def texts_done(self, count: int) -> None:
         """`count` texts were embedded (or reused from earlier runs)."""
@@ -137,12 +171,13 @@ class ProgressMeter:
             notes_done = min(self._notes_written + self._notes_unchanged, self._notes_total)
             if self._state == "done":
                 notes_done = self._notes_total
-            total = max(self._texts_known, self._texts_done)
-            unread = self._notes_total - self._notes_read
-            changed_read = self._notes_read - self._notes_unchanged
+            known = self._texts_known + self._sized_texts
+            total = max(known, self._texts_done)
+            unread = self._notes_total - self._notes_read - self._sized_notes
+            changed_read = self._notes_read - self._notes_unchanged + self._sized_notes
             if unread > 0 and changed_read > 0:
-                # The notes not read yet are assumed to be like those read so far.
-                total += math.ceil(unread * self._texts_known / changed_read)
+                # The notes nobody has read yet are assumed to be like those read so far.
+                total += math.ceil(unread * known / changed_read)
             rate = self._rate()
             left = max(total - self._texts_done, 0)
             eta = None if rate is None else left / rate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -111,6 +112,34 @@ def test_progress_says_how_many_notes_are_searchable_by_their_words_ahead_of_the
     assert meter.snapshot().keyword_notes == 994 and "by their words" not in progress_line(meter.snapshot())
 
 
+def test_the_total_counts_the_texts_of_notes_read_ahead_rather_than_guessing_them():
+    meter = ProgressMeter()
+    meter.begin(10)
+    for _ in range(2):
+        meter.read(100)  # the newest notes, read first, happen to be long
+    assert meter.snapshot().total == 1000  # a guess: the other eight like these two
+    meter.sized(1, 100)  # the reader counted that one itself
+    for position in range(2, 10):
+        meter.sized(position, 5)
+    assert meter.snapshot().total == 240  # counted, not guessed
+    meter.sized(9, 5)  # told twice: counted once
+    for _ in range(2, 6):
+        meter.read(5)  # the reader reaches notes the pass counted: the total stays
+    meter.unchanged()  # position 6 vanished before the reader came: its 5 texts are not to come
+    assert meter.snapshot().total == 235
+    meter.sized(20, 5)  # not a note of this run
+    assert meter.snapshot().total == 235
+
+
+def test_the_total_mixes_counted_notes_and_a_guess_for_the_rest():
+    meter = ProgressMeter()
+    meter.begin(6)
+    meter.read(10)
+    meter.sized(3, 30)
+    # four notes nobody read yet, like the two known ones: 20 texts each
+    assert meter.snapshot().total == 10 + 30 + 4 * 20
+
+
 def _vault(folder: Path) -> list[Path]:
     return [
         write(
@@ -197,6 +226,33 @@ def test_a_first_index_finds_every_note_by_its_words_before_the_model_reaches_it
     assert not service.files.pending_keywords.exists()  # every note is indexed: none waits
     top = _ask(service, "where does the kinkajou live")[0]
     assert top["file_path"].endswith("animal-11.md") and top["metadata"]["waiting"] is False
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+def test_a_first_index_counts_its_texts_once_the_pass_has_read_every_note(
+    notes, make_service, embedder, monkeypatch, few_notes_ahead
+):
+    monkeypatch.setattr(indexer, "READ_AHEAD", 1)  # the model's reader stays a note or two ahead
+    for i, name in enumerate(ANIMALS):  # the newest notes, read first, are long: no sample of the rest
+        days = "".join(
+            f"\n## Day {d}\n\nThe {name} slept, then foraged at dusk.\n" for d in range(20 * (i >= 25))
+        )
+        path = write(notes / f"animal-{i:02d}.md", f"# The {name}\n\nField notes on the {name}.\n{days}")
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    service = make_service([notes])
+    model = HeldModel(embedder, monkeypatch)
+    meter = ProgressMeter()
+    run = threading.Thread(target=lambda: service.reindex(progress=meter))
+    run.start()
+    try:
+        assert model.reached.wait(60)
+        _wait(lambda: meter.snapshot().keyword_notes == len(ANIMALS))
+        while_held = meter.snapshot()
+        assert while_held.notes_done == 0 and while_held.done == 0
+    finally:
+        model.release.set()
+        run.join(120)
+    assert meter.snapshot().done == while_held.total  # the total was the texts the run embedded
 
 
 @pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)

@@ -248,12 +248,12 @@ class Indexer:
         their words long before the model reaches them; None for a small run."""
         if self.waiting is None:
             return None
-        new = [p for p in paths if self.catalog.get(p) is None]
+        new = [(i, p) for i, p in enumerate(paths) if self.catalog.get(p) is None]
         if len(new) < prepass.MIN_NOTES:
             return None
         meter.ahead(len(paths) - len(new))  # the run's other notes: keyword search finds them already
         logger.info("reading {} new notes ahead of the model, for keyword search", len(new))
-        return prepass.KeywordsAhead(self.waiting, new, self._read_for_keywords, meter.ahead).start()
+        return prepass.KeywordsAhead(self.waiting, new, self._read_for_keywords, meter).start()
 
     def _read_for_keywords(self, path: str) -> PreparedNote | None:
         """A note read and sectioned for the pending keyword index, or None when it cannot be

@@ -11,6 +11,7 @@ from loguru import logger
 from mdrag.embedding.priority import lower_this_thread
 from mdrag.index.rows import PreparedNote, window_rows
 from mdrag.milvus import PendingKeywords
+from mdrag.progress import ProgressMeter
 
 # Fewer new notes than this are embedded within a minute or two (~10 notes/s on two cores):
 # nothing to get ahead of, and a watcher's edit never pays for the pass.
@@ -25,20 +26,22 @@ class KeywordsAhead:
     index's start rather than when the model reaches them (hours for a large vault).
 
     It runs at the model's lowered priority, sharing the cores with it (reading and sectioning a
-    note costs milliseconds, embedding it seconds). `prepare` reads one note (None when it cannot: the
-    model's pass records why); `told` is told each batch's note count."""
+    note costs milliseconds, embedding it seconds). `notes` are the new notes with their position
+    in the run; `prepare` reads one (None when it cannot: the model's pass records why). The meter
+    is told each note's texts (so the run's total is counted, not guessed) and each batch's notes
+    once searchable."""
 
     def __init__(
         self,
         pending: PendingKeywords,
-        paths: list[str],
+        notes: list[tuple[int, str]],
         prepare: Callable[[str], PreparedNote | None],
-        told: Callable[[int], None] = lambda _: None,
+        meter: ProgressMeter,
     ) -> None:
         self.pending = pending
-        self._paths = paths
+        self._notes = notes
         self._prepare = prepare
-        self._told = told
+        self._meter = meter
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mdrag-keywords-ahead", daemon=True)
 
@@ -57,12 +60,13 @@ class KeywordsAhead:
         rows: list[dict[str, Any]] = []
         notes = 0
         try:
-            for path in self._paths:
+            for position, path in self._notes:
                 if self._stop.is_set():
                     return
                 prepared = self._prepare(path)
                 if prepared is None:
                     continue
+                self._meter.sized(position, sum(len(w) for w in prepared.windows))
                 rows.extend(window_rows(prepared))
                 notes += 1
                 if notes >= BATCH_NOTES or len(rows) >= BATCH_WINDOWS:
@@ -77,5 +81,5 @@ class KeywordsAhead:
         """Whether the pass goes on: not once stopped, nor once the index gave up (it logged why)."""
         if self._stop.is_set() or not self.pending.add(rows):
             return False
-        self._told(notes)
+        self._meter.ahead(notes)
         return True
