@@ -8,12 +8,14 @@ error's kind, which the client raises again as the same class (see mdrag.errors.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, NoReturn, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypedDict
 
-from mdrag.answers import ProgressSnapshot
 from mdrag.errors import MdragError, QueryError, error_kind, remote_error
 from mdrag.params import OPERATIONS as OPERATIONS  # re-exported: the wire's operations
 from mdrag.params import operation
+
+if TYPE_CHECKING:
+    from mdrag.answers import ProgressSnapshot
 
 PROTOCOL_VERSION = 1
 MAX_REQUEST_BYTES = 1024 * 1024

@@ -7,13 +7,15 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdrag import protocol, trust
-from mdrag.answers import ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
 from mdrag.errors import DaemonBusyError, RemoteError, ServerNotRunningError
 from mdrag.params import OPERATIONS, SearchParams
 from mdrag.progress import OnProgress
+
+if TYPE_CHECKING:
+    from mdrag.answers import ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
 
 CONNECT_TIMEOUT_S = 2.0
 BUSY_RETRY_S = 3.0  # how long a call retries a daemon that answers "busy" before saying so

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from mdrag.answers import ContextPack, DuplicatesAnswer, Gap, GapsAnswer, RelatedAnswer, SimilarAnswer
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import command_config, open_route
+
+if TYPE_CHECKING:
+    from mdrag.answers import ContextPack, DuplicatesAnswer, Gap, GapsAnswer, RelatedAnswer, SimilarAnswer
 
 GROUP_SHOWN = 5  # notes of a duplicate group listed in text; --json has them all
 

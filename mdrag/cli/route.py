@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mdrag.answers import ProgressSnapshot, ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
 from mdrag.cli import paths
 from mdrag.config import Config, load_config
 from mdrag.errors import (
@@ -25,6 +24,7 @@ from mdrag.params import SearchParams
 from mdrag.progress import OnProgress, progress_line, short_eta
 
 if TYPE_CHECKING:
+    from mdrag.answers import ProgressSnapshot, ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
     from mdrag.indexlock import IndexLock
 
 # The index's own modules (its lock, its files, the engine's helpers) are imported where a command

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from mdrag.answers import Evidence, SearchAnswer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mdrag.answers import Evidence, SearchAnswer
+
 
 NO_ANSWER = "no confident answer in your notes"
 # Confidence levels: (level, lowest best score, fewest hits at or above the threshold).
