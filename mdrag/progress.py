@@ -255,11 +255,13 @@ def search_banner(progress: ProgressSnapshot) -> str:
     )
 
 
-def early_message(progress: ProgressSnapshot) -> str:
-    """Why a search during an index found nothing: the notes may not be indexed yet."""
+def early_message(progress: ProgressSnapshot, by_words: bool = True) -> str:
+    """Why a search during an index found nothing: the notes may not be indexed yet (and, for a
+    search that reads words, which notes it searched by their words ahead of the model)."""
     if progress["state"] == "scanning":
         return "nothing found yet: the notes are still being listed for indexing"
     return (
         f"nothing found in the {progress['notes_done']} of {progress['notes_total']} notes "
-        f"indexed so far; the rest are still being indexed ({eta_text(progress['eta_s'])})"
+        f"indexed so far{_by_words(progress) if by_words else ''}; "
+        f"the rest are still being indexed ({eta_text(progress['eta_s'])})"
     )

@@ -226,7 +226,7 @@ class Service:
             response["freshness"] = live.freshness
             response["indexing"] = live.indexing
             if live.indexing is not None and not response["results"]:
-                response["message"] = early_message(live.indexing)
+                response["message"] = early_message(live.indexing, by_words=params.mode != "dense")
         return response
 
     def _record_gap(self, query: str, best: float | None, vector: np.ndarray | None) -> None:

@@ -116,6 +116,11 @@ def test_status_and_search_lines_say_how_far_the_index_is():
     assert progress_line(p) == "indexing 412/994 notes, 5210/12400 texts, ~3 min left"
     assert search_banner(p) == "indexing: 412 of 994 notes done, about 3 min left; results so far:"
     assert "412 of 994 notes indexed so far" in early_message(p)
+    p["keyword_notes"] = 994  # every note read ahead for keyword search
+    assert early_message(p).startswith(
+        "nothing found in the 412 of 994 notes indexed so far (all 994 searchable by their words); "
+    )
+    assert "by their words" not in early_message(p, by_words=False)  # a search by meaning alone
 
 
 # ---- the stream of progress lines over the socket ------------------------------------------

@@ -146,7 +146,8 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
         assert found.returncode == 1 and found.stdout == "", found.stderr
         # one line says why, with the progress (no banner repeating it, no "nothing in your notes")
         assert re.search(
-            r"^nothing found in the \d+ of 320 notes indexed so far; the rest are still being indexed "
+            r"^nothing found in the \d+ of 320 notes indexed so far( \(all 320 searchable by their words\))?; "
+            r"the rest are still being indexed "
             r"\(about \d+ (s|min) left\)",
             found.stderr,
         ), found.stderr
