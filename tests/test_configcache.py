@@ -1,0 +1,124 @@
+"""Config files kept parsed: a command reads an unchanged config without a YAML parser, and any change is seen."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from mdrag import configcache
+from mdrag.config import load_config
+from mdrag.errors import ConfigError
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "mdrag" / "config"
+
+
+def _entries(cache) -> list:
+    return sorted(cache.glob("*.json")) if cache.exists() else []
+
+
+def test_an_unchanged_config_is_read_again_without_importing_a_yaml_parser(tmp_path, cache):
+    path = tmp_path / "config.yaml"
+    path.write_text("search:\n  top_k: 7\n  threshold: 0.6\n")
+    assert load_config(path).search_top_k == 7  # parsed, and kept
+    assert len(_entries(cache)) == 1
+    code = (
+        "import sys; from mdrag.config import load_config; "
+        f"c = load_config({str(path)!r}); print(c.search_top_k, c.search_threshold, 'yaml' in sys.modules)"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["7", "0.6", "False"]
+
+
+def _rewrite_in_place_keeping_size_and_mtime(path, text):
+    before = path.stat()
+    path.write_text(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # as `touch -r` or a careless sync
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def _replace_by_rename(path, text):
+    fresh = path.with_name("fresh.yaml")
+    fresh.write_text(text)
+    os.replace(fresh, path)  # as an editor saves: a new file in its place
+
+
+def _edit_through_a_link(path, text):
+    target = path.with_name("dotfiles-config.yaml")
+    os.replace(path, target)
+    path.symlink_to(target)
+    assert load_config(path).search_top_k == 3  # the link read once, as it was
+    target.write_text(text)
+
+
+@pytest.mark.parametrize(
+    "change", [_rewrite_in_place_keeping_size_and_mtime, _replace_by_rename, _edit_through_a_link]
+)
+def test_every_kind_of_change_to_the_file_is_read(tmp_path, cache, change):
+    path = tmp_path / "config.yaml"
+    path.write_text("search:\n  top_k: 3\n")
+    assert load_config(path).search_top_k == 3
+    change(path, "search:\n  top_k: 9\n")
+    assert load_config(path).search_top_k == 9
+    assert load_config(path).search_top_k == 9  # and kept as it is now
+
+
+def test_a_file_that_holds_a_token_is_never_copied_to_the_cache(tmp_path, cache):
+    path = tmp_path / "config.yaml"
+    path.write_text("milvus:\n  uri: http://localhost:19530\n  token: 'root:Milvus'\n")
+    assert load_config(path).milvus_token == "root:Milvus"
+    assert _entries(cache) == []
+    path.write_text("milvus:\n  uri: http://localhost:19530\n  token: ''\n")  # no credentials: kept
+    load_config(path)
+    assert len(_entries(cache)) == 1
+
+
+def test_the_cache_is_private_and_a_broken_or_unwritable_one_is_passed_by(tmp_path, cache, monkeypatch):
+    path = tmp_path / "config.yaml"
+    path.write_text("search:\n  top_k: 4\n")
+    load_config(path)
+    (entry,) = _entries(cache)
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600 and stat.S_IMODE(cache.stat().st_mode) == 0o700
+    entry.write_text("{not json")
+    assert load_config(path).search_top_k == 4
+    assert '"top_k": 4' in entry.read_text()  # written again
+    entry.unlink()
+    entry.symlink_to(tmp_path / "elsewhere.json")  # never written through
+    assert load_config(path).search_top_k == 4 and not (tmp_path / "elsewhere.json").exists()
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # no cache can be made
+    assert load_config(path).search_top_k == 4
+
+
+def test_a_broken_file_is_an_error_every_time_never_a_cached_answer(tmp_path, cache):
+    path = tmp_path / "config.yaml"
+    path.write_text("search: [unclosed\n")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="cannot read the config file"):
+            load_config(path)
+    assert _entries(cache) == []
+    path.write_text("- a list\n")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="must be a mapping"):
+            load_config(path)
+
+
+def test_a_value_json_cannot_hold_is_parsed_each_time(tmp_path, cache):
+    path = tmp_path / "dates.yaml"
+    path.write_text("when: 2026-11-27\n")
+
+    def parse(text: str):
+        return {"when": datetime.date(2026, 11, 27)}
+
+    assert configcache.parsed(path, parse) == {"when": datetime.date(2026, 11, 27)}
+    assert _entries(cache) == []
