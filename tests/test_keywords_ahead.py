@@ -12,7 +12,7 @@ import pytest
 
 from mdrag.errors import NotFoundError
 from mdrag.index import indexer, prepass
-from mdrag.milvus import PendingKeywords
+from mdrag.milvus import PendingKeywords, pending
 from mdrag.milvus.pending import LAYOUT
 from mdrag.params import SearchParams
 from mdrag.progress import ProgressMeter, progress_line, search_banner
@@ -90,6 +90,18 @@ def test_a_pending_index_that_fails_under_the_writer_is_given_up_without_an_erro
     assert not waiting.active and waiting.rows("capybara", 10) == []
     assert waiting.add([_window("/n/b.md", "A wombat digs")])  # the next write starts it anew
     assert [r["file_path"] for _, r in waiting.rows("wombat", 10)] == ["/n/b.md"]
+
+
+def test_reading_ahead_stops_and_frees_its_folder_while_the_disk_is_nearly_full(tmp_path, monkeypatch):
+    path = tmp_path / "milvus.pending.keywords"
+    waiting = PendingKeywords(path)
+    assert waiting.add([_window("/n/a.md", "The capybara swims")])
+    assert pending.free_bytes(tmp_path) is not None  # the real disk's room is read
+    monkeypatch.setattr(pending, "free_bytes", lambda folder: pending.MIN_FREE_BYTES - 1)
+    assert not waiting.add([_window("/n/b.md", "A wombat digs")])  # the pass stops here
+    assert not waiting.active and not path.exists()  # and its folder's room goes back to the index
+    monkeypatch.setattr(pending, "free_bytes", lambda folder: pending.MIN_FREE_BYTES)
+    assert waiting.add([_window("/n/b.md", "A wombat digs")])  # room again: the next run reads ahead
 
 
 def test_progress_says_how_many_notes_are_searchable_by_their_words_ahead_of_the_model():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -17,6 +18,19 @@ from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index
 # The shape of the rows kept here (index.rows.window_rows): a folder of another layout (an
 # upgrade changed the rows) is removed at open and written again by the next run.
 LAYOUT = "mdrag-pending-1"
+# Reading ahead is a convenience: it stops while its disk has less room than this, which stays
+# the index's own (its writes stop at 16 MB free, milvus.store.MIN_FREE_BYTES). A large vault's
+# pending index takes tens of MB (~50 MB for 350k windows).
+MIN_FREE_BYTES = 256 * 2**20
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Room left to a user on the file system holding `folder`; None when it cannot be told."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
 
 
 class _RowsIndex(KeywordIndex):
@@ -93,6 +107,12 @@ class PendingKeywords:
         if not rows:
             return True
         with self._lock:
+            free = free_bytes(self.path.parent)
+            if free is not None and free < MIN_FREE_BYTES:
+                self._give_up(
+                    "write", OSError(f"{free // 2**20} MB free on its disk: the index's own writes first")
+                )
+                return False
             try:
                 if self._index is None:
                     self._index = _RowsIndex(self.path)
