@@ -122,3 +122,14 @@ def test_a_value_json_cannot_hold_is_parsed_each_time(tmp_path, cache):
 
     assert configcache.parsed(path, parse) == {"when": datetime.date(2026, 11, 27)}
     assert _entries(cache) == []
+
+
+def test_two_config_files_that_share_an_entry_name_take_turns_in_it(tmp_path, cache, monkeypatch):
+    monkeypatch.setattr(configcache.zlib, "crc32", lambda data: 0)  # every path the same checksum
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("search:\n  top_k: 3\n")
+    second.write_text("search:\n  top_k: 8\n")
+    for _ in range(2):
+        assert load_config(first).search_top_k == 3
+        assert load_config(second).search_top_k == 8
+    assert len(_entries(cache)) == 1
