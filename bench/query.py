@@ -20,6 +20,7 @@ import random
 import re
 import shutil
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -106,15 +107,20 @@ def latencies(daemon: Daemon, queries: list[str], rounds: int = ROUNDS) -> dict[
 
 def process_wall(daemon: Daemon, queries: list[str], runs: int = 21) -> dict[str, Any]:
     """Whole `mdrag search` processes (start, import, ask the daemon, print) against the daemon:
-    21 of them, so the median of a process that costs ~0.15 s is not moved by one busy moment."""
-    walls = []
+    21 of them, so the median of a process that costs ~0.15 s is not moved by one busy moment.
+
+    Each is preceded by a bare start of the same interpreter (`python -c pass`), whose time says
+    what the machine gave a process at that moment: on these 2-core VMs the same process takes
+    0.07 to 0.15 s from one minute to the next, and a reader can tell mdrag's part from that."""
+    walls, bare = [], []
     for query in queries[:runs]:
+        bare.append(harness.run([sys.executable, "-c", "pass"], daemon.work.env(), timeout=60).wall_s * 1000)
         finished = harness.run(harness.mdrag("search", query), daemon.work.env(), timeout=60)
         # exit 1 with no `Error:` is a search that found nothing (about half of these queries)
         if finished.returncode not in (0, 1) or "Error:" in finished.stderr or "Traceback" in finished.stderr:
             raise RuntimeError(f"mdrag search failed: {finished.stderr[-2000:]}")
         walls.append(finished.wall_s * 1000)
-    return {"runs": runs, "wall_ms": harness.spread(walls, 0)}
+    return {"runs": runs, "wall_ms": harness.spread(walls, 0), "bare_python_ms": harness.spread(bare, 0)}
 
 
 def measured(daemon: Daemon, queries: list[str]) -> dict[str, Any]:

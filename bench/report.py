@@ -122,12 +122,12 @@ each size: the whole daemon's resident memory idle (itself and its Milvus Lite s
 searches through the socket (the median of three passes) and as whole `mdrag search` processes,
 and a restart: when `status` first answers, when a search sent at that moment is answered, and
 when the start-up reconcile is done. Once grown, the daemon reopens the index by itself, and
-searches sent meanwhile measure how long a reopen holds one (the 13x run below). This 5x run
-went on from a work dir grown earlier the same day, so no reopen was due. Its 1x figures were
-measured while `bench.keyword_engines` ran beside it (search times pessimistic; memory is not);
-its 5x figures on a quiet machine, which ran slower this day than the day's earlier 5x run at
-the same server code (socket p50 57 ms against 48; a whole `mdrag search` over examples/notes
-took 147 ms against 120 before this day's change to the client's imports).
+searches sent meanwhile measure how long a reopen holds one. This 5x run built its work dir
+from nothing (a cold index of 462 s), grew it by four copies in one daemon session (590 s), and
+met the daemon's own reopen. Whole `mdrag search` processes are timed 21 times, with Python's
+compiled bytecode kept as a user's Python keeps it, each beside a bare start of the interpreter
+(`python -c pass`): on these 2-core VMs the same process takes 0.07 to 0.15 s from one minute to
+the next, and the bare start says what the machine gave a process at that moment.
 """
 
 SCALE_10X_METHOD = """\

@@ -221,7 +221,8 @@ def summary_of(name: str, size: dict[str, Any]) -> str:
         f"{name}: {m['notes']} notes, {m['sections']} sections, index {size['index_on_disk_mb']} MB on disk; "
         f"whole daemon idle {m['whole_daemon_mb']} MB; "
         f"search socket p50 {s['p50_ms']} ms, max {s['max_ms']} ms, "
-        f"process median {s['process']['wall_ms']['median']} ms (max {s['process']['wall_ms']['max']}); "
+        f"process median {s['process']['wall_ms']['median']} ms "
+        f"(max {s['process']['wall_ms']['max']}){_bare(s)}; "
         f"restart: status answers at {r['status_answers_s']} s, serving at {r['serving_s']} s "
         f"(steps {r['loading_steps_s']}), first search answered {r['first_search_answered_s']} s, "
         f"reconciled {r['reconciled_s']} s"
@@ -245,9 +246,16 @@ def _row(name: str, size: dict[str, Any]) -> str:
     return (
         f"| {name} | {m['notes']:,} | {m['sections']:,} | {size['index_on_disk_mb']:,.0f} MB | "
         f"{m['whole_daemon_mb']:,.0f} MB | {s['p50_ms']} / {s['max_ms']} ms | "
-        f"{s['process']['wall_ms']['median']:.0f} / {s['process']['wall_ms']['max']:.0f} ms | "
+        f"{s['process']['wall_ms']['median']:.0f} / {s['process']['wall_ms']['max']:.0f} ms{_bare(s)} | "
         f"{r['status_answers_s']} s | {r['serving_s']} s | {r['reconciled_s']} s |"
     )
+
+
+def _bare(search: dict[str, Any]) -> str:
+    """' (bare python 31 ms)': the interpreter's own start beside those processes (the machine's
+    state then); empty for a run that did not time it."""
+    bare = search["process"].get("bare_python_ms")
+    return f" (bare python {bare['median']:.0f} ms)" if bare else ""
 
 
 def figures(result: dict[str, Any]) -> dict[str, float | None]:
