@@ -120,7 +120,11 @@ def process_wall(daemon: Daemon, queries: list[str], runs: int = 21) -> dict[str
         if finished.returncode not in (0, 1) or "Error:" in finished.stderr or "Traceback" in finished.stderr:
             raise RuntimeError(f"mdrag search failed: {finished.stderr[-2000:]}")
         walls.append(finished.wall_s * 1000)
-    return {"runs": runs, "wall_ms": harness.spread(walls, 0), "bare_python_ms": harness.spread(bare, 0)}
+    return {
+        "runs": len(walls),
+        "wall_ms": harness.spread(walls, 0),
+        "bare_python_ms": harness.spread(bare, 0),
+    }
 
 
 def measured(daemon: Daemon, queries: list[str]) -> dict[str, Any]:

@@ -124,7 +124,8 @@ and a restart: when `status` first answers, when a search sent at that moment is
 when the start-up reconcile is done. Once grown, the daemon reopens the index by itself, and
 searches sent meanwhile measure how long a reopen holds one. This 5x run built its work dir
 from nothing (a cold index of 462 s), grew it by four copies in one daemon session (590 s), and
-met the daemon's own reopen. Whole `mdrag search` processes are timed 21 times, with Python's
+met the daemon's own reopen. Whole `mdrag search` processes are timed 21 times (the 1x row: 7,
+timed by the bench's earlier code; see its note), with Python's
 compiled bytecode kept as a user's Python keeps it, each beside a bare start of the interpreter
 (`python -c pass`): on these 2-core VMs the same process takes 0.07 to 0.15 s from one minute to
 the next, and the bare start says what the machine gave a process at that moment.

@@ -2,8 +2,8 @@
 
 Declared once here, in the base, so that the modules that build an answer (the searcher, the
 service, the daemon) and those that read one (the client, the CLI, the page, the MCP server)
-name the same keys. The CLI imports them for the type checker only: building these classes costs
-a search process ~3 ms.
+name the same keys. A search process imports them for the type checker only: building these
+classes costs it ~3 ms.
 """
 
 from __future__ import annotations

@@ -1,18 +1,20 @@
 """Config files kept parsed: a search process reads the user's YAML as JSON while the file is unchanged.
 
 Importing a YAML parser and reading the example config costs a process ~15-20 ms, as much as
-all of mdrag's own imports, and every `mdrag search` of a user with a config file paid it. So the
-data of a config file is kept as JSON under `$XDG_CACHE_HOME/mdrag/config/`, stamped with the
-file's device, inode, size, mtime and ctime: any write to the file (ctime no program can set back)
-or a new file in its place parses it again. Best effort: a cache that cannot be read or written
-is passed by, never an error. A file that holds a token (a Milvus server's credentials) is never
-copied there.
+all of mdrag's own imports, and every `mdrag search` of a user with a config file paid it. So a
+config file's text and data are kept as JSON under `$XDG_CACHE_HOME/mdrag/config/`, and used
+while the file's text is the same (read each time: microseconds, and no file-system clock or
+attribute cache can make a changed file look unchanged). Best effort: a cache that cannot be
+read or written is passed by, never an error. Only an entry that is a plain file of this user's,
+writable by no one else, is believed. A file that holds credentials (a token, a password, a
+URL with a user in it) is never copied there.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -28,35 +30,50 @@ def cache_dir() -> Path:
 
 
 def parsed(path: Path, parse: Callable[[str], Any]) -> Any:
-    """`parse` of the file's text, or what it gave when the file was last parsed, unchanged since.
+    """`parse` of the file's text, or what it gave when that same text was last parsed.
 
-    `parse` raises for a file it cannot read: nothing is kept then, so the error comes every time.
+    `parse` raises for a text it cannot read: nothing is kept then, so the error comes every time.
     """
     real = path.resolve()
-    try:
-        info = real.stat()
-    except OSError:
-        return parse(real.read_text(encoding="utf-8"))  # the caller reports the file's own error
-    stamp = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+    text = real.read_text(encoding="utf-8")  # the caller reports the file's own error
     # A checksum of the path names the entry (hashlib's OpenSSL would cost a process ~2.5 ms);
     # two paths that share one only take turns in it, since the entry names its path.
     entry = cache_dir() / f"{zlib.crc32(os.fsencode(real)):08x}.json"
-    try:
-        kept = json.loads(entry.read_text(encoding="utf-8"))
-        if kept["path"] == str(real) and kept["stamp"] == stamp:
-            return kept["data"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # none yet, or unreadable: parse the file
-    data = parse(real.read_text(encoding="utf-8"))
-    if not _holds_token(data):
-        _keep(entry, {"path": str(real), "stamp": stamp, "data": data})
+    kept = _own_record(entry)
+    if kept is not None and kept.get("path") == str(real) and kept.get("text") == text and "data" in kept:
+        return kept["data"]
+    data = parse(text)
+    if not _holds_credentials(data):
+        _keep(entry, {"path": str(real), "text": text, "data": data})
     return data
 
 
-def _holds_token(data: Any) -> bool:
+def _own_record(entry: Path) -> dict[str, Any] | None:
+    """The entry's record when it is a plain file of this user's that no one else may write (a
+    cache folder shared by mistake must not hand a command someone else's settings)."""
+    try:
+        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            return None
+        try:
+            record = json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+    return record if isinstance(record, dict) else None
+
+
+def _holds_credentials(data: Any) -> bool:
     if isinstance(data, dict):
-        return any((str(k).endswith("token") and v) or _holds_token(v) for k, v in data.items())
-    return isinstance(data, list) and any(_holds_token(v) for v in data)
+        return any(
+            (str(k).endswith(("token", "password")) and v) or _holds_credentials(v) for k, v in data.items()
+        )
+    if isinstance(data, list):
+        return any(_holds_credentials(v) for v in data)
+    return isinstance(data, str) and "@" in data.partition("://")[2].partition("/")[0]
 
 
 def _keep(entry: Path, record: dict[str, Any]) -> None:

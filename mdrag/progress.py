@@ -94,6 +94,13 @@ class ProgressMeter:
             self._keywords_ahead = max(self._keywords_ahead, 0) + notes
         self._tell()
 
+    def ahead_lost(self) -> None:
+        """The notes read ahead can no longer be found by their words (the pending index was
+        given up): only what the model has written counts from here."""
+        with self._lock:
+            self._keywords_ahead = -1
+        self._tell()
+
     def sized(self, position: int, texts: int) -> None:
         """The keywords pass sectioned the run's note at `position` into `texts` texts (ignored
         once the reader has read that note: it counted it itself)."""

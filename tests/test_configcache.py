@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import stat
 import subprocess
@@ -72,14 +73,41 @@ def test_every_kind_of_change_to_the_file_is_read(tmp_path, cache, change):
     assert load_config(path).search_top_k == 9  # and kept as it is now
 
 
-def test_a_file_that_holds_a_token_is_never_copied_to_the_cache(tmp_path, cache):
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "milvus:\n  uri: http://localhost:19530\n  token: 'root:Milvus'\n",
+        "milvus:\n  uri: http://root:Milvus@localhost:19530\n",
+    ],
+)
+def test_a_file_that_holds_credentials_is_never_copied_to_the_cache(tmp_path, cache, secret):
     path = tmp_path / "config.yaml"
-    path.write_text("milvus:\n  uri: http://localhost:19530\n  token: 'root:Milvus'\n")
-    assert load_config(path).milvus_token == "root:Milvus"
+    path.write_text(secret)
+    assert "Milvus" in (load_config(path).milvus_token + load_config(path).milvus_uri)
     assert _entries(cache) == []
     path.write_text("milvus:\n  uri: http://localhost:19530\n  token: ''\n")  # no credentials: kept
     load_config(path)
     assert len(_entries(cache)) == 1
+
+
+@pytest.mark.parametrize("forgery", ["writable by others", "a link to another file"])
+def test_an_entry_anyone_else_could_have_written_is_not_believed(tmp_path, cache, forgery):
+    path = tmp_path / "config.yaml"
+    path.write_text("search:\n  top_k: 3\n")
+    load_config(path)
+    (entry,) = _entries(cache)
+    record = json.loads(entry.read_text())
+    record["data"]["search"]["top_k"] = 99  # someone else's settings for this very file
+    entry.unlink()
+    if forgery == "writable by others":
+        entry.write_text(json.dumps(record))
+        entry.chmod(0o666)
+    else:
+        planted = tmp_path / "planted.json"
+        planted.write_text(json.dumps(record))
+        planted.chmod(0o600)
+        entry.symlink_to(planted)
+    assert load_config(path).search_top_k == 3
 
 
 def test_the_cache_is_private_and_a_broken_or_unwritable_one_is_passed_by(tmp_path, cache, monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 
 from mdrag.errors import NotFoundError
 from mdrag.index import indexer, prepass
+from mdrag.index.rows import PreparedNote
 from mdrag.milvus import PendingKeywords, pending
 from mdrag.milvus.pending import LAYOUT
 from mdrag.params import SearchParams
@@ -102,6 +103,28 @@ def test_reading_ahead_stops_and_frees_its_folder_while_the_disk_is_nearly_full(
     assert not waiting.active and not path.exists()  # and its folder's room goes back to the index
     monkeypatch.setattr(pending, "free_bytes", lambda folder: pending.MIN_FREE_BYTES)
     assert waiting.add([_window("/n/b.md", "A wombat digs")])  # room again: the next run reads ahead
+
+
+def test_a_pass_whose_index_gives_up_no_longer_claims_its_notes_are_found_by_their_words(
+    tmp_path, monkeypatch
+):
+    meter = ProgressMeter()
+    meter.begin(300)
+    meter.ahead(0)
+    waiting = PendingKeywords(tmp_path / "milvus.pending.keywords")
+    notes = [(i, str(tmp_path / f"n{i}.md")) for i in range(300)]
+
+    def read(path):
+        return prepass.Read(PreparedNote(path=path, is_new=True, windows=[["A wombat digs"]], file_hash="h"))
+
+    ahead = prepass.KeywordsAhead(waiting, notes[:150], read, meter).start()
+    _wait(lambda: meter.snapshot().keyword_notes == 150)
+    ahead.stop()
+    monkeypatch.setattr(pending, "free_bytes", lambda folder: 0)  # the disk fills: the pending index goes
+    ahead = prepass.KeywordsAhead(waiting, notes[150:], read, meter).start()
+    _wait(lambda: meter.snapshot().keyword_notes == 0)  # the 150 read before are no longer claimed
+    ahead.stop()
+    assert "by their words" not in progress_line(meter.snapshot())
 
 
 def test_progress_says_how_many_notes_are_searchable_by_their_words_ahead_of_the_model():
@@ -332,6 +355,8 @@ def test_notes_read_ahead_stay_searchable_across_a_restart_until_the_next_run_in
         return real_section(prepared, document)
 
     monkeypatch.setattr(reopened.indexer, "_section", section)
+    monkeypatch.setattr(indexer, "READ_AHEAD", 1)  # the model's reader stays a note or two ahead
+    monkeypatch.setattr(indexer, "FIRST_BATCH_TEXTS", 1)  # of a model held at its first note
     meter = ProgressMeter()
     run = threading.Thread(target=lambda: reopened.reindex(progress=meter))
     run.start()
@@ -340,6 +365,9 @@ def test_notes_read_ahead_stay_searchable_across_a_restart_until_the_next_run_in
         _wait(lambda: meter.snapshot().keyword_notes == len(ANIMALS) - 2)
         # Only the changed note is read again: the others are kept as the first run read them.
         assert sectioned_ahead == [str(files[3])]
+        # The kept notes were not sectioned: their texts are estimated (one window each, as the
+        # notes read), never counted as none.
+        assert meter.snapshot().total == len(ANIMALS) - 2
         assert _ask(reopened, "manatee")[0]["file_path"] == str(files[3])
     finally:
         model.release.set()

@@ -255,7 +255,7 @@ class Indexer:
         logger.info("reading {} new notes ahead of the model, for keyword search", len(new))
         return prepass.KeywordsAhead(self.waiting, new, self._read_for_keywords, meter).start()
 
-    def _read_for_keywords(self, path: str) -> PreparedNote | None:
+    def _read_for_keywords(self, path: str) -> prepass.Read | None:
         """A note read and sectioned for the pending keyword index, or None when it cannot be
         (the model's pass records why)."""
         prepared = PreparedNote(path=path, is_new=True)
@@ -263,11 +263,11 @@ class Indexer:
             data = read_bytes(path, self.max_file_bytes)
             prepared.file_hash, prepared.size = keys.file_hash(data), len(data)
             if self.waiting is not None and self.waiting.holds(keys.row_id(path, prepared.file_hash, 0, 0)):
-                return prepared  # read by a pass before this one (a run stopped and begun again): kept
+                return prepass.Read(prepared, held=True)  # read by a run before this one: kept
             self._section(prepared, parse_document(path, data, prepared.file_hash))
         except Exception:  # any failure is the model's pass to report
             return None
-        return prepared
+        return prepass.Read(prepared)
 
     def _away(self, scope: list[Path] | None, forget: bool, report: IndexReport) -> list[Path]:
         """The unavailable roots this run must leave alone, each reported as a failure."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from loguru import logger
 
@@ -18,6 +18,14 @@ from mdrag.progress import ProgressMeter
 MIN_NOTES = 200
 BATCH_NOTES = 100  # notes per commit of the pending index: searchable in steps of seconds
 BATCH_WINDOWS = 2048  # and never more windows than this per commit (a few long notes), as the model
+
+
+class Read(NamedTuple):
+    """A note the pass read; `held` when the pending index holds this version already (a run
+    before this one read it ahead): nothing to write, and its texts were not counted."""
+
+    note: PreparedNote
+    held: bool = False
 
 
 class KeywordsAhead:
@@ -35,7 +43,7 @@ class KeywordsAhead:
         self,
         pending: PendingKeywords,
         notes: list[tuple[int, str]],
-        prepare: Callable[[str], PreparedNote | None],
+        prepare: Callable[[str], Read | None],
         meter: ProgressMeter,
     ) -> None:
         self.pending = pending
@@ -63,11 +71,12 @@ class KeywordsAhead:
             for position, path in self._notes:
                 if self._stop.is_set():
                     return
-                prepared = self._prepare(path)
-                if prepared is None:
+                read = self._prepare(path)
+                if read is None:
                     continue
-                self._meter.sized(position, sum(len(w) for w in prepared.windows))
-                rows.extend(window_rows(prepared))
+                if not read.held:  # a held note's texts are left to the estimate: it was not sectioned
+                    self._meter.sized(position, sum(len(w) for w in read.note.windows))
+                    rows.extend(window_rows(read.note))
                 notes += 1
                 if notes >= BATCH_NOTES or len(rows) >= BATCH_WINDOWS:
                     if not self._write(rows, notes):
@@ -79,7 +88,10 @@ class KeywordsAhead:
 
     def _write(self, rows: list[dict[str, Any]], notes: int) -> bool:
         """Whether the pass goes on: not once stopped, nor once the index gave up (it logged why)."""
-        if self._stop.is_set() or not self.pending.add(rows):
+        if self._stop.is_set():
+            return False
+        if not self.pending.add(rows):
+            self._meter.ahead_lost()  # what it held is gone: no line may say those notes are found
             return False
         self._meter.ahead(notes)
         return True

@@ -104,15 +104,15 @@ class PendingKeywords:
     def add(self, rows: Sequence[dict[str, Any]]) -> bool:
         """Hold these window rows (see index.rows.window_rows), replacing their notes' older
         ones; False when the index could not take them (it is given up)."""
-        if not rows:
-            return True
         with self._lock:
             free = free_bytes(self.path.parent)
-            if free is not None and free < MIN_FREE_BYTES:
+            if free is not None and free < MIN_FREE_BYTES:  # also with no rows: its folder goes
                 self._give_up(
                     "write", OSError(f"{free // 2**20} MB free on its disk: the index's own writes first")
                 )
                 return False
+            if not rows:
+                return True
             try:
                 if self._index is None:
                     self._index = _RowsIndex(self.path)
