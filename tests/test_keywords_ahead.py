@@ -205,6 +205,16 @@ class HeldModel:
         monkeypatch.setattr(embedder, "embed", held)
 
 
+def _held_run(service, embedder, monkeypatch, hold_at: int = 1, cancel=None):
+    """A reindex on a thread of its own, its model held at its `hold_at`-th call: (model, meter,
+    thread), the thread started."""
+    model = HeldModel(embedder, monkeypatch, hold_at=hold_at)
+    meter = ProgressMeter()
+    run = threading.Thread(target=lambda: service.reindex(progress=meter, cancel=cancel))
+    run.start()
+    return model, meter, run
+
+
 def _wait(condition, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -229,10 +239,7 @@ def test_a_first_index_finds_every_note_by_its_words_before_the_model_reaches_it
 ):
     _vault(notes)
     service = make_service([notes])
-    model = HeldModel(embedder, monkeypatch)
-    meter = ProgressMeter()
-    run = threading.Thread(target=lambda: service.reindex(progress=meter))
-    run.start()
+    model, meter, run = _held_run(service, embedder, monkeypatch)
     try:
         assert model.reached.wait(60)
         _wait(lambda: meter.snapshot().keyword_notes == len(ANIMALS))
@@ -275,10 +282,7 @@ def test_a_first_index_counts_its_texts_once_the_pass_has_read_every_note(
         path = write(notes / f"animal-{i:02d}.md", f"# The {name}\n\nField notes on the {name}.\n{days}")
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
     service = make_service([notes])
-    model = HeldModel(embedder, monkeypatch)
-    meter = ProgressMeter()
-    run = threading.Thread(target=lambda: service.reindex(progress=meter))
-    run.start()
+    model, meter, run = _held_run(service, embedder, monkeypatch)
     try:
         assert model.reached.wait(60)
         _wait(lambda: meter.snapshot().keyword_notes == len(ANIMALS))
@@ -297,10 +301,7 @@ def test_each_batch_the_model_writes_leaves_the_pending_index_and_is_never_shown
     monkeypatch.setattr(indexer, "BATCH_FILES", 6)  # batches of six notes
     _vault(notes)
     service = make_service([notes])
-    model = HeldModel(embedder, monkeypatch, hold_at=2)  # the first batch goes through
-    meter = ProgressMeter()
-    run = threading.Thread(target=lambda: service.reindex(progress=meter))
-    run.start()
+    model, meter, run = _held_run(service, embedder, monkeypatch, hold_at=2)  # the first batch goes through
     try:
         assert model.reached.wait(60)
         _wait(lambda: meter.snapshot().notes_done == 6 and meter.snapshot().keyword_notes == len(ANIMALS))
@@ -324,11 +325,8 @@ def test_notes_read_ahead_stay_searchable_across_a_restart_until_the_next_run_in
 ):
     files = _vault(notes)
     service = make_service([notes])
-    model = HeldModel(embedder, monkeypatch)
-    meter = ProgressMeter()
     cancel = threading.Event()
-    run = threading.Thread(target=lambda: service.reindex(progress=meter, cancel=cancel))
-    run.start()
+    model, meter, run = _held_run(service, embedder, monkeypatch, cancel=cancel)
     assert model.reached.wait(60)
     _wait(lambda: meter.snapshot().keyword_notes == len(ANIMALS))
     cancel.set()  # a stop (the daemon's restart) before the model wrote anything
