@@ -40,6 +40,12 @@ def default_socket_path() -> str:
     return f"/tmp/mdrag-{os.getuid()}/mdrag.sock"
 
 
+def default_cache_dir() -> Path:
+    """mdrag's own under $XDG_CACHE_HOME: what can be made again (the ONNX export, parsed configs)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "mdrag"
+
+
 def default_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
     return Path(base) / "mdrag" / "config.yaml"
@@ -186,7 +192,7 @@ def _parse_yaml(text: str) -> Any:
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
     try:
-        data = configcache.parsed(path, _parse_yaml) or {}
+        data = configcache.parsed(path, _parse_yaml, default_cache_dir() / "config") or {}
     except (OSError, UnicodeDecodeError, _NotYaml) as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc}") from exc
     if not isinstance(data, dict):

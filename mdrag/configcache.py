@@ -24,13 +24,9 @@ from mdrag import private
 from mdrag.errors import UnsafePathError
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "mdrag" / "config"
-
-
-def parsed(path: Path, parse: Callable[[str], Any]) -> Any:
-    """`parse` of the file's text, or what it gave when that same text was last parsed.
+def parsed(path: Path, parse: Callable[[str], Any], folder: Path) -> Any:
+    """`parse` of the file's text, or what it gave when that same text was last parsed (kept in
+    `folder`).
 
     `parse` raises for a text it cannot read: nothing is kept then, so the error comes every time.
     """
@@ -38,7 +34,7 @@ def parsed(path: Path, parse: Callable[[str], Any]) -> Any:
     text = real.read_text(encoding="utf-8")  # the caller reports the file's own error
     # A checksum of the path names the entry (hashlib's OpenSSL would cost a process ~2.5 ms);
     # two paths that share one only take turns in it, since the entry names its path.
-    entry = cache_dir() / f"{zlib.crc32(os.fsencode(real)):08x}.json"
+    entry = folder / f"{zlib.crc32(os.fsencode(real)):08x}.json"
     kept = _own_record(entry)
     if kept is not None and kept.get("path") == str(real) and kept.get("text") == text and "data" in kept:
         return kept["data"]

@@ -21,6 +21,7 @@ made absolute, a link left as the user named it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -170,3 +171,12 @@ def shard_paths(db: Path, count: int) -> list[Path]:
     """The database files of an index: the named one (shard 0, which also holds the metadata
     collection), then `NAME.shard1.db`, ... beside it."""
     return [db] + [db.with_name(f"{db.stem}.shard{i}{db.suffix}") for i in range(1, count)]
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Room left to a user on the file system holding `folder`; None when it cannot be told."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize

@@ -148,7 +148,7 @@ def test_a_value_json_cannot_hold_is_parsed_each_time(tmp_path, cache):
     def parse(text: str):
         return {"when": datetime.date(2026, 11, 27)}
 
-    assert configcache.parsed(path, parse) == {"when": datetime.date(2026, 11, 27)}
+    assert configcache.parsed(path, parse, cache) == {"when": datetime.date(2026, 11, 27)}
     assert _entries(cache) == []
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mdrag import indexfiles
 from mdrag.errors import NotFoundError
 from mdrag.index import indexer, prepass
 from mdrag.index.rows import PreparedNote
@@ -97,11 +98,11 @@ def test_reading_ahead_stops_and_frees_its_folder_while_the_disk_is_nearly_full(
     path = tmp_path / "milvus.pending.keywords"
     waiting = PendingKeywords(path)
     assert waiting.add([_window("/n/a.md", "The capybara swims")])
-    assert pending.free_bytes(tmp_path) is not None  # the real disk's room is read
-    monkeypatch.setattr(pending, "free_bytes", lambda folder: pending.MIN_FREE_BYTES - 1)
+    assert indexfiles.free_bytes(tmp_path) is not None  # the real disk's room is read
+    monkeypatch.setattr(indexfiles, "free_bytes", lambda folder: pending.MIN_FREE_BYTES - 1)
     assert not waiting.add([_window("/n/b.md", "A wombat digs")])  # the pass stops here
     assert not waiting.active and not path.exists()  # and its folder's room goes back to the index
-    monkeypatch.setattr(pending, "free_bytes", lambda folder: pending.MIN_FREE_BYTES)
+    monkeypatch.setattr(indexfiles, "free_bytes", lambda folder: pending.MIN_FREE_BYTES)
     assert waiting.add([_window("/n/b.md", "A wombat digs")])  # room again: the next run reads ahead
 
 
@@ -120,7 +121,7 @@ def test_a_pass_whose_index_gives_up_no_longer_claims_its_notes_are_found_by_the
     ahead = prepass.KeywordsAhead(waiting, notes[:150], read, meter).start()
     _wait(lambda: meter.snapshot().keyword_notes == 150)
     ahead.stop()
-    monkeypatch.setattr(pending, "free_bytes", lambda folder: 0)  # the disk fills: the pending index goes
+    monkeypatch.setattr(indexfiles, "free_bytes", lambda folder: 0)  # the disk fills: the pending index goes
     ahead = prepass.KeywordsAhead(waiting, notes[150:], read, meter).start()
     _wait(lambda: meter.snapshot().keyword_notes == 0)  # the 150 read before are no longer claimed
     ahead.stop()

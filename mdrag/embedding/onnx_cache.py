@@ -8,12 +8,12 @@ from pathlib import Path
 
 from loguru import logger
 
+from mdrag.config import default_cache_dir
 from mdrag.errors import ConfigError
 
 
 def onnx_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "mdrag" / "onnx"
+    return default_cache_dir() / "onnx"
 
 
 EXPORT_TIMEOUT_S = 600

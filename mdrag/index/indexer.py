@@ -210,7 +210,7 @@ class Indexer:
             ahead = self._keywords_ahead(present, meter)
             for prepared in prepared_files:
                 batch.append(prepared)
-                texts += sum(len(w) for w in prepared.windows)
+                texts += prepared.text_count
                 if texts >= min(BATCH_TEXTS, FIRST_BATCH_TEXTS << writes) or len(batch) >= BATCH_FILES:
                     self._write(batch, report, run, cancel, meter)
                     writes += 1
@@ -385,7 +385,7 @@ class Indexer:
             except Exception as exc:  # a parser bug on one strange file must not stop the run
                 logger.exception("unexpected error while parsing {}", path)
                 prepared.error = f"internal error while parsing: {exc!r}"
-            meter.read(sum(len(w) for w in prepared.windows))
+            meter.read(prepared.text_count)
             yield prepared
 
     def _section(self, prepared: PreparedNote, document: Document) -> None:
@@ -511,7 +511,7 @@ class Indexer:
             vectors.update({key: np.asarray(v, dtype=np.float32) for key, v in found if key in wanted})
         missing = [key for key in wanted if key not in vectors]
         # Progress counts every note's texts, a text repeated in the batch as often as it is there.
-        meter.texts_done(sum(len(ws) for p in batch for ws in p.windows) - len(missing))
+        meter.texts_done(sum(p.text_count for p in batch) - len(missing))
         # In slices (a huge note has tens of thousands of windows), each kept in the run as it
         # is done: a stopped run loses at most one slice.
         for start in range(0, len(missing), BATCH_TEXTS):

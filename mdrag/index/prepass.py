@@ -75,7 +75,7 @@ class KeywordsAhead:
                 if read is None:
                     continue
                 if not read.held:  # a held note's texts are left to the estimate: it was not sectioned
-                    self._meter.sized(position, sum(len(w) for w in read.note.windows))
+                    self._meter.sized(position, read.note.text_count)
                     rows.extend(window_rows(read.note))
                 notes += 1
                 if notes >= BATCH_NOTES or len(rows) >= BATCH_WINDOWS:

@@ -38,6 +38,11 @@ class PreparedNote:
     held_hash: str = ""  # the version the index held when the note was read ("" for a new note)
 
     @property
+    def text_count(self) -> int:
+        """The texts the model embeds for this version: its section windows."""
+        return sum(len(w) for w in self.windows)
+
+    @property
     def rows_unseen(self) -> bool:
         """No row of this version can be in the store, so its rows are inserted, not upserted
         (an upsert on Milvus Lite also deletes, and costs more): a version the index did not

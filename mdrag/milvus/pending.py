@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import tantivy
 from loguru import logger
 
+from mdrag import indexfiles
 from mdrag.errors import StoreError
 from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index
 
@@ -22,15 +22,6 @@ LAYOUT = "mdrag-pending-1"
 # the index's own (its writes stop at 16 MB free, milvus.store.MIN_FREE_BYTES). A large vault's
 # pending index takes tens of MB (~50 MB for 350k windows).
 MIN_FREE_BYTES = 256 * 2**20
-
-
-def free_bytes(folder: Path) -> int | None:
-    """Room left to a user on the file system holding `folder`; None when it cannot be told."""
-    try:
-        found = os.statvfs(folder)
-    except OSError:
-        return None
-    return found.f_bavail * found.f_frsize
 
 
 class _RowsIndex(KeywordIndex):
@@ -105,7 +96,7 @@ class PendingKeywords:
         """Hold these window rows (see index.rows.window_rows), replacing their notes' older
         ones; False when the index could not take them (it is given up)."""
         with self._lock:
-            free = free_bytes(self.path.parent)
+            free = indexfiles.free_bytes(self.path.parent)
             if free is not None and free < MIN_FREE_BYTES:  # also with no rows: its folder goes
                 self._give_up(
                     "write", OSError(f"{free // 2**20} MB free on its disk: the index's own writes first")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -32,7 +31,7 @@ from pymilvus.exceptions import (
 )
 
 from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
-from mdrag.indexfiles import normalized
+from mdrag.indexfiles import free_bytes, normalized
 from mdrag.keys import doc_id
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
@@ -641,13 +640,7 @@ class Store:
 
     def free_bytes(self) -> int | None:
         """Room left on the file system of a Milvus Lite index; None for a server (its own business)."""
-        if not self.is_lite:
-            return None
-        try:
-            found = os.statvfs(normalized(self.uri).parent)
-        except OSError:
-            return None
-        return found.f_bavail * found.f_frsize
+        return free_bytes(normalized(self.uri).parent) if self.is_lite else None
 
     def check_room(self) -> None:
         """Raises IndexFullError when a Milvus Lite index has too little room to write."""
