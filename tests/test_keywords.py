@@ -361,3 +361,19 @@ def test_a_name_made_of_two_held_words_is_unheard_unless_the_notes_hold_them_tog
     assert index.unheard("hardhat") == ("hardhat",)
     index.write([_row("c", "/n/c.md", "wear a hard hat on site")])
     assert index.unheard("hardhat") == ()
+
+
+@pytest.mark.parametrize("gone", ["by id", "by note", "rewritten"])
+def test_a_word_only_rows_that_are_gone_held_is_unheard(index, gone):
+    # A deleted row's terms stay in the index's counts until its segment is merged away: however
+    # the row went, its words must not count as held by the notes.
+    index.write([_row("a", "/n/a.md", "hardhat deploy scripts"), _row("b", "/n/b.md", "lighthouse keepers")])
+    assert index.unheard("hardhat lighthouse") == ()
+    if gone == "by id":
+        index.delete("id", ["a"])
+    elif gone == "by note":
+        index.delete("doc_id", ["doc-/n/a.md"])
+    else:
+        index.write([_row("a", "/n/a.md", "foundry deploy scripts")])
+    assert index.unheard("hardhat lighthouse") == ("hardhat",)
+    assert index.unheard("hardhat lighthouse", path_prefix="/n/") == ("hardhat",)
