@@ -1,21 +1,24 @@
-"""Lite fields: what the keyword part of the vectors collection costs a Milvus Lite server, in
-memory and in load time, measured on real rows.
+"""Lite fields: what each part of a vectors row costs a Milvus Lite server, in memory and in load
+time, measured on real rows.
 
-    python -m bench.lite_fields --source DB [--rows 100000]
+    python -m bench.lite_fields --source DB [--rows 100000] [--layouts as_shipped,vectors_only]
 
-Reads the rows of an existing mdrag index's `document_vectors` (every field but the BM25 sparse
-vector, which Milvus derives from the text), repeats them under new ids up to --rows, and writes
-them into three fresh Milvus Lite databases, one per layout:
+Reads the rows of an existing mdrag index's `document_vectors`, repeats them under new ids up to
+--rows, and writes them into fresh Milvus Lite databases, one per layout:
 
-- `as_shipped`: the collection as mdrag creates it (the window text with the english analyzer,
-  the BM25 function, its sparse vector and SPARSE_INVERTED_INDEX);
-- `no_bm25`: the same without the BM25 function and sparse vector (the text kept, plain);
-- `no_text`: without the text either (what keyword search from an index beside Milvus would leave).
+- `as_shipped`: the collection as mdrag creates it (mdrag.milvus.schema: every column, the
+  `display` JSON, the embedded text, the INVERTED indexes on `doc_id` and `section_id`);
+- `no_inverted`: the same columns without the two INVERTED indexes;
+- `no_text_display`: without the `display` JSON and the embedded text (what moving what a hit
+  shows out of the engine would leave);
+- `vectors_only`: the id, the note's id and the vector (the least a vectors collection holds).
 
 Each database is then closed and opened by a fresh server (REPEAT times), the collection loaded
 and timed, searched, and the server's resident memory read once it has settled: the memory a
 daemon pays for the rows after a restart, and the load a restart (or a reopen) waits for. One
-layout at a time, so each server has the machine to itself; run it on a quiet machine.
+layout at a time, so each server has the machine to itself; run it on a quiet machine. The same
+database opened again varies by ~100 MB at 100k rows (docs/design.md, "Where Milvus Lite's
+memory goes"), hence the repeats.
 """
 
 from __future__ import annotations
@@ -27,15 +30,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus import DataType, MilvusClient
 
 from bench.lite_memory import _server_mb
+from mdrag.milvus import schema as mdrag_schema
 
 VECTORS = "document_vectors"
-LAYOUTS = ("as_shipped", "no_bm25", "no_text")
+LAYOUTS = ("as_shipped", "no_inverted", "no_text_display", "vectors_only")
 SETTLE_S = 10.0  # the server frees what loading took only after a while
 SEARCHES = 20
-REPEAT = 2  # fresh servers per layout: their spread is the figure's noise
+REPEAT = 3  # fresh servers per layout: their spread is the figure's noise
 BATCH = 500
 FIELDS = [
     "id",
@@ -64,50 +68,48 @@ def source_rows(db: Path) -> list[dict[str, Any]]:
         client.close()
 
 
-def schema(layout: str, dimension: int) -> tuple[Any, Any]:
+def create(client: MilvusClient, layout: str, dimension: int) -> None:
+    """The vectors collection of `layout` (see the module's docstring)."""
+    if layout == "as_shipped":
+        mdrag_schema._create_vectors(client, "lite_fields", dimension)
+        return
     s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-    s.add_field("section_id", DataType.VARCHAR, max_length=64)
     s.add_field("doc_id", DataType.VARCHAR, max_length=64)
-    s.add_field("file_path", DataType.VARCHAR, max_length=4096)
-    s.add_field("file_hash", DataType.VARCHAR, max_length=64)
-    s.add_field("window_index", DataType.INT32)
-    s.add_field("tags", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=512)
-    s.add_field("display", DataType.JSON)
-    if layout == "as_shipped":
-        analyzer = {"enable_analyzer": True, "analyzer_params": {"type": "english"}}
-        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535, **analyzer)
-    elif layout == "no_bm25":
+    if layout != "vectors_only":
+        s.add_field("section_id", DataType.VARCHAR, max_length=64)
+        s.add_field("file_path", DataType.VARCHAR, max_length=4096)
+        s.add_field("file_hash", DataType.VARCHAR, max_length=64)
+        s.add_field("window_index", DataType.INT32)
+        s.add_field("tags", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=512)
+    if layout == "no_inverted":
+        s.add_field("display", DataType.JSON)
         s.add_field("embedded_text", DataType.VARCHAR, max_length=65535)
     s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
     index = MilvusClient.prepare_index_params()
-    index.add_index("embedding", index_type="FLAT", metric_type="IP")
-    if layout == "as_shipped":
-        s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        s.add_function(
-            Function(
-                name="embedded_text_bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["embedded_text"],
-                output_field_names=["sparse"],
-            )
-        )
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-    return s, index
+    index.add_index("embedding", index_type="FLAT", metric_type=mdrag_schema.DENSE_METRIC)
+    client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
+
+
+def fields_of(layout: str) -> set[str]:
+    if layout == "vectors_only":
+        return {"id", "doc_id", "embedding"}
+    if layout == "no_text_display":
+        return set(FIELDS) - {"display", "embedded_text"}
+    return set(FIELDS)
 
 
 def one(layout: str, rows: list[dict[str, Any]], count: int, folder: Path) -> dict[str, Any]:
     db = folder / f"{layout}.db"
     client = MilvusClient(str(db))
-    s, index = schema(layout, len(rows[0]["embedding"]))
-    client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
+    create(client, layout, len(rows[0]["embedding"]))
+    client.load_collection(VECTORS)  # mdrag's own schema leaves it released after its indexes
     empty_mb = _server_mb(db)
     batch: list[dict[str, Any]] = []
+    fields = fields_of(layout)
     for i in range(count):
-        row = dict(rows[i % len(rows)])
+        row = {key: value for key, value in rows[i % len(rows)].items() if key in fields}
         row["id"] = f"{i:064x}"
-        if layout == "no_text":
-            row.pop("embedded_text", None)
         batch.append(row)
         if len(batch) == BATCH:
             client.insert(VECTORS, batch)
@@ -151,11 +153,12 @@ def main() -> None:
     )
     parser.add_argument("--source", type=Path, required=True, help="a shard database of an mdrag index")
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--layouts", default=",".join(LAYOUTS), help="comma-separated: " + ", ".join(LAYOUTS))
     args = parser.parse_args()
     rows = source_rows(args.source)
     print(f"{len(rows)} source rows from {args.source}", flush=True)
     results = {}
-    for layout in LAYOUTS:
+    for layout in args.layouts.split(","):
         with tempfile.TemporaryDirectory(prefix="mdrag-lite-fields-") as folder:
             results[layout] = one(layout, rows, args.rows, Path(folder))
             print(layout, results[layout], flush=True)
