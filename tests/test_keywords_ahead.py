@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mdrag import indexfiles
-from mdrag.errors import NotFoundError
+from mdrag.errors import NotFoundError, StoreError
 from mdrag.index import indexer, prepass
 from mdrag.index.rows import PreparedNote
 from mdrag.milvus import PendingKeywords, pending
@@ -318,6 +318,38 @@ def test_each_batch_the_model_writes_leaves_the_pending_index_and_is_never_shown
         model.release.set()
         run.join(120)
     assert not service.files.pending_keywords.exists()
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+def test_a_pending_index_that_gives_up_under_the_writer_no_longer_claims_the_waiting_notes(
+    notes, make_service, embedder, monkeypatch, few_notes_ahead
+):
+    monkeypatch.setattr(indexer, "BATCH_FILES", 6)
+    _vault(notes)
+
+    def fails(self, field, values):
+        raise StoreError("the disk went away")
+
+    monkeypatch.setattr(pending._RowsIndex, "delete", fails)  # reading ahead works, forgetting fails
+    service = make_service([notes])
+    first, meter, run = _held_run(service, embedder, monkeypatch)
+    rest = None
+    try:
+        assert first.reached.wait(60)
+        _wait(lambda: meter.snapshot().keyword_notes == len(ANIMALS))  # the pass has read every note
+        rest = HeldModel(embedder, monkeypatch)  # the model's next call waits: the run is mid-way
+        first.release.set()
+        assert rest.reached.wait(60)
+        held = meter.snapshot()
+        assert held.notes_done == 6 and held.keyword_notes == 6  # the written six, not all 30
+        assert "by their words" not in progress_line(held)
+        assert not service.waiting.active and not service.files.pending_keywords.exists()
+    finally:
+        first.release.set()
+        if rest is not None:
+            rest.release.set()
+        run.join(120)
+    assert len(service.catalog.paths()) == len(ANIMALS)  # the model's pass indexed every note anyway
 
 
 @pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)

@@ -443,8 +443,11 @@ class Indexer:
                 r for r in self.store.vector_keys_for_paths(updated) if r["id"] not in keep[r["file_path"]]
             ]
             self.store.delete_vectors(stale)
-        if self.waiting is not None and self.waiting.active:
-            self.waiting.drop(keys.doc_id(p.path) for p in batch)  # their real rows are searched now
+        # Their real rows are searched now. An index that gives up here takes the notes still
+        # waiting with it: no line may say those are found by their words any more.
+        waiting = self.waiting
+        if waiting is not None and waiting.active and not waiting.drop(keys.doc_id(p.path) for p in batch):
+            meter.ahead_lost()
 
     def _switch(self, metadata: list[dict[str, Any]]) -> None:
         """The catalog names the new versions: searches show them from now on (their rows are in)."""

@@ -114,15 +114,18 @@ class PendingKeywords:
                 return False
         return True
 
-    def drop(self, doc_ids: Iterable[str]) -> None:
-        """Forget these notes (their rows are in the index now, or they are gone)."""
+    def drop(self, doc_ids: Iterable[str]) -> bool:
+        """Forget these notes (their rows are in the index now, or they are gone); False when the
+        index could not (it is given up, and the notes still waiting with it)."""
         with self._lock:
             if self._index is None:
-                return
+                return True
             try:
                 self._index.delete("doc_id", doc_ids)
             except (StoreError, OSError, ValueError) as exc:
                 self._give_up("update", exc)
+                return False
+        return True
 
     def discard(self) -> None:
         """Remove the folder: no note waits any more."""
