@@ -234,6 +234,15 @@ def test_a_question_naming_something_no_note_mentions_says_so_and_is_no_confiden
     assert "no note mentions kubernetes" in response["message"]
 
 
+@pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
+def test_a_query_of_words_no_note_holds_says_which_in_every_mode(service, mode):
+    # A keyword search finds nothing at all to score for such a query: it still says why.
+    response = service.search({"query": "kubernetes helm", "mode": mode})
+    assert response["results"] == [] and response["confidence"]["outcome"] != "answer"
+    assert response["confidence"]["reason"] == "no note mentions kubernetes or helm", mode
+    assert response["message"].endswith("no note mentions kubernetes or helm")
+
+
 def test_a_word_only_notes_outside_the_filters_hold_is_one_no_note_mentions_among_those_asked(service, notes):
     response = service.search({"query": "rebase the feature branch", "tags": ["baking"]})
     assert response["results"] == []

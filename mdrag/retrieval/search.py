@@ -253,16 +253,20 @@ class Searcher:
             floor = params.threshold - RELATED_BAND
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-            if best is None:
-                # Nothing to score: a filter that leaves no note says so, rather than blame a word.
+            if best is None and (params.tags or params.path_prefix):
+                # Nothing to score under a filter: one that leaves no note says so, rather than
+                # blame a word.
                 message = "nothing matched" + _scope(params)
             else:
-                if evidence.unheard:
+                if evidence.unheard:  # also with nothing to score: a keyword search for them alone
                     so_far = " indexed so far" if indexing else ""
                     reason = f"no note{so_far} mentions " + _either(evidence.unheard) + _scope(params)
                 elif evidence.absent:
                     reason = "no note found mentions " + _either(evidence.absent)
-                message = reason or f"no section scored {params.threshold:g} or more"
+                scored = (
+                    "nothing matched" if best is None else f"no section scored {params.threshold:g} or more"
+                )
+                message = reason or scored
             closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
         if level == "none":
             message = NO_ANSWER + (f": {message}" if message else "")
