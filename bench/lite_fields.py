@@ -17,8 +17,8 @@ Each database is then closed and opened by a fresh server (REPEAT times), the co
 and timed, searched, and the server's resident memory read once it has settled: the memory a
 daemon pays for the rows after a restart, and the load a restart (or a reopen) waits for. One
 layout at a time, so each server has the machine to itself; run it on a quiet machine. The same
-database opened again varies by ~100 MB at 100k rows (docs/design.md, "Where Milvus Lite's
-memory goes"), hence the repeats.
+database opened again varies by 50-125 MB at 100k rows, by 280 MB in one run (docs/design.md,
+"Large vaults"), hence the repeats.
 """
 
 from __future__ import annotations

@@ -88,10 +88,21 @@ def test_a_pending_index_that_fails_under_the_writer_is_given_up_without_an_erro
     waiting = PendingKeywords(path)
     waiting.add([_window("/n/a.md", "The capybara swims")])
     shutil.rmtree(path)  # removed under it (a cleaner, a full disk's failure)
-    waiting.drop(["doc-/n/a.md"])  # no error: the notes are indexed by the model's pass anyway
+    lost = []
+    # No error: the notes are indexed by the model's pass anyway; whoever counted them is told.
+    assert not waiting.drop(["doc-/n/a.md"], lost=lambda: lost.append(True))
+    assert lost == [True]
     assert not waiting.active and waiting.rows("capybara", 10) == []
     assert waiting.add([_window("/n/b.md", "A wombat digs")])  # the next write starts it anew
     assert [r["file_path"] for _, r in waiting.rows("wombat", 10)] == ["/n/b.md"]
+
+
+def test_a_word_only_notes_that_left_the_pending_index_held_is_unheard_there(tmp_path):
+    waiting = PendingKeywords(tmp_path / "milvus.pending.keywords")
+    waiting.add([_window("/n/a.md", "The capybara swims"), _window("/n/b.md", "A wombat digs")])
+    assert waiting.unheard("capybara wombat") == set()
+    assert waiting.drop(["doc-/n/a.md"])  # its real rows are in the index now
+    assert waiting.unheard("capybara wombat") == {"capybara"}
 
 
 def test_reading_ahead_stops_and_frees_its_folder_while_the_disk_is_nearly_full(tmp_path, monkeypatch):

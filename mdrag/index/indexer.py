@@ -445,9 +445,8 @@ class Indexer:
             self.store.delete_vectors(stale)
         # Their real rows are searched now. An index that gives up here takes the notes still
         # waiting with it: no line may say those are found by their words any more.
-        waiting = self.waiting
-        if waiting is not None and waiting.active and not waiting.drop(keys.doc_id(p.path) for p in batch):
-            meter.ahead_lost()
+        if self.waiting is not None and self.waiting.active:
+            self.waiting.drop((keys.doc_id(p.path) for p in batch), lost=meter.ahead_lost)
 
     def _switch(self, metadata: list[dict[str, Any]]) -> None:
         """The catalog names the new versions: searches show them from now on (their rows are in)."""

@@ -90,8 +90,7 @@ class KeywordsAhead:
         """Whether the pass goes on: not once stopped, nor once the index gave up (it logged why)."""
         if self._stop.is_set():
             return False
-        if not self.pending.add(rows):
+        if not self.pending.add(rows, added=lambda: self._meter.ahead(notes)):
             self._meter.ahead_lost()  # what it held is gone: no line may say those notes are found
             return False
-        self._meter.ahead(notes)
         return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,9 +92,10 @@ class PendingKeywords:
         index = self._index
         return index is not None and index.count > 0
 
-    def add(self, rows: Sequence[dict[str, Any]]) -> bool:
+    def add(self, rows: Sequence[dict[str, Any]], added: Callable[[], None] | None = None) -> bool:
         """Hold these window rows (see index.rows.window_rows), replacing their notes' older
-        ones; False when the index could not take them (it is given up)."""
+        ones, then call `added` (under the lock that a give-up takes too, so a count of the notes
+        held never outlives them); False when the index could not take them (it is given up)."""
         with self._lock:
             free = indexfiles.free_bytes(self.path.parent)
             if free is not None and free < MIN_FREE_BYTES:  # also with no rows: its folder goes
@@ -102,21 +103,23 @@ class PendingKeywords:
                     "write", OSError(f"{free // 2**20} MB free on its disk: the index's own writes first")
                 )
                 return False
-            if not rows:
-                return True
-            try:
-                if self._index is None:
-                    self._index = _RowsIndex(self.path)
-                    (self.path / LAYOUT).touch()
-                self._index.replace_notes(rows)
-            except (StoreError, OSError, ValueError) as exc:
-                self._give_up("write", exc)
-                return False
+            if rows:
+                try:
+                    if self._index is None:
+                        self._index = _RowsIndex(self.path)
+                        (self.path / LAYOUT).touch()
+                    self._index.replace_notes(rows)
+                except (StoreError, OSError, ValueError) as exc:
+                    self._give_up("write", exc)
+                    return False
+            if added is not None:  # also for notes of no rows: there is nothing to find in them
+                added()
         return True
 
-    def drop(self, doc_ids: Iterable[str]) -> bool:
+    def drop(self, doc_ids: Iterable[str], lost: Callable[[], None] | None = None) -> bool:
         """Forget these notes (their rows are in the index now, or they are gone); False when the
-        index could not (it is given up, and the notes still waiting with it)."""
+        index could not: it is given up, with the notes still waiting in it, and `lost` is called
+        (under the lock `add` holds)."""
         with self._lock:
             if self._index is None:
                 return True
@@ -124,6 +127,8 @@ class PendingKeywords:
                 self._index.delete("doc_id", doc_ids)
             except (StoreError, OSError, ValueError) as exc:
                 self._give_up("update", exc)
+                if lost is not None:
+                    lost()
                 return False
         return True
 

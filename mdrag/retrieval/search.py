@@ -253,20 +253,17 @@ class Searcher:
             floor = params.threshold - RELATED_BAND
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-            if best is None and (params.tags or params.path_prefix):
-                # Nothing to score under a filter: one that leaves no note says so, rather than
-                # blame a word.
+            if best is None and (params.tags or params.path_prefix or not evidence.unheard):
+                # Nothing to score: a filter that leaves no note says so, rather than blame a word;
+                # unfiltered, a word no note holds is why (a keyword search for such words alone).
                 message = "nothing matched" + _scope(params)
             else:
-                if evidence.unheard:  # also with nothing to score: a keyword search for them alone
+                if evidence.unheard:
                     so_far = " indexed so far" if indexing else ""
                     reason = f"no note{so_far} mentions " + _either(evidence.unheard) + _scope(params)
                 elif evidence.absent:
                     reason = "no note found mentions " + _either(evidence.absent)
-                scored = (
-                    "nothing matched" if best is None else f"no section scored {params.threshold:g} or more"
-                )
-                message = reason or scored
+                message = reason or f"no section scored {params.threshold:g} or more"
             closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
         if level == "none":
             message = NO_ANSWER + (f": {message}" if message else "")
