@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pymilvus import DataType, MilvusClient
+from pymilvus import CollectionSchema, MilvusClient
 
 from bench.lite_memory import _server_mb
 from mdrag.milvus import schema as mdrag_schema
@@ -69,25 +69,15 @@ def source_rows(db: Path) -> list[dict[str, Any]]:
 
 
 def create(client: MilvusClient, layout: str, dimension: int) -> None:
-    """The vectors collection of `layout` (see the module's docstring)."""
+    """The vectors collection of `layout` (see the module's docstring): mdrag's own, or its fields
+    less those the layout leaves out, without the INVERTED indexes."""
     if layout == "as_shipped":
         mdrag_schema._create_vectors(client, "lite_fields", dimension)
         return
-    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-    s.add_field("doc_id", DataType.VARCHAR, max_length=64)
-    if layout != "vectors_only":
-        s.add_field("section_id", DataType.VARCHAR, max_length=64)
-        s.add_field("file_path", DataType.VARCHAR, max_length=4096)
-        s.add_field("file_hash", DataType.VARCHAR, max_length=64)
-        s.add_field("window_index", DataType.INT32)
-        s.add_field("tags", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=512)
-    if layout == "no_inverted":
-        s.add_field("display", DataType.JSON)
-        s.add_field("embedded_text", DataType.VARCHAR, max_length=65535)
-    s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
-    index = MilvusClient.prepare_index_params()
-    index.add_index("embedding", index_type="FLAT", metric_type=mdrag_schema.DENSE_METRIC)
+    kept = fields_of(layout)
+    full = mdrag_schema.vectors_schema("lite_fields", dimension)
+    s = CollectionSchema([field for field in full.fields if field.name in kept], enable_dynamic_field=False)
+    index = mdrag_schema._dense_index(client)
     client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
 
 

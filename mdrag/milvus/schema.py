@@ -121,7 +121,8 @@ def _tags(schema: Any, name: str) -> None:
     )
 
 
-def _create_vectors(client: MilvusClient, built_for: str, dimension: int) -> None:
+def vectors_schema(built_for: str, dimension: int) -> Any:
+    """The fields of document_vectors (a pymilvus CollectionSchema)."""
     s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=built_for)
     s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
     s.add_field("section_id", DataType.VARCHAR, max_length=64)
@@ -138,9 +139,13 @@ def _create_vectors(client: MilvusClient, built_for: str, dimension: int) -> Non
     # and what a hit shows when its note has changed since (retrieval/hittext.py).
     s.add_field("embedded_text", DataType.VARCHAR, max_length=65535)
     s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
-    index = _dense_index(client)
+    return s
+
+
+def _create_vectors(client: MilvusClient, built_for: str, dimension: int) -> None:
+    s = vectors_schema(built_for, dimension)
     # Strong consistency: a search issued after a write sees that write (read-your-writes).
-    client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
+    client.create_collection(VECTORS, schema=s, index_params=_dense_index(client), consistency_level="Strong")
     _add_scalar_indexes(client, VECTORS, ["doc_id", "section_id"])
 
 
