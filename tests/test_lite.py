@@ -108,6 +108,47 @@ def test_each_lite_server_keeps_its_engines_files_in_a_home_of_its_own(tmp_path)
         store.close()
 
 
+def thread_names(pid: int) -> set[str]:
+    return {(task / "comm").read_text().strip() for task in Path(f"/proc/{pid}/task").iterdir()}
+
+
+def test_each_lite_server_gives_back_what_it_frees(tmp_path, monkeypatch):
+    # The engine's allocator is jemalloc, which without its background thread purges freed pages
+    # only while the process allocates: an idle server kept what loading and bulk writes freed
+    # (docs/design.md, "Large vaults"). The settings must reach every server, a twin's included,
+    # and take effect: jemalloc names the purging thread it starts.
+    from mdrag.milvus.store import Store
+
+    monkeypatch.delenv("MALLOC_CONF", raising=False)
+    uri = str(tmp_path / "index" / "milvus.db")
+    store = Store(uri, dimension=384, model_id="m")
+    try:
+        servers = [lite.running_server(db) for db in lite.database_files(uri)]
+        twin = twins.start(lite.database_files(uri)[0])
+        try:
+            pids = [server._p.pid for server in [*servers, twin]]
+            assert [environment(pid).get("MALLOC_CONF") for pid in pids] == [lite.LITE_ALLOCATOR] * len(pids)
+            assert all("jemalloc_bg_thd" in thread_names(pid) for pid in pids)
+        finally:
+            twins.end(twin)
+    finally:
+        store.close()
+
+
+def test_a_users_own_allocator_settings_reach_the_lite_servers_as_they_are(tmp_path, monkeypatch):
+    from mdrag.milvus.store import Store
+
+    monkeypatch.setenv("MALLOC_CONF", "background_thread:false")
+    uri = str(tmp_path / "index" / "milvus.db")
+    store = Store(uri, dimension=384, model_id="m")
+    try:
+        pids = [lite.running_server(db)._p.pid for db in lite.database_files(uri)]
+        assert {environment(pid).get("MALLOC_CONF") for pid in pids} == {"background_thread:false"}
+        assert not any("jemalloc_bg_thd" in thread_names(pid) for pid in pids)
+    finally:
+        store.close()
+
+
 def make_collections_at_once(clients) -> list[str]:
     """Each client makes its first collection at the same moment; the errors, if any."""
     together, failures = threading.Barrier(len(clients)), []
