@@ -11,14 +11,21 @@ Reads the rows of an existing mdrag index's `document_vectors`, repeats them und
 - `no_inverted`: the same columns without the two INVERTED indexes;
 - `no_text_display`: without the `display` JSON and the embedded text (what moving what a hit
   shows out of the engine would leave);
-- `vectors_only`: the id, the note's id and the vector (the least a vectors collection holds).
+- `vectors_only`: the id, the note's id and the vector (the least a vectors collection holds);
+- `one_json`: the id, the note's id and the vector, every other column in one JSON field (what
+  a row's columns cost apart from the bytes they hold).
 
-Each database is then closed and opened by a fresh server (REPEAT times), the collection loaded
+The server that wrote the rows is measured once it has settled (what a daemon holds after a
+large first index or a burst of edits, until it reopens the index); each database is then
+closed and opened by a fresh server (REPEAT times), the collection loaded
 and timed, searched, and the server's resident memory read once it has settled: the memory a
 daemon pays for the rows after a restart, and the load a restart (or a reopen) waits for. One
 layout at a time, so each server has the machine to itself; run it on a quiet machine. The same
-database opened again varies by 50-125 MB at 100k rows, by 280 MB in one run (docs/design.md,
-"Large vaults"), hence the repeats.
+database opened again varied by up to 280 MB at 100k rows while the servers ran with jemalloc's
+defaults; with mdrag's allocator settings (mdrag.milvus.lite.allocator_settings) by 5-10 MB.
+The servers are mdrag's own, so they run with those settings: to measure without them, set
+MALLOC_CONF=background_thread:false (a MALLOC_CONF of the user's own is left as it is). A run of
+every layout writes bench/results/lite_fields.json.
 """
 
 from __future__ import annotations
@@ -30,17 +37,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pymilvus import CollectionSchema, MilvusClient
+from pymilvus import CollectionSchema, DataType, MilvusClient
 
+from bench import harness
 from bench.lite_memory import _server_mb
+from mdrag.milvus import lite
 from mdrag.milvus import schema as mdrag_schema
 
 VECTORS = "document_vectors"
-LAYOUTS = ("as_shipped", "no_inverted", "no_text_display", "vectors_only")
+LAYOUTS = ("as_shipped", "no_inverted", "no_text_display", "vectors_only", "one_json")
 SETTLE_S = 10.0  # the server frees what loading took only after a while
 SEARCHES = 20
 REPEAT = 3  # fresh servers per layout: their spread is the figure's noise
 BATCH = 500
+ONE_JSON_KEPT = ("id", "doc_id", "embedding")  # one_json's columns beside its JSON field
 FIELDS = [
     "id",
     "section_id",
@@ -74,9 +84,15 @@ def create(client: MilvusClient, layout: str, dimension: int) -> None:
     if layout == "as_shipped":
         mdrag_schema._create_vectors(client, "lite_fields", dimension)
         return
-    kept = fields_of(layout)
     full = mdrag_schema.vectors_schema("lite_fields", dimension)
-    s = CollectionSchema([field for field in full.fields if field.name in kept], enable_dynamic_field=False)
+    if layout == "one_json":
+        s = CollectionSchema([field for field in full.fields if field.name in ONE_JSON_KEPT])
+        s.add_field("rest", DataType.JSON)
+    else:
+        kept = fields_of(layout)
+        s = CollectionSchema(
+            [field for field in full.fields if field.name in kept], enable_dynamic_field=False
+        )
     index = mdrag_schema._dense_index(client)
     client.create_collection(VECTORS, schema=s, index_params=index, consistency_level="Strong")
 
@@ -98,7 +114,7 @@ def one(layout: str, rows: list[dict[str, Any]], count: int, folder: Path) -> di
     batch: list[dict[str, Any]] = []
     fields = fields_of(layout)
     for i in range(count):
-        row = {key: value for key, value in rows[i % len(rows)].items() if key in fields}
+        row = as_layout(layout, rows[i % len(rows)], fields)
         row["id"] = f"{i:064x}"
         batch.append(row)
         if len(batch) == BATCH:
@@ -106,6 +122,8 @@ def one(layout: str, rows: list[dict[str, Any]], count: int, folder: Path) -> di
             batch = []
     if batch:
         client.insert(VECTORS, batch)
+    time.sleep(SETTLE_S)
+    written_mb = _server_mb(db)  # what a server holds idle after taking the rows in as writes
     client.close()  # the server stops with its last client: the next open is a restart
     loads = [_reopened(db, rows[0]["embedding"]) for _ in range(REPEAT)]
     disk = sum(p.stat().st_size for p in folder.glob(f"{layout}.db*") if p.is_file())
@@ -114,9 +132,19 @@ def one(layout: str, rows: list[dict[str, Any]], count: int, folder: Path) -> di
         "load_s": [load for load, _ in loads],
         "server_loaded_mb": [mb for _, mb in loads],
         "server_empty_mb": empty_mb,
+        "server_written_mb": written_mb,
         "kb_per_row": [round((mb - empty_mb) * 1024 / count, 2) for _, mb in loads],
         "disk_mb": round(disk / 2**20, 1),
     }
+
+
+def as_layout(layout: str, source: dict[str, Any], fields: set[str]) -> dict[str, Any]:
+    """A source row with the fields `layout` holds, in their types."""
+    if layout == "one_json":
+        row = {key: source[key] for key in ONE_JSON_KEPT}
+        row["rest"] = {key: value for key, value in source.items() if key not in ONE_JSON_KEPT}
+        return row
+    return {key: value for key, value in source.items() if key in fields}
 
 
 def _reopened(db: Path, vector: list[float]) -> tuple[float, float]:
@@ -145,6 +173,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--layouts", default=",".join(LAYOUTS), help="comma-separated: " + ", ".join(LAYOUTS))
     args = parser.parse_args()
+    lite.server_class()  # mdrag's servers (its homes, logs and allocator settings), not milvus-lite's
     rows = source_rows(args.source)
     print(f"{len(rows)} source rows from {args.source}", flush=True)
     results = {}
@@ -153,6 +182,8 @@ def main() -> None:
             results[layout] = one(layout, rows, args.rows, Path(folder))
             print(layout, results[layout], flush=True)
     print(json.dumps(results, indent=2))
+    if set(results) == set(LAYOUTS):  # a partial run leaves the saved table as it is
+        print(f"written to {harness.save('lite_fields', {'source': str(args.source), 'layouts': results})}")
 
 
 if __name__ == "__main__":
