@@ -103,3 +103,16 @@ def test_bad_config_value_is_an_error_naming_key_and_file(env, tmp_path):
 def test_reindex_with_no_roots_and_no_paths_says_what_to_do(env):
     result = mdrag(env, "reindex")
     assert result.returncode == 1 and "no roots configured" in result.stderr
+
+
+def test_version_is_the_packages_own_and_the_installed_one(env):
+    # `--version` prints mdrag.__version__ (click would read the installed metadata, ~20 ms of
+    # the process); pyproject takes its version from there, so the two cannot part.
+    from importlib.metadata import version
+
+    from mdrag import __version__
+
+    result = mdrag(env, "--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"mdrag, version {__version__}"
+    assert version("mdrag") == __version__

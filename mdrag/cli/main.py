@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
+from mdrag import __version__
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import (
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
-@click.version_option(package_name="mdrag")
+# The version from the package itself: click would otherwise read the installed metadata
+# through importlib.metadata, ~20 ms of every `mdrag --version`.
+@click.version_option(version=__version__, prog_name="mdrag")
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
     """Local semantic search over markdown notes."""
