@@ -16,16 +16,16 @@ Reads the rows of an existing mdrag index's `document_vectors`, repeats them und
   a row's columns cost apart from the bytes they hold).
 
 The server that wrote the rows is measured once it has settled (what a daemon holds after a
-large first index or a burst of edits, until it reopens the index); each database is then
-closed and opened by a fresh server (REPEAT times), the collection loaded
-and timed, searched, and the server's resident memory read once it has settled: the memory a
-daemon pays for the rows after a restart, and the load a restart (or a reopen) waits for. One
-layout at a time, so each server has the machine to itself; run it on a quiet machine. The same
-database opened again varied by up to 280 MB at 100k rows while the servers ran with jemalloc's
-defaults; with mdrag's allocator settings (mdrag.milvus.lite.allocator_settings) by 5-10 MB.
-The servers are mdrag's own, so they run with those settings: to measure without them, set
-MALLOC_CONF=background_thread:false (a MALLOC_CONF of the user's own is left as it is). A run of
-every layout writes bench/results/lite_fields.json.
+large first index or a burst of edits, until it reopens the index), then stopped; the database
+is then opened by a fresh server REPEAT times (each stopped before the next starts: a client's
+close alone leaves its server running), the collection loaded and timed, searched, and the
+server's resident memory read once it has settled: the memory a daemon pays for the rows after
+a restart, and the load a restart (or a reopen) waits for. One layout at a time, so each server
+has the machine to itself; run it on a quiet machine. The servers are mdrag's own, so they run
+with its allocator settings (mdrag.milvus.lite.allocator_settings): to measure without them,
+set MALLOC_CONF=background_thread:false (a MALLOC_CONF of the user's own is left as it is).
+Figures: docs/design.md, "Large vaults" and "Engine". A run of every layout writes
+bench/results/lite_fields.json.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def source_rows(db: Path) -> list[dict[str, Any]]:
         return rows
     finally:
         client.close()
+        _stop(db)  # its memory and cores are the measured servers' from here
 
 
 def create(client: MilvusClient, layout: str, dimension: int) -> None:
@@ -124,22 +125,25 @@ def one(layout: str, rows: list[dict[str, Any]], count: int, folder: Path) -> di
         client.insert(VECTORS, batch)
     time.sleep(SETTLE_S)
     written_mb = _server_mb(db)  # what a server holds idle after taking the rows in as writes
-    client.close()  # the server stops with its last client: the next open is a restart
+    client.close()
+    _stop(db)
     loads = [_reopened(db, rows[0]["embedding"]) for _ in range(REPEAT)]
     disk = sum(p.stat().st_size for p in folder.glob(f"{layout}.db*") if p.is_file())
     return {
         "rows": count,
-        "load_s": [load for load, _ in loads],
-        "server_loaded_mb": [mb for _, mb in loads],
+        "load_s": [load for load, _, _ in loads],
+        "server_loaded_mb": [mb for _, mb, _ in loads],
+        "server_pids": [pid for _, _, pid in loads],
         "server_empty_mb": empty_mb,
         "server_written_mb": written_mb,
-        "kb_per_row": [round((mb - empty_mb) * 1024 / count, 2) for _, mb in loads],
+        "kb_per_row": [round((mb - empty_mb) * 1024 / count, 2) for _, mb, _ in loads],
         "disk_mb": round(disk / 2**20, 1),
     }
 
 
 def as_layout(layout: str, source: dict[str, Any], fields: set[str]) -> dict[str, Any]:
-    """A source row with the fields `layout` holds, in their types."""
+    """A source row as `layout` holds it: its `fields`, or for one_json the kept columns and the
+    rest in one JSON value."""
     if layout == "one_json":
         row = {key: source[key] for key in ONE_JSON_KEPT}
         row["rest"] = {key: value for key, value in source.items() if key not in ONE_JSON_KEPT}
@@ -147,9 +151,9 @@ def as_layout(layout: str, source: dict[str, Any], fields: set[str]) -> dict[str
     return {key: value for key, value in source.items() if key in fields}
 
 
-def _reopened(db: Path, vector: list[float]) -> tuple[float, float]:
-    """A fresh server on `db`: seconds to load the collection, and its resident MB once it has
-    loaded, answered SEARCHES searches and settled."""
+def _reopened(db: Path, vector: list[float]) -> tuple[float, float, int | None]:
+    """A fresh server on `db`: seconds to load the collection, its resident MB once it has
+    loaded, answered SEARCHES searches and settled, and its pid (each start's own)."""
     time.sleep(1)
     client = MilvusClient(str(db))
     try:
@@ -160,9 +164,24 @@ def _reopened(db: Path, vector: list[float]) -> tuple[float, float]:
         for _ in range(SEARCHES):
             client.search(VECTORS, data=[vector], anns_field="embedding", limit=30)
         time.sleep(SETTLE_S)
-        return load_s, _server_mb(db)
+        return load_s, _server_mb(db), _server_pid(db)
     finally:
         client.close()
+        _stop(db)
+
+
+def _stop(db: Path) -> None:
+    """Stop the server of `db`, whose next open then starts a fresh one (a client's close leaves
+    it running, and the next client of the same database is served by it again)."""
+    pid = _server_pid(db)
+    lite.release([db])
+    if pid is not None and Path(f"/proc/{pid}").exists():
+        raise RuntimeError(f"the Lite server of {db} (pid {pid}) still runs")
+
+
+def _server_pid(db: Path) -> int | None:
+    server = lite.running_server(db)
+    return None if server is None or server._p is None else int(server._p.pid)
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ The one large step left towards #35's memory target is to take `display` and the
 out of the Milvus Lite rows (bench.lite_fields: 1.45 of a row's 4.36 KB). The keyword index
 would keep them instead, as stored fields of the document it holds for each row, and a search
 would read its hits' rows from there by id. The pending index (mdrag.milvus.pending) already
-keeps whole rows so; this builds one from the real rows of an mdrag index's `document_vectors`
+keeps whole rows so; this builds one from the first --rows real rows of an mdrag index's `document_vectors`
 (less the vector) and measures:
 
 - the build: seconds, and MB on disk against the same index without the stored rows;
@@ -31,6 +31,7 @@ import tantivy
 
 from bench import harness
 from bench.lite_fields import source_rows
+from mdrag.milvus import lite
 from mdrag.milvus.keywords import KeywordIndex
 from mdrag.milvus.pending import _RowsIndex
 
@@ -72,6 +73,7 @@ def main() -> None:
     parser.add_argument("--source", type=Path, required=True, help="a shard database of an mdrag index")
     parser.add_argument("--rows", type=int, default=175_000)
     args = parser.parse_args()
+    lite.server_class()  # mdrag's servers (their homes, logs and allocator settings)
     rows = [{k: v for k, v in row.items() if k != "embedding"} for row in source_rows(args.source)]
     rows = rows[: args.rows]
     print(f"{len(rows)} rows from {args.source}", flush=True)
