@@ -154,12 +154,13 @@ def reindex(work: Work) -> tuple[dict[str, Any], Finished]:
     return json.loads(finished.stdout), finished
 
 
-def rss_mb(pid: int) -> dict[str, float]:
-    """Resident (VmRSS) and peak resident (VmHWM) memory of a live process."""
+def rss_mb(pid: int, keys: tuple[str, ...] = ("VmRSS", "VmHWM")) -> dict[str, float]:
+    """Memory figures of a live process from its status, in MB: by default resident (VmRSS) and
+    peak resident (VmHWM); RssAnon and RssFile split the resident set."""
     figures = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
+        if key in keys:
             figures[key] = round(int(value.split()[0]) / 1024, 1)
     return figures
 

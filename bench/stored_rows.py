@@ -3,7 +3,7 @@
     python -m bench.stored_rows --source DB [--rows 175000]
 
 The one large step left towards #35's memory target is to take `display` and the embedded text
-out of the Milvus Lite rows (bench.lite_fields: 1.45 of a row's 4.36 KB). The keyword index
+out of the Milvus Lite rows (bench.lite_fields: 1.44 of a row's 4.29 KB). The keyword index
 would keep them instead, as stored fields of the document it holds for each row, and a search
 would read its hits' rows from there by id. The pending index (mdrag.milvus.pending) already
 keeps whole rows so; this builds one from the first --rows real rows of an mdrag index's `document_vectors`
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -38,12 +39,6 @@ from mdrag.milvus.pending import _RowsIndex
 ROUNDS = 200
 BATCH = 5_000
 SIZES = (30, 100)
-
-
-def _memory_mb() -> dict[str, float]:
-    status = Path("/proc/self/status").read_text().splitlines()
-    fields = dict(line.split(":", 1) for line in status)
-    return {key: round(int(fields[key].split()[0]) / 1024, 1) for key in ("RssAnon", "RssFile")}
 
 
 def build(kind: type[KeywordIndex], rows: list[dict[str, Any]], path: Path) -> tuple[KeywordIndex, float]:
@@ -82,7 +77,7 @@ def main() -> None:
         plain, plain_s = build(KeywordIndex, rows, Path(folder) / "plain")
         result["without_rows"] = {"build_s": plain_s, "disk_mb": disk_mb(plain.path)}
         del plain
-        before = _memory_mb()
+        before = harness.rss_mb(os.getpid(), ("RssAnon", "RssFile"))
         stored, stored_s = build(_RowsIndex, rows, Path(folder) / "stored")
         result["with_rows"] = {"build_s": stored_s, "disk_mb": disk_mb(stored.path)}
         ids = [row["id"] for row in rows]
@@ -100,7 +95,7 @@ def main() -> None:
                 "p50": round(statistics.median(times), 2),
                 "p95": round(times[int(0.95 * len(times))], 2),
             }
-        after = _memory_mb()
+        after = harness.rss_mb(os.getpid(), ("RssAnon", "RssFile"))
         result["with_rows"]["process_mb_added"] = {key: round(after[key] - before[key], 1) for key in after}
     print(result, flush=True)
     print(f"written to {harness.save('stored_rows', result)}")
