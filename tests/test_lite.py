@@ -75,11 +75,17 @@ def environment(pid: int) -> dict[str, str]:
     return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
 
 
-def glog_files(pid: int) -> list[Path]:
+def glog_files(pid: int, since: float) -> list[Path]:
     """The log files glog names after a process (NAME.HOST.USER.log.LEVEL.DATE-TIME.PID), in the
-    folders it writes them to when told nothing."""
+    folders it writes them to when told nothing, written since a time: an older one is an earlier
+    process's that had the same pid (CI met one from the day before)."""
     folders = {Path("/tmp"), Path(tempfile.gettempdir())}
-    return [path for folder in folders for path in folder.glob(f"milvus.*.log.*.{pid}")]
+    return [
+        path
+        for folder in folders
+        for path in folder.glob(f"milvus.*.log.*.{pid}")
+        if path.stat().st_mtime >= since
+    ]
 
 
 def test_each_lite_server_keeps_its_engines_files_in_a_home_of_its_own(tmp_path):
@@ -89,6 +95,7 @@ def test_each_lite_server_keeps_its_engines_files_in_a_home_of_its_own(tmp_path)
     from mdrag.milvus.store import Store
 
     uri = str(tmp_path / "index" / "milvus.db")
+    started = time.time() - 1  # file times are coarser than the clock
     store = Store(uri, dimension=384, model_id="m")
     try:
         dbs = lite.database_files(uri)
@@ -102,7 +109,7 @@ def test_each_lite_server_keeps_its_engines_files_in_a_home_of_its_own(tmp_path)
             assert all(home.parent == tmp_path / "index" for home in homes)
             assert all((home / ".cache" / "milvus").is_dir() for home in homes[: len(dbs)])  # in use
             assert not (Path.home() / ".cache" / "milvus").exists()  # the user's: never touched
-            assert [path for pid in pids for path in glog_files(pid)] == []
+            assert [path for pid in pids for path in glog_files(pid, started)] == []
         finally:
             twins.end(twin)
     finally:
