@@ -12,10 +12,7 @@ pipeline's indexing time (both without the model load, which the wall time inclu
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,34 +24,15 @@ def embedded_texts(db: Path) -> list[str]:
     """The texts the pipeline embedded: one per distinct (section_id, window) in the index.
 
     Identical sections (the corpus repeats across versions) are embedded once and reused, so the
-    distinct windows are exactly what went through the model on a cold run. Read in a child
-    process: Milvus Lite keeps a database locked by its reader until that process exits.
+    distinct windows are exactly what went through the model on a cold run. Read from the
+    keyword index, which keeps each vector row's text (Milvus keeps none).
     """
-    code = (
-        "import json, sys; from bench.cold import read_texts; json.dump(read_texts(sys.argv[1]), sys.stdout)"
-    )
-    finished = subprocess.run(
-        [sys.executable, "-c", code, str(db)], capture_output=True, text=True, cwd=harness.REPO, check=True
-    )
-    return json.loads(finished.stdout)
-
-
-def read_texts(db: str) -> list[str]:
-    """Every shard's texts: a note's rows live in one of the index's shard databases."""
-    from pymilvus import MilvusClient
-
-    from mdrag.milvus import database_files
+    from mdrag.milvus.keywords import KeywordIndex
 
     texts: dict[tuple[str, int], str] = {}
-    fields = ["section_id", "window_index", "embedded_text"]
-    for shard in database_files(db):
-        client = MilvusClient(uri=str(shard))
-        iterator = client.query_iterator("document_vectors", batch_size=4000, filter="", output_fields=fields)
-        while batch := iterator.next():
-            for row in batch:
-                texts.setdefault((row["section_id"], int(row["window_index"])), row["embedded_text"])
-        iterator.close()
-        client.close()
+    for row in KeywordIndex(db.with_suffix(".keywords")).every_row():
+        display = row["display"]
+        texts.setdefault((display["section_id"], int(display["window_index"])), row["embedded_text"])
     return list(texts.values())
 
 

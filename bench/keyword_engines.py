@@ -141,6 +141,11 @@ def notes_of(paths: list[str], ids: dict[str, str]) -> list[str]:
     return list(seen)
 
 
+def texts_of(store: Any) -> list[Row]:
+    """Every vector row's note and text, as the keyword index keeps them (Milvus keeps no text)."""
+    return [(row["display"]["file_path"], row["embedded_text"]) for row in store.keywords.every_row()]
+
+
 def timed(search: Any, text: str, limit: int) -> tuple[list[str], float]:
     started = time.perf_counter()
     found = search(text, limit)
@@ -165,13 +170,7 @@ def compare(name: str) -> tuple[dict[str, Any], list[Row], list[str]] | None:
     result: dict[str, Any] = {}
     try:
         store = service.store
-        # Every vector row's text as the engine holds it, from every shard (read directly).
-        fields = ["file_path", "embedded_text"]
-        rows = [
-            (r["file_path"], r["embedded_text"])
-            for client in store._db.clients
-            for r in store._iterate(store._vectors(), fields, client=client)
-        ]
+        rows = texts_of(store)
         ids = evaluation.doc_ids(root)
         questions = [q for q in judged.queries if judged.qrels.get(q)]
 
@@ -247,11 +246,7 @@ def on_work_index(work_dir: Path) -> dict[str, Any]:
     try:
         store = service.store
         store.load_vectors()
-        rows = [
-            (r["file_path"], r["embedded_text"])
-            for client in store._db.clients
-            for r in store._iterate(store._vectors(), ["file_path", "embedded_text"], client=client)
-        ]
+        rows = texts_of(store)
         result["rows"] = len(rows)
 
         def milvus(text: str, limit: int) -> list[str]:

@@ -179,7 +179,6 @@ class UnavailableRoot(TypedDict):
 class StoreStatus(TypedDict):
     uri: str
     shards: int
-    full_text_search: bool
 
 
 class IndexStatus(TypedDict):

@@ -123,7 +123,7 @@ class Service:
         self.filter = NoteFilter(config.roots, config.exclude)
         self.roots = Roots(self.filter.roots, lambda root: len(self.catalog.paths_under(to_text(root))))
         # Notes a first index read ahead of the model: keyword search finds them meanwhile.
-        self.waiting = PendingKeywords(files.pending_keywords) if self.store.full_text else None
+        self.waiting = PendingKeywords(files.pending_keywords)
         self.indexer = self._indexer(self.store, self.catalog, self._carried, self.roots, self.waiting)
         self.searcher = Searcher(
             self.embedder,
@@ -138,6 +138,9 @@ class Service:
         self._marker = files.dirty_marker
         if self._marker.exists():
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
+            self.indexer.repair()
+        elif self.store.missing_keywords:
+            logger.warning("the keyword index lacks rows (lost or unreadable); writing them again")
             self.indexer.repair()
         self._marker.parent.mkdir(parents=True, exist_ok=True)
         private.write_text(self._marker, f"{os.getpid()}\n", "the crash marker")
@@ -465,7 +468,6 @@ class Service:
             "store": {
                 "uri": self.config.milvus_uri,
                 "shards": self.store.shards,
-                "full_text_search": self.store.full_text,
             },
             "roots": [str(r) for r in self.filter.roots],
             "unavailable_roots": self.roots.report(),

@@ -158,13 +158,17 @@ def mdrag_cli(
 
 def stored_vector_ids(uri: str) -> list[str]:
     """Every vector row id in an index (ids derive from path, file hash, section and window),
-    checked to be the keyword index's rows too (a Lite index's: a server's lies in a data dir)."""
+    checked to be the keyword index's rows too (a server's lies in the daemon's data dir, which
+    the daemons here share with this process: the same environment)."""
+    from mdrag.config import default_data_dir
+    from mdrag.indexfiles import IndexFiles
     from mdrag.milvus.store import Store
 
-    store = Store(uri, model_id="sentence-transformers/all-MiniLM-L6-v2")
+    keywords = IndexFiles.at(uri, default_data_dir()).keyword_index
+    store = Store(uri, model_id="sentence-transformers/all-MiniLM-L6-v2", keywords=keywords)
     try:
         ids = sorted(row["id"] for row in store.iter_vector_keys())
-        assert store.keywords is None or store.keywords.ids() == ids, "keyword index out of step"
+        assert store.keywords is not None and store.keywords.ids() == ids, "keyword index out of step"
         return ids
     finally:
         store.close()

@@ -76,8 +76,14 @@ class MemoryStore:
         gone = set(paths)
         self.vectors = {key: row for key, row in self.vectors.items() if row["file_path"] not in gone}
 
-    def repair_keywords(self, keys: list[dict[str, Any]]) -> int:
-        return 0
+    def keyword_gaps(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return []  # each row here keeps what its hit shows, as the keyword index does
+
+    def keywords_lack(self, paths: list[str]) -> bool:
+        return False
+
+    def keywords_complete(self) -> None:
+        pass
 
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
         for row in list(self.vectors.values()):

@@ -306,12 +306,14 @@ def texts_hits(service, query):
 
 def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embedder, notes):
     from mdrag.errors import SchemaMismatchError
+    from mdrag.indexfiles import IndexFiles
     from mdrag.milvus.store import Store
 
     config = make_config([notes])
-    Store(config.milvus_uri, dimension=384, model_id=embedder.model_id).close()
+    keywords = IndexFiles.of(config).keyword_index
+    Store(config.milvus_uri, dimension=384, model_id=embedder.model_id, keywords=keywords).close()
     with pytest.raises(SchemaMismatchError, match="mdrag reindex --rebuild"):
-        Store(config.milvus_uri, dimension=384, model_id="some/other-model")
+        Store(config.milvus_uri, dimension=384, model_id="some/other-model", keywords=keywords)
 
 
 def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from mdrag.errors import StoreError
-from mdrag.milvus.keywords import KeywordIndex, parsed_terms, rebuild_from
+from mdrag.milvus.keywords import KeywordIndex, parsed_terms
 from tests.conftest import write
 
 # The kinds of path a filter must take literally: tantivy's regex syntax, shell and quote
@@ -31,7 +31,9 @@ def _row(row_id: str, path: str, text: str, tags: tuple[str, ...] = ()) -> dict:
         "doc_id": "doc-" + path,
         "file_path": path,
         "tags": list(tags),
+        "display": {"file_path": path, "section_heading": text[:12], "tags": list(tags), "start_line": 1},
         "embedded_text": text,
+        "embedding": [0.5, 0.5],  # Milvus's alone: the keyword index keeps only what a hit shows
     }
 
 
@@ -100,11 +102,19 @@ def test_a_write_replaces_rows_of_the_same_id_and_deletes_go_by_row_or_note(inde
     assert KeywordIndex(tmp_path / "milvus.keywords").ids() == ["c"]  # committed: another opener sees it
 
 
-def test_rebuild_from_rows_holds_exactly_them(index):
-    index.write([_row("stale", "/n/s.md", "left by a crash")])
-    rows = [_row(f"r{i}", f"/n/{i}.md", f"note {i}") for i in range(12)]
-    assert rebuild_from(index, iter(rows), batch=5) == 12
-    assert index.ids() == sorted(row["id"] for row in rows)
+def test_rows_of_reads_what_each_hit_shows_by_id_and_nothing_else(index):
+    rows = [
+        _row(f"{n}-{folder}", f"/n/{folder}/{folder}.md", f"{folder} note", tags=(folder,))
+        for n, folder in enumerate(STRANGE_FOLDERS)
+    ]
+    index.write(rows)
+    wanted = [row["id"] for row in rows[::2]]
+    found = index.rows_of([*wanted, "no such row", wanted[0], "\udcff"])
+    assert sorted(found) == sorted(wanted)
+    for row in rows[::2]:
+        assert found[row["id"]] == {"display": row["display"], "embedded_text": row["embedded_text"]}
+    assert index.rows_of([]) == {}
+    assert sorted(row["id"] for row in index.every_row()) == sorted(row["id"] for row in rows)
 
 
 def test_unreadable_files_are_a_store_error_and_anew_starts_empty(tmp_path):
@@ -169,20 +179,41 @@ def test_keyword_rows_follow_every_write_and_delete_of_the_vector_rows(tmp_path,
         service.close()
 
 
-def test_a_lost_keyword_index_is_built_again_from_the_vector_rows(tmp_path, vault, fake_embedder):
-    notes = vault
+@pytest.mark.parametrize("loss", ["removed", "unreadable", "repair cut short"])
+def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_them(tmp_path, vault, loss):
+    """Milvus keeps no text: a keyword index lost while the daemon was down is written again from
+    the notes, with their vectors from Milvus, so only a note changed meanwhile is embedded."""
     import shutil
 
-    service = _lite_service(tmp_path, notes, fake_embedder)
+    from tests.fakes import HashingRunner, fake_embedder
+
+    notes = vault
+    runner = HashingRunner()
+    embedder = fake_embedder(runner=runner)
+    service = _lite_service(tmp_path, notes, embedder)
     service.reindex()
     ids = _in_step(service)
     service.close()
-    shutil.rmtree(service.files.keyword_index)
-    reopened = _lite_service(tmp_path, notes, fake_embedder)
+    folder = service.files.keyword_index
+    if loss == "removed":
+        shutil.rmtree(folder)
+    elif loss == "unreadable":
+        (folder / "meta.json").write_text("{ not json")
+    else:  # rows missing, and no mark that the index is whole: a repair that was stopped
+        index = KeywordIndex(folder)
+        index.delete("id", ids[:2])
+        index.mark_complete(False)
+    write(notes / "garden.md", "# Garden\n\nWater the lighthouse tomatoes at dusk.\n")
+    before = runner.texts_encoded
+    reopened = _lite_service(tmp_path, notes, embedder)
     try:
-        assert _in_step(reopened) == ids
-        hits = reopened.search({"query": "pg_restore", "threshold": 0, "mode": "keyword"})["results"]
-        assert hits[0]["file_path"] == str(notes / "tech/postgres.md")
+        assert runner.texts_encoded - before == 1  # the changed note's one window
+        assert not reopened.store.missing_keywords and KeywordIndex.complete_at(folder)
+        assert len(_in_step(reopened)) == len(ids)
+        for mode in ("keyword", "dense", "hybrid"):
+            hits = reopened.search({"query": "pg_restore", "threshold": 0, "mode": mode})["results"]
+            assert hits[0]["file_path"] == str(notes / "tech/postgres.md")
+            assert hits[0]["section_heading"] == "Postgres"
     finally:
         reopened.close()
 
@@ -233,22 +264,17 @@ def test_a_rebuild_switches_its_keyword_index_in_with_its_databases_and_leaves_n
     assert KeywordIndex(files.keyword_index).ids() == ["newer"]
 
 
-def test_a_build_cut_short_is_done_again_at_the_next_open(tmp_path):
+def test_an_index_is_complete_only_once_marked(tmp_path):
     index = KeywordIndex(tmp_path / "milvus.keywords")
     assert not KeywordIndex.complete_at(index.path)  # made, never filled: not complete
-    rows = [_row(f"r{i}", f"/n/{i}.md", f"note {i}") for i in range(12)]
-
-    def cut_short():
-        yield from rows[:7]
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        rebuild_from(index, cut_short(), batch=5)
-    assert index.count == 5 and not KeywordIndex.complete_at(index.path)
-    rebuild_from(index, iter(rows))
-    assert KeywordIndex.complete_at(index.path) and index.count == 12
+    index.write([_row("a", "/n/a.md", "note")])
+    assert not KeywordIndex.complete_at(index.path)
+    index.mark_complete(True)
+    assert KeywordIndex.complete_at(index.path)
+    index.mark_complete(False)
+    assert not KeywordIndex.complete_at(index.path)
     index.clear()
-    assert KeywordIndex.complete_at(index.path)  # empty beside empty collections is whole
+    assert KeywordIndex.complete_at(index.path) and index.count == 0  # empty beside empty collections
 
 
 def test_a_link_in_place_of_the_keyword_index_is_refused_and_never_followed(tmp_path):

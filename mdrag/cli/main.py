@@ -377,11 +377,7 @@ def _print_index_status(report: StatusAnswer) -> None:
     click.echo(f"model:     {report['model']}")
     store = report["store"]
     shards = store.get("shards", 1)
-    click.echo(
-        f"store:     {store['uri']}"
-        + (f" ({shards} shards)" if shards > 1 else "")
-        + ("" if store.get("full_text_search", True) else " (dense only)")
-    )
+    click.echo(f"store:     {store['uri']}" + (f" ({shards} shards)" if shards > 1 else ""))
     if daemon and not daemon.get("store_available", True):
         click.echo(
             click.style(f"           UNAVAILABLE: {daemon['store_error']} (changes are queued)", fg="red")

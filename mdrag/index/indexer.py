@@ -325,8 +325,11 @@ class Indexer:
         return len(paths)
 
     def repair(self) -> int:
-        """After an unclean stop: delete vector rows that no indexed file version owns, and make
-        the keyword index hold the rows left (a write may have stopped between the two)."""
+        """After an unclean stop, or with a keyword index that lacks rows (lost, unreadable):
+        delete vector rows that no indexed file version owns, and make the keyword index hold
+        the rows left (a write may have stopped between the two). Milvus keeps no text, so the
+        notes whose rows it lacks are read again: their vectors are Milvus's, none is embedded
+        again unless it changed. Returns how many vector rows were removed."""
         kept: list[dict[str, Any]] = []
         orphans: list[dict[str, Any]] = []
         for row in self.store.iter_vector_keys():
@@ -335,7 +338,15 @@ class Indexer:
         if orphans:
             logger.warning("removing {} vector rows left by an unclean stop", len(orphans))
             self.store.delete_vectors(orphans)
-        self.store.repair_keywords(kept)
+        lacking = self.store.keyword_gaps(kept)
+        if lacking:
+            paths = sorted({key["file_path"] for key in lacking})
+            logger.warning("reading {} notes again for the rows the keyword index lacks", len(paths))
+            self.index_files(paths, force=True)
+            # A note that could not be read (its root away, unreadable now) keeps the index
+            # marked incomplete: the next start reads it again.
+            if not self.store.keywords_lack(paths):
+                self.store.keywords_complete()
         return len(orphans)
 
     # ---- reading and sectioning ------------------------------------------------------------

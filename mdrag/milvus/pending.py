@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -25,22 +24,14 @@ MIN_FREE_BYTES = 256 * 2**20
 
 
 class _RowsIndex(KeywordIndex):
-    """A keyword index whose documents also store their whole row (display fields and text)."""
+    """A keyword index whose documents keep their whole row: no Milvus row holds any of it yet."""
 
-    KEEPS_ROWS = True
-
-    def _document(self, row: dict[str, Any]) -> Any:
-        document = super()._document(row)
-        document.add_bytes("row", json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-        return document
+    SHOWN = None
 
     def rows(
         self, text: str, limit: int, tags: Sequence[str], path_prefix: str
     ) -> list[tuple[float, dict[str, Any]]]:
-        return [
-            (score, json.loads(bytes(doc["row"][0]).decode("utf-8", "surrogatepass")))
-            for score, doc in self._search(text, limit, tags, path_prefix)
-        ]
+        return [(score, self.stored_row(doc)) for score, doc in self._search(text, limit, tags, path_prefix)]
 
     def replace_notes(self, rows: Sequence[dict[str, Any]]) -> None:
         """Hold these rows in place of every row their notes had (a note read again)."""

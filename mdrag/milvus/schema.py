@@ -16,8 +16,9 @@ METADATA = "document_metadata"
 # holds the matched window's place, heading paths led by the note's title, headings without
 # their `{#id}` attribute lists or HTML entities (an upgrade re-embeds only those headings);
 # 5: no `section_text` (a hit's text is read from its note, see retrieval/hittext.py); 6: no
-# BM25 function, sparse field or analyzer (keyword search is the keyword index's, keywords.py).
-SCHEMA_VERSION = 6
+# BM25 function, sparse field or analyzer (keyword search is the keyword index's, keywords.py);
+# 7: no `display` or `embedded_text` (the keyword index keeps what a hit shows, keywords.py).
+SCHEMA_VERSION = 7
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.
@@ -131,13 +132,8 @@ def vectors_schema(built_for: str, dimension: int) -> Any:
     s.add_field("file_hash", DataType.VARCHAR, max_length=64)
     s.add_field("window_index", DataType.INT32)
     _tags(s, "tags")
-    # What a hit shows besides its text (heading, lines, anchor, title, ...), in one JSON field:
-    # Milvus Lite pays for each output field of every search, and a hit had 17 of them. The
-    # columns above stay for filters and deletes.
-    s.add_field("display", DataType.JSON)
-    # The text each window embedded: what the keyword index is built again from (keywords.py),
-    # and what a hit shows when its note has changed since (retrieval/hittext.py).
-    s.add_field("embedded_text", DataType.VARCHAR, max_length=65535)
+    # What a hit shows (its heading, lines, title, the text it embedded) is not here: Milvus Lite
+    # holds every row's fields in memory, and the keyword index keeps them on disk (keywords.py).
     s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
     return s
 

@@ -36,7 +36,7 @@ from mdrag.keys import doc_id
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import in_filter
-from mdrag.milvus.keywords import KeywordHit, KeywordIndex, rebuild_from
+from mdrag.milvus.keywords import SHOWN_FIELDS, KeywordHit, KeywordIndex
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 from mdrag.milvus.shards import best_hits
 
@@ -73,14 +73,10 @@ _CONNECTION_ERRORS = (
     MilvusUnavailableException,
 )
 
-# What a keyword index is built from: each vector row's note, tags and embedded text.
-KEYWORD_FIELDS = ["id", "doc_id", "file_path", "tags", "embedded_text"]
 
-# What a search hit shows. Every candidate carries it: on Milvus Lite a second call to fetch
-# the rows of the final hits (a `get` by id) costs more than the fields do. One field, not
-# eighteen: Milvus Lite pays for each output field of every search. The section's text is not
-# stored: search reads it from the note (retrieval/hittext.py).
-HIT_FIELDS = ["display"]
+def engine_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A vector row as Milvus keeps it: without what its hit shows, which the keyword index keeps."""
+    return {field: value for field, value in row.items() if field not in SHOWN_FIELDS}
 
 
 def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
@@ -100,9 +96,11 @@ class Store:
     (shards.py): the first database also holds the metadata, a note's vector rows live in one
     shard, and a search asks every shard at once and keeps the best. A server has one shard.
 
-    Beside Milvus, a keyword index (keywords.py) holds each vector row's text for BM25 search,
-    written after the rows go into Milvus and built again from them when it is out of step.
-    Without `keywords` (a Milvus server named without mdrag's data dir) search is dense only.
+    Beside Milvus, a keyword index (keywords.py) holds each vector row's text for BM25 search
+    and what its hit shows, written after the rows go into Milvus: a search asks Milvus for ids
+    and distances only, and reads the rest there. It is kept in `keywords` (beside a Milvus
+    Lite index by default). When it lacks rows (lost, unreadable, out of step after a crash),
+    `missing_keywords` says so until Indexer.repair has read their notes again.
     """
 
     def __init__(
@@ -121,8 +119,11 @@ class Store:
         self._db = Databases(uri, token, timeout_s)
         if keywords is None and self._db.is_lite:
             keywords = normalized(uri).with_suffix(".keywords")
+        if keywords is None:
+            raise ValueError(f"a store of the Milvus server {uri} needs a folder for its keyword index")
         self._keywords_path = keywords
-        self.keywords: KeywordIndex | None = None
+        self.keywords: KeywordIndex | None = None  # open once the collections are checked
+        self.missing_keywords = False  # the keyword index lacks rows Milvus holds (see repair)
         self._timeout_s = timeout_s  # each call's deadline
         self.is_lite = self._db.is_lite
         self._db.open()
@@ -145,11 +146,6 @@ class Store:
         except BaseException:
             self._db.close()  # a store that cannot open (another model's index) leaves no Lite server behind
             raise
-
-    @property
-    def full_text(self) -> bool:
-        """Whether keyword (BM25) search is served: a keyword index is kept."""
-        return self.keywords is not None
 
     @property
     def shards(self) -> int:
@@ -198,62 +194,63 @@ class Store:
 
     def _open_keywords(self, fresh: bool) -> None:
         """Open the keyword index: emptied beside new collections (it may hold an older index's
-        rows), built from the vector rows when it is missing, unreadable or a build of it was
-        cut short."""
+        rows); one missing, unreadable or whose repair was cut short sets `missing_keywords`."""
         path = self._keywords_path
-        if path is None:
-            return
         complete = KeywordIndex.complete_at(path)
         try:
             self.keywords = KeywordIndex(path)
         except StoreError as exc:
             if path.is_symlink():
                 raise
-            logger.warning("{}; building it again from the vector rows", exc)
+            logger.warning("{}; made anew, and the notes of the rows it lacks are read again", exc)
             complete = False
             self.keywords = KeywordIndex.anew(path)
         if fresh:
             self.keywords.clear()
-        elif not complete:
-            self.rebuild_keywords()
+            complete = True
+        self.missing_keywords = not complete
 
-    def repair_keywords(self, keys: Sequence[dict[str, Any]]) -> int:
-        """Make the keyword index hold exactly these vector rows (each an `id` and its
-        `file_path`: every row the store holds, after an unclean stop, when a write may have
-        stopped between the two): rows it lacks are read from Milvus and written, rows it holds
-        beyond them deleted; returns how many changed."""
+    @property
+    def _words(self) -> KeywordIndex:
+        """The keyword index (open from the store's open on)."""
         if self.keywords is None:
-            return 0
+            raise StoreError(f"the keyword index of {self.uri} is not open")
+        return self.keywords
+
+    def keyword_gaps(self, keys: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Of these vector rows (each an `id` and its `file_path`: every row the store holds),
+        those the keyword index lacks; rows it holds beyond them are deleted (a write may have
+        stopped between Milvus and it). Milvus keeps no text to write the lacking ones from:
+        their notes are read again (Indexer.repair), and until `keywords_complete` the index
+        stays marked incomplete, so a repair cut short is done again at the next open."""
+        words = self._words
         wanted = {key["id"]: key for key in keys}
-        held = set(self.keywords.ids())
+        held = set(words.ids())
         extra = held - wanted.keys()
-        missing = [wanted[row_id] for row_id in wanted.keys() - held]
-        self.keywords.delete("id", extra)
-        for _, client, group in self._db.by_note(missing, lambda key: doc_id(key["file_path"])):
-            self.keywords.write(self._by_id(client, [key["id"] for key in group], KEYWORD_FIELDS))
+        missing = [key for row_id, key in wanted.items() if row_id not in held]
+        words.delete("id", extra)
         if extra or missing:
             logger.warning(
-                "the keyword index was out of step with the vector rows: {} added, {} removed",
+                "the keyword index was out of step with the vector rows: {} missing, {} removed",
                 len(missing),
                 len(extra),
             )
-        return len(extra) + len(missing)
+        if missing:
+            words.mark_complete(False)
+            self.missing_keywords = True
+        else:
+            self.keywords_complete()
+        return missing
 
-    def rebuild_keywords(self) -> int:
-        """Build the keyword index anew from every vector row's text (its files lost or
-        unreadable); returns the rows it holds."""
-        if self.keywords is None:
-            return 0
-        started = time.monotonic()
-        collection = self._vectors()
-        rows = (
-            row
-            for client in self._db.clients
-            for row in self._iterate(collection, KEYWORD_FIELDS, client=client)
-        )
-        total = rebuild_from(self.keywords, rows)
-        logger.info("keyword index built from {} vector rows in {:.1f} s", total, time.monotonic() - started)
-        return total
+    def keywords_lack(self, paths: Sequence[str]) -> bool:
+        """Whether the keyword index lacks a vector row of these notes."""
+        ids = {row["id"] for row in self.vector_keys_for_paths(paths)}
+        return len(self._words.rows_of(ids)) < len(ids)
+
+    def keywords_complete(self) -> None:
+        """Mark the keyword index as holding every vector row (its repair is done)."""
+        self._words.mark_complete(True)
+        self.missing_keywords = False
 
     def drop_all(self) -> None:
         """Remove both collections and create them empty (for `reindex --rebuild`)."""
@@ -266,6 +263,7 @@ class Store:
         self._ensure_collections()
         if self.keywords is not None:
             self.keywords.clear()
+            self.missing_keywords = False
         else:
             self._open_keywords(fresh=True)
 
@@ -300,18 +298,17 @@ class Store:
         for _, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
             write = getattr(client, how)
             for batch in _batches(shard_rows, WRITE_BATCH):
-                self._write(write, collection, data=list(batch))
+                self._write(write, collection, data=[engine_row(row) for row in batch])
                 self.rows_written += len(batch)
-        if self.keywords is not None:
-            self.keywords.write(rows)  # after Milvus: a row is searched by keyword once it can be shown
+        # After Milvus: a row is found once both hold it (a search shows only rows both hold).
+        self._words.write(rows)
 
     def delete_vectors_of_paths(self, paths: Sequence[str]) -> None:
         notes = [doc_id(p) for p in paths]
         for shard, _, ids in self._db.by_note(notes, str):
             for batch in _batches(ids, IN_BATCH):
                 self._delete_vectors_where(shard, in_filter("doc_id", batch))
-        if self.keywords is not None:
-            self.keywords.delete("doc_id", notes)
+        self._words.delete("doc_id", notes)
 
     def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
@@ -322,8 +319,7 @@ class Store:
         for shard, _, shard_keys in self._db.by_note(keys, lambda key: doc_id(key["file_path"])):
             for batch in _batches([key["id"] for key in shard_keys], WRITE_BATCH * 4):
                 self._delete_vectors_where(shard, in_filter("id", batch))
-        if self.keywords is not None:
-            self.keywords.delete("id", (key["id"] for key in keys))
+        self._words.delete("id", (key["id"] for key in keys))
 
     def _delete_vectors_where(self, shard: int, filter: str) -> None:
         result = self._call(self._db.clients[shard].delete, self._vectors(), filter=filter)
@@ -396,13 +392,11 @@ class Store:
     def window_texts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         """The text each of these rows embedded, without the heading path that led it, by row id
         (what a hit shows when its note has changed since: see retrieval/hittext.py)."""
-        found: dict[str, str] = {}
-        for _, client, shard_rows in self._db.by_note(rows, lambda row: doc_id(row["file_path"])):
-            for batch in _batches([row["id"] for row in shard_rows], IN_BATCH):
-                expr = in_filter("id", batch)
-                for row in self._iterate(self._vectors(), ["id", "embedded_text"], expr, client):
-                    found[row["id"]] = row["embedded_text"].partition("\n")[2] or row["embedded_text"]
-        return found
+        found = self._words.rows_of(row["id"] for row in rows)
+        return {
+            row_id: row["embedded_text"].partition("\n")[2] or row["embedded_text"]
+            for row_id, row in found.items()
+        }
 
     def section_vectors(self, paths: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
         """Every window vector of these files, by (file_path, file_hash), as one matrix per version."""
@@ -460,7 +454,7 @@ class Store:
 
     def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
-        vectors, i.e. the cosine)."""
+        vectors, i.e. the cosine); a row the keyword index lacks is left out (see `_shown`)."""
         data = [vector.tolist()]
         collection = self._vectors()
 
@@ -472,26 +466,24 @@ class Store:
                 anns_field="embedding",
                 limit=limit,
                 filter=filter,
-                output_fields=HIT_FIELDS,
+                output_fields=[],  # ids and distances: what a hit shows is in the keyword index
                 search_params={"metric_type": DENSE_METRIC},
             )
             return list(result[0])
 
-        return [self._hit(match) for match in best_hits(self._db.each(search), limit)]
+        return self._shown(best_hits(self._db.each(search), limit))
 
     def keyword_hits(
         self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
     ) -> list[KeywordHit]:
         """The `limit` best BM25 rows for `text`, among notes with any of `tags` and under
         `path_prefix` when given, best first (the keyword index alone: milliseconds)."""
-        if self.keywords is None:
-            return []
-        return self.keywords.search(text, limit, tags, path_prefix)
+        return self._words.search(text, limit, tags, path_prefix)
 
     def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> tuple[str, ...]:
         """The words of `text` that no note holds (among notes with any of `tags` and under
-        `path_prefix` when given; none is known without a keyword index)."""
-        return () if self.keywords is None else self.keywords.unheard(text, tags, path_prefix)
+        `path_prefix` when given)."""
+        return self._words.unheard(text, tags, path_prefix)
 
     def keyword_rows(self, hits: Sequence[KeywordHit], vector: np.ndarray) -> list[dict[str, Any]]:
         """These keyword hits as rows: what a hit shows, its `bm25` and its `cosine` to `vector`,
@@ -518,28 +510,38 @@ class Store:
                 anns_field="embedding",
                 limit=len(ids),
                 filter=in_filter("id", ids),
-                output_fields=HIT_FIELDS,
+                output_fields=[],
                 search_params={"metric_type": DENSE_METRIC},
             )
             return list(result[0])
 
         holding = [client for client in self._db.clients if id(client) in wanted]
         found = {match["id"]: match for matches in self._db.each(score, holding) for match in matches}
+        shown = {row["id"]: row for row in self._shown(list(found.values()))}
         rows = []
         for hit in hits:
-            match = found.get(hit.id)
-            if match is not None:
-                row = self._hit(match)
+            row = shown.get(hit.id)
+            if row is not None:
                 row["cosine"], row["bm25"] = row["distance"], hit.bm25
                 rows.append(row)
         return rows
 
+    def _shown(self, matches: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """These matched vector rows as hits, in their order: what each shows (read from the
+        keyword index, one lookup for all), its id and distance. A row the keyword index lacks
+        is left out until the repair has read its note again: it has nothing to show."""
+        shown = self._words.rows_of(match["id"] for match in matches)
+        hits = []
+        for match in matches:
+            row = shown.get(match["id"])
+            if row is not None:
+                hits.append({**row["display"], "id": match["id"], "distance": float(match["distance"])})
+        return hits
+
     @staticmethod
     def _hit(match: dict[str, Any]) -> dict[str, Any]:
-        """A matched row as one flat dict: its display fields, text, id, distance (and embedding)."""
-        entity = match["entity"]
-        row = dict(entity.get("display") or {})
-        row.update((key, value) for key, value in entity.items() if key != "display")
+        """A matched metadata row as one flat dict: its fields, id and distance."""
+        row = dict(match["entity"])
         row["id"] = match["id"]
         row["distance"] = float(match["distance"])
         return row

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, TypedDict, cast
 
 import numpy as np
@@ -164,10 +164,6 @@ class Searcher:
         relevant notes, as if they were not in the index), and `pool` sets the rows asked of each
         list (default: from top_k) to see every candidate a default search scores."""
         started = time.perf_counter()
-        if params.mode != "dense" and not self.store.full_text:
-            # A server without full-text search (before Milvus 2.5) serves dense search only;
-            # the store warned once when it opened.
-            params = replace(params, mode="dense")
         # Never fewer rows than a default search asks: a hit's ranks, its "both lists agree" and
         # its lead are read from the candidates, so a smaller -k would change its score.
         wanted = max(params.top_k, relevance.AGREE_DEPTH)
