@@ -172,21 +172,25 @@ def tree_rss_mb(pid: int) -> float:
 
 def tree_memory_mb(pid: int, pss: bool = True) -> dict[str, float]:
     """A process and all its descendants, summed: `rss` (each process's resident set, so pages
-    they share, such as two Lite servers' code, count once per process) and `pss` (each shared
-    page split among the processes that map it: what the tree holds, every page counted once).
-    Reading PSS walks every mapping: `pss=False` skips it where the tree is sampled often."""
-    rss = proportional = 0.0
+    they share, such as two Lite servers' code, count once per process), `anon` (the part of it
+    no file backs: heaps the kernel cannot drop, where `rss` - `anon` is mapped files, such as
+    the keyword index, that it may) and `pss` (each shared page split among the processes that
+    map it: what the tree holds, every page counted once). Reading PSS walks every mapping:
+    `pss=False` skips it where the tree is sampled often."""
+    rss = anon = proportional = 0.0
     pending = [pid]
     while pending:
         current = pending.pop()
         try:
-            rss += rss_mb(current).get("VmRSS", 0.0)
+            figures = rss_mb(current, ("VmRSS", "RssAnon"))
+            rss += figures.get("VmRSS", 0.0)
+            anon += figures.get("RssAnon", 0.0)
             proportional += _pss_mb(current) if pss else 0.0
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending.extend(int(c) for c in (task / "children").read_text().split())
         except (OSError, ValueError):
             continue  # exited meanwhile
-    return {"rss": round(rss, 1), "pss": round(proportional, 1)}
+    return {"rss": round(rss, 1), "anon": round(anon, 1), "pss": round(proportional, 1)}
 
 
 def _pss_mb(pid: int) -> float:

@@ -66,6 +66,7 @@ def idle_memory(daemon: Daemon) -> dict[str, Any]:
         "sections": status["sections"],
         "whole_daemon_mb": found["with_milvus"],
         "whole_daemon_pss_mb": found["with_milvus_pss"],
+        "whole_daemon_anon_mb": found["with_milvus_anon"],
         "daemon_alone_mb": found["VmRSS"],
     }
 
@@ -219,7 +220,7 @@ def summary_of(name: str, size: dict[str, Any]) -> str:
     m, s, r = size["memory"], size["search"], size["restart"]
     return (
         f"{name}: {m['notes']} notes, {m['sections']} sections, index {size['index_on_disk_mb']} MB on disk; "
-        f"whole daemon idle {m['whole_daemon_mb']} MB; "
+        f"whole daemon idle {m['whole_daemon_mb']} MB{_anon(m)}; "
         f"search socket p50 {s['p50_ms']} ms, max {s['max_ms']} ms, "
         f"process median {s['process']['wall_ms']['median']} ms "
         f"(max {s['process']['wall_ms']['max']}){_bare(s)}; "
@@ -245,10 +246,17 @@ def _row(name: str, size: dict[str, Any]) -> str:
     m, s, r = size.get("after_restart", size["memory"]), size["search"], size["restart"]
     return (
         f"| {name} | {m['notes']:,} | {m['sections']:,} | {size['index_on_disk_mb']:,.0f} MB | "
-        f"{m['whole_daemon_mb']:,.0f} MB | {s['p50_ms']} / {s['max_ms']} ms | "
+        f"{m['whole_daemon_mb']:,.0f} MB{_anon(m)} | {s['p50_ms']} / {s['max_ms']} ms | "
         f"{s['process']['wall_ms']['median']:.0f} / {s['process']['wall_ms']['max']:.0f} ms{_bare(s)} | "
         f"{r['status_answers_s']} s | {r['serving_s']} s | {r['reconciled_s']} s |"
     )
+
+
+def _anon(memory: dict[str, Any]) -> str:
+    """' (1,180 MB of it heap)': the part of the resident memory no file backs (the rest is mapped
+    files, such as the keyword index, which the kernel may drop); empty for a run without it."""
+    anon = memory.get("whole_daemon_anon_mb")
+    return f" ({anon:,.0f} MB of it heap)" if anon is not None else ""
 
 
 def _bare(search: dict[str, Any]) -> str:

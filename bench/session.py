@@ -77,7 +77,12 @@ class Daemon:
 
     def rss(self) -> dict[str, float]:
         tree = harness.tree_memory_mb(self.pid)
-        return {**harness.rss_mb(self.pid), "with_milvus": tree["rss"], "with_milvus_pss": tree["pss"]}
+        return {
+            **harness.rss_mb(self.pid),
+            "with_milvus": tree["rss"],
+            "with_milvus_anon": tree["anon"],
+            "with_milvus_pss": tree["pss"],
+        }
 
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
