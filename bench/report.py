@@ -122,34 +122,39 @@ each size: the whole daemon's resident memory idle (itself and its Milvus Lite s
 searches through the socket (the median of three passes) and as whole `mdrag search` processes,
 and a restart: when `status` first answers, when a search sent at that moment is answered, and
 when the start-up reconcile is done. Once grown, the daemon reopens the index by itself, and
-searches sent meanwhile measure how long a reopen holds one. This 5x run built its work dir
-from nothing (a cold index of 462 s), grew it by four copies in one daemon session (590 s), and
-met the daemon's own reopen. Whole `mdrag search` processes are timed 21 times (the 1x row: 7,
-timed by the bench's earlier code; see its note), with Python's
-compiled bytecode kept as a user's Python keeps it, each beside a bare start of the interpreter
-(`python -c pass`): on these 2-core VMs the same process takes 0.07 to 0.15 s from one minute to
-the next, and the bare start says what the machine gave a process at that moment.
+searches sent meanwhile measure how long a reopen holds one. This 5x run (schema 7: what a hit
+shows is kept in the keyword index, not in Milvus) built its work dir from nothing (a cold index
+of 273 s), grew it by four copies in one daemon session (349 s), and met the daemon's own
+reopen; its 5x figures were then measured again (`--again`), the ones shown. Whole `mdrag search`
+processes are timed 21 times, with Python's compiled bytecode kept as a user's Python keeps it,
+each beside a bare start of the interpreter (`python -c pass`): on these 2-core VMs the same
+process takes 0.07 to 0.15 s from one minute to the next, and the bare start says what the
+machine gave a process at that moment. "Heap" is the part of the resident memory no file backs;
+the rest is mapped files (libraries, the model, the keyword index) the kernel may drop.
 """
 
 SCALE_10X_METHOD = """\
-The same command with `--factor 10` on the 5x work dir, which it grew from 5x by five copies in
-one daemon session, so that the daemon's own reopen was due and searches met it (this run first
-copied the four copies it found over themselves: its growth counts nine copies, and their seconds
-include those four, found unchanged; `bench.query.grow` now goes on after the copies it finds).
-The goals are the 5x ones, shown for comparison.
+Measured at schema 6 (what a hit shows still in Milvus Lite's memory). The same command with
+`--factor 10` on the 5x work dir, which it grew from 5x by five copies in one daemon session, so
+that the daemon's own reopen was due and searches met it (this run first copied the four copies
+it found over themselves: its growth counts nine copies, and their seconds include those four,
+found unchanged; `bench.query.grow` now goes on after the copies it finds). The goals are the 5x
+ones, shown for comparison.
 """
 
 SCALE_13X_METHOD = """\
-The same command with `--factor 13` on the 10x work dir, after reopens began to load new Milvus
-Lite servers beside the running ones: three copies in one daemon session made the daemon's own
+Measured at schema 5 (keyword search and what a hit shows still in Milvus Lite's memory). The
+same command with `--factor 13` on the 10x work dir, after reopens began to load new Milvus Lite
+servers beside the running ones: three copies in one daemon session made the daemon's own
 reopen due, and searches were sent every 0.25 s for as long as it lasted, the whole daemon's
 memory sampled with each. The goals are the 5x ones, shown for comparison.
 """
 
 SCALE_16X_METHOD = """\
-The same command with `--factor 16` on the 13x work dir, with the final reopen code: three
-more copies in one daemon session, which at this size fall short of a fifth of the rows, so no
-reopen was due (the 13x run above measured one). The goals are the 5x ones, shown for comparison.
+Measured at schema 5 (keyword search and what a hit shows still in Milvus Lite's memory). The
+same command with `--factor 16` on the 13x work dir, with the final reopen code: three more
+copies in one daemon session, which at this size fall short of a fifth of the rows, so no reopen
+was due (the 13x run above measured one). The goals are the 5x ones, shown for comparison.
 """
 
 KEYWORD_METHOD = """\
