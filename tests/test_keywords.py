@@ -218,6 +218,32 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
         reopened.close()
 
 
+def test_a_new_index_empties_the_keyword_folder_it_finds_without_reading_it(tmp_path, vault, fake_embedder):
+    """New collections (a first start, or an upgrade that rebuilt an older layout) start an empty
+    keyword index whatever the folder held: an older schema or files tantivy cannot read are not
+    an error to report, nor rows to repair."""
+    from loguru import logger
+
+    folder = tmp_path / "index" / "milvus.keywords"
+    folder.mkdir(parents=True)
+    (folder / "meta.json").write_text("{ not json")
+    warned: list[str] = []
+    sink = logger.add(lambda message: warned.append(str(message)), level="WARNING")
+    try:
+        service = _lite_service(tmp_path, vault, fake_embedder)
+    finally:
+        logger.remove(sink)
+    try:
+        assert not any("keyword" in line for line in warned), warned
+        assert not service.store.missing_keywords and KeywordIndex.complete_at(folder)
+        assert service.store.keywords is not None and service.store.keywords.count == 0
+        service.reindex()
+        hits = service.search({"query": "pg_restore", "threshold": 0, "mode": "keyword"})["results"]
+        assert hits[0]["file_path"] == str(vault / "tech/postgres.md")
+    finally:
+        service.close()
+
+
 def test_after_an_unclean_stop_the_keyword_index_holds_exactly_the_vector_rows(
     tmp_path, vault, fake_embedder
 ):

@@ -196,6 +196,11 @@ class Store:
         """Open the keyword index: emptied beside new collections (it may hold an older index's
         rows); one missing, unreadable or whose repair was cut short sets `missing_keywords`."""
         path = self._keywords_path
+        if fresh:  # what an older index left there (another layout, unreadable) is not read
+            self.keywords = KeywordIndex.anew(path)
+            self.keywords.mark_complete(True)
+            self.missing_keywords = False
+            return
         complete = KeywordIndex.complete_at(path)
         try:
             self.keywords = KeywordIndex(path)
@@ -205,9 +210,6 @@ class Store:
             logger.warning("{}; made anew, and the notes of the rows it lacks are read again", exc)
             complete = False
             self.keywords = KeywordIndex.anew(path)
-        if fresh:
-            self.keywords.clear()
-            complete = True
         self.missing_keywords = not complete
 
     @property
