@@ -32,7 +32,7 @@ from mdrag.answers import (
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config
 from mdrag.embedding.embedder import Embedder
-from mdrag.errors import ConfigError, QueryError
+from mdrag.errors import ConfigError, IndexFullError, QueryError
 from mdrag.index.indexer import Indexer, IndexReport
 from mdrag.index.rebuild import remove_leftovers, switch_in
 from mdrag.index.roots import Roots
@@ -138,12 +138,20 @@ class Service:
         self._marker = files.dirty_marker
         if self._marker.exists():
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
-            self.indexer.repair()
+            self._repair()
         elif self.store.missing_keywords:
             logger.warning("the keyword index lacks rows (lost or unreadable); writing them again")
-            self.indexer.repair()
+            self._repair()
         self._marker.parent.mkdir(parents=True, exist_ok=True)
         private.write_text(self._marker, f"{os.getpid()}\n", "the crash marker")
+
+    def _repair(self) -> None:
+        """Indexer.repair at the start; a full disk leaves it to a later start rather than stop
+        the daemon (a restart loop): searches go on meanwhile, without the rows it lacks."""
+        try:
+            self.indexer.repair()
+        except IndexFullError as exc:
+            logger.error("{}; the index is repaired at a later start, once there is room", exc)
 
     def _open_store(self, uri: str, carry_to: CarriedVectors | None = None) -> Store:
         """A store of this service's model at `uri`: the live index, or a rebuild's side."""

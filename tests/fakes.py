@@ -79,8 +79,8 @@ class MemoryStore:
     def keyword_gaps(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []  # each row here keeps what its hit shows, as the keyword index does
 
-    def keywords_lack(self, paths: list[str]) -> bool:
-        return False
+    def notes_lacking_keywords(self, paths: list[str]) -> set[str]:
+        return set()
 
     def keywords_complete(self) -> None:
         pass

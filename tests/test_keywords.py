@@ -193,6 +193,9 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
     service = _lite_service(tmp_path, notes, embedder)
     service.reindex()
     ids = _in_step(service)
+    # What a repair stopped part way leaves: the rows of the note that changes below, and others.
+    cut = [str(notes / "garden.md"), str(notes / "tech/postgres.md")]
+    cut_ids = [key["id"] for key in service.store.vector_keys_for_paths(cut)]
     service.close()
     folder = service.files.keyword_index
     if loss == "removed":
@@ -201,7 +204,7 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
         (folder / "meta.json").write_text("{ not json")
     else:  # rows missing, and no mark that the index is whole: a repair that was stopped
         index = KeywordIndex(folder)
-        index.delete("id", ids[:2])
+        index.delete("id", cut_ids)
         index.mark_complete(False)
     write(notes / "garden.md", "# Garden\n\nWater the lighthouse tomatoes at dusk.\n")
     before = runner.texts_encoded
@@ -242,6 +245,88 @@ def test_a_new_index_empties_the_keyword_folder_it_finds_without_reading_it(tmp_
         assert hits[0]["file_path"] == str(vault / "tech/postgres.md")
     finally:
         service.close()
+
+
+def test_a_dense_row_with_nothing_to_show_is_left_out_but_still_bounds_the_search(
+    tmp_path, vault, fake_embedder
+):
+    """A row the keyword index lacks (its repair not done yet) is not shown; the floor, the lowest
+    cosine the engine returned when it returned all it was asked for, is still the engine's, so a
+    search does not take the rows it did not return for ones above it."""
+    service = _lite_service(tmp_path, vault, fake_embedder)
+    try:
+        service.reindex()
+        vector = fake_embedder.embed_query("pg_restore a backup")
+        everything = service.store.search_dense(vector, 100)
+        assert everything.floor == -1.0  # fewer rows than asked for: nothing bounds them
+        best = everything.rows[:3]
+        service.store.keywords.delete("id", [best[2]["id"]])
+        nearest = service.store.search_dense(vector, 3)
+        assert [row["id"] for row in nearest.rows] == [row["id"] for row in best[:2]]
+        assert nearest.floor == pytest.approx(best[2]["distance"])
+    finally:
+        service.close()
+
+
+def test_a_keyword_repair_that_finds_the_disk_full_waits_for_a_later_start(
+    tmp_path, vault, fake_embedder, monkeypatch
+):
+    """Stopping the daemon over it would be a restart loop: it starts, without the rows it lacks,
+    and the index stays marked incomplete, so the next start with room repairs it."""
+    import shutil
+
+    from mdrag.milvus import store as store_module
+
+    service = _lite_service(tmp_path, vault, fake_embedder)
+    service.reindex()
+    ids = _in_step(service)
+    service.close()
+    folder = service.files.keyword_index
+    shutil.rmtree(folder)
+    with monkeypatch.context() as full:
+        full.setattr(store_module, "free_bytes", lambda folder: 0)
+        started = _lite_service(tmp_path, vault, fake_embedder)
+        try:
+            assert started.store.missing_keywords and not KeywordIndex.complete_at(folder)
+            assert started.search({"query": "pg_restore", "threshold": 0})["results"] == []
+        finally:
+            started.close()
+    reopened = _lite_service(tmp_path, vault, fake_embedder)
+    try:
+        assert not reopened.store.missing_keywords and KeywordIndex.complete_at(folder)
+        assert _in_step(reopened) == ids
+    finally:
+        reopened.close()
+
+
+def test_notes_a_keyword_repair_could_not_read_are_shown_once_a_run_reads_them(
+    tmp_path, vault, fake_embedder
+):
+    """Their root away while a lost keyword index is written again: their rows have nothing to
+    show meanwhile. The next run that meets them reads them again though their files did not
+    change (a root coming back is a run without force), and then the index is whole."""
+    import shutil
+
+    service = _lite_service(tmp_path, vault, fake_embedder)
+    service.reindex()
+    ids = _in_step(service)
+    service.close()
+    folder = service.files.keyword_index
+    shutil.rmtree(folder)
+    away = vault.rename(tmp_path / "unmounted")
+    reopened = _lite_service(tmp_path, vault, fake_embedder)
+    try:
+        assert reopened.store.missing_keywords and not KeywordIndex.complete_at(folder)
+        assert reopened.indexer.unshown
+        away.rename(vault)
+        report = reopened.reindex()
+        assert report.sections_embedded == 0  # read again, their vectors reused
+        assert not reopened.indexer.unshown and not reopened.store.missing_keywords
+        assert KeywordIndex.complete_at(folder) and _in_step(reopened) == ids
+        hits = reopened.search({"query": "pg_restore", "threshold": 0, "mode": "hybrid"})["results"]
+        assert hits[0]["file_path"] == str(vault / "tech/postgres.md")
+    finally:
+        reopened.close()
 
 
 def test_after_an_unclean_stop_the_keyword_index_holds_exactly_the_vector_rows(

@@ -122,6 +122,9 @@ class Indexer:
         # Notes read ahead of the model, searchable by their words (index/prepass.py); None for
         # an index whose searches cannot read it (a rebuild's, switched in once complete).
         self.waiting = waiting
+        # Notes whose rows the keyword index lacks, and so are not shown (its repair could not
+        # read them: a root away, a note unreadable): a run that meets one reads it again.
+        self.unshown: set[str] = set()
 
     # ---- public operations ---------------------------------------------------------------
 
@@ -234,6 +237,8 @@ class Indexer:
             # Also when a write fails: no file may stay "processing" for ever.
             self.catalog.clear_marks(present)
         report.deleted += self.remove(self._kept_while_away(vanished))
+        if self.unshown.intersection(paths):
+            self._settle_unshown(paths)
         if self.waiting is not None and self.waiting.active:
             # Notes no longer to be read (excluded, gone) wait no more; nor, once the run is
             # done, any of its notes: each is indexed or failed.
@@ -342,12 +347,24 @@ class Indexer:
         if lacking:
             paths = sorted({key["file_path"] for key in lacking})
             logger.warning("reading {} notes again for the rows the keyword index lacks", len(paths))
+            self.unshown.update(paths)
             self.index_files(paths, force=True)
-            # A note that could not be read (its root away, unreadable now) keeps the index
-            # marked incomplete: the next start reads it again.
-            if not self.store.keywords_lack(paths):
-                self.store.keywords_complete()
         return len(orphans)
+
+    def _settle_unshown(self, paths: list[str]) -> None:
+        """After a run over these notes: which of the unshown ones the keyword index still lacks
+        rows of; once none, it is marked complete."""
+        self.unshown = (self.unshown - set(paths)) | self.store.notes_lacking_keywords(
+            sorted(self.unshown.intersection(paths))
+        )
+        if self.unshown:
+            logger.warning(
+                "{} notes are not searchable until they can be read again (e.g. {})",
+                len(self.unshown),
+                min(self.unshown),
+            )
+        else:
+            self.store.keywords_complete()
 
     # ---- reading and sectioning ------------------------------------------------------------
 
@@ -384,7 +401,8 @@ class Indexer:
                 yield prepared
                 continue
             prepared.file_hash, prepared.size = keys.file_hash(data), len(data)
-            if known is not None and known.file_hash == prepared.file_hash and not force:
+            unchanged = known is not None and known.file_hash == prepared.file_hash
+            if unchanged and not force and path not in self.unshown:
                 report.unchanged += 1
                 meter.unchanged()
                 continue

@@ -53,8 +53,9 @@ class PreparedNote:
 
 
 def vector_rows(p: PreparedNote, vectors: dict[tuple[str, int], np.ndarray]) -> list[dict[str, Any]]:
-    """One row per section window of the note's new version, with its vector; `display` holds
-    what a hit shows (see schema), the columns beside it what filters and deletes need."""
+    """One row per section window of the note's new version, with its vector; `display` and
+    `embedded_text` hold what a hit shows (the keyword index keeps them, see keywords.py), the
+    other columns what filters and deletes need."""
     rows = window_rows(p)
     for row in rows:
         row["embedding"] = vectors[(row["section_id"], row["window_index"])].tolist()

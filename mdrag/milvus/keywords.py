@@ -22,9 +22,9 @@ from mdrag.errors import StoreError
 WRITER_HEAP_BYTES = 15_000_000
 # What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
 _REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
-# Marks a keyword index whose every row is in: absent from a new or emptied folder until its rows
-# are written (a store made anew, or the notes of a lost index read again), so a repair cut
-# short (a kill, a deadline) is found and done again at the next open.
+# Marks a keyword index whose every row is in. A new store's empty index has it at once; one made
+# anew over lost or unreadable files, or found lacking rows, has it removed until the repair has
+# read their notes again, so a repair cut short (a kill, a deadline) is done again at the next open.
 COMPLETE = "mdrag-complete"
 
 

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 import numpy as np
@@ -87,6 +87,15 @@ def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+class DenseHits(NamedTuple):
+    """A dense search's hits, and the lowest cosine Milvus returned when it returned all it was
+    asked for (-1.0 when fewer: no row left out scores above it). The floor is the engine's, not
+    the hits': a row left out for having nothing to show still bounds what was not returned."""
+
+    rows: list[dict[str, Any]]
+    floor: float
 
 
 class Store:
@@ -244,10 +253,11 @@ class Store:
             self.keywords_complete()
         return missing
 
-    def keywords_lack(self, paths: Sequence[str]) -> bool:
-        """Whether the keyword index lacks a vector row of these notes."""
-        ids = {row["id"] for row in self.vector_keys_for_paths(paths)}
-        return len(self._words.rows_of(ids)) < len(ids)
+    def notes_lacking_keywords(self, paths: Sequence[str]) -> set[str]:
+        """Those of these notes with a vector row the keyword index lacks."""
+        keys = self.vector_keys_for_paths(paths)
+        held = self._words.rows_of(key["id"] for key in keys)
+        return {key["file_path"] for key in keys if key["id"] not in held}
 
     def keywords_complete(self) -> None:
         """Mark the keyword index as holding every vector row (its repair is done)."""
@@ -454,7 +464,7 @@ class Store:
         counts = self._db.each(count)
         return sum(counts)
 
-    def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> list[dict[str, Any]]:
+    def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> DenseHits:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
         vectors, i.e. the cosine); a row the keyword index lacks is left out (see `_shown`)."""
         data = [vector.tolist()]
@@ -473,7 +483,9 @@ class Store:
             )
             return list(result[0])
 
-        return self._shown(best_hits(self._db.each(search), limit))
+        matches = best_hits(self._db.each(search), limit)
+        floor = float(matches[-1]["distance"]) if len(matches) >= limit else -1.0
+        return DenseHits(self._shown(matches), floor)
 
     def keyword_hits(
         self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""

@@ -128,8 +128,9 @@ class Searcher:
     """Answers similarity queries over the index; safe to call from many threads.
 
     A hybrid search asks two indexes: the keyword one (BM25) while the query is embedded, then
-    Milvus for the dense candidates and, at once, for the keyword rows' cosines; every candidate
-    comes back with its display fields, so the threshold is applied without another round trip.
+    Milvus for the dense candidates and, at once, for the keyword rows' cosines; Milvus answers
+    ids and distances, and what each candidate shows is read from the keyword index by id (one
+    lookup of a millisecond or two), so the threshold is applied on whole candidates.
     """
 
     def __init__(
@@ -198,9 +199,8 @@ class Searcher:
                 pending.append(scored)
             floor = -1.0  # the lowest cosine the dense search returned, had it all it asked for
             if params.mode in ("dense", "hybrid"):
-                dense = cast(list[Candidate], self.store.search_dense(vector, limit, expr))
-                if len(dense) >= limit:
-                    floor = dense[-1]["distance"]
+                nearest = self.store.search_dense(vector, limit, expr)
+                dense, floor = cast(list[Candidate], nearest.rows), nearest.floor
                 for row in dense:
                     row["cosine"] = row["distance"]
                 dense = [row for row in dense if not (leave_out and leave_out(row["file_path"]))]
