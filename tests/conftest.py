@@ -110,9 +110,13 @@ def short_tmp() -> Iterator[Path]:
 
 
 @pytest.fixture(autouse=True)
-def private_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """mdrag's own state (the crash marker of a server index) stays inside the test."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+def private_data_home(tmp_path: Path) -> Iterator[None]:
+    """mdrag's own state (a server index's keyword index and crash marker) stays inside the test.
+    Its own MonkeyPatch: a test's `monkeypatch.undo()` must not send it to the session's home,
+    where another test's keyword index waits (a server store read one left by an earlier test)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -139,3 +139,12 @@ def test_the_maximum_wait_follows_a_longer_debounce_unless_set_and_is_refused_be
     both.write_text("watch:\n  debounce_ms: 8000\n  max_wait_ms: 6000\n")
     with pytest.raises(ConfigError, match=r"watch.max_wait_ms: must be at least watch.debounce_ms \(8000\)"):
         load_config(both)
+
+
+def test_a_test_that_undoes_its_patches_still_keeps_mdrags_state_inside_it(tmp_path, monkeypatch):
+    """The suite's own isolation (conftest.private_data_home) survives `monkeypatch.undo()`, which
+    upgrade tests call between the old and the new index."""
+    from mdrag.config import default_data_dir
+
+    monkeypatch.undo()
+    assert default_data_dir().is_relative_to(tmp_path)
