@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -162,6 +163,23 @@ def _in_step(service) -> list[str]:
     return vector_ids
 
 
+def _indexed_then_keywords_lost(tmp_path, vault, embedder) -> tuple[list[str], Path]:
+    """A vault indexed, the daemon stopped, its keyword folder removed: the rows' ids and the folder."""
+    import shutil
+
+    service = _lite_service(tmp_path, vault, embedder)
+    service.reindex()
+    ids = _in_step(service)
+    service.close()
+    shutil.rmtree(service.files.keyword_index)
+    return ids, service.files.keyword_index
+
+
+def _first_note(service, mode: str) -> str:
+    """The note of the first hit for "pg_restore" in this mode, at threshold 0."""
+    return service.search({"query": "pg_restore", "threshold": 0, "mode": mode})["results"][0]["file_path"]
+
+
 def test_keyword_rows_follow_every_write_and_delete_of_the_vector_rows(tmp_path, vault, fake_embedder):
     notes = vault
     service = _lite_service(tmp_path, notes, fake_embedder)
@@ -241,8 +259,7 @@ def test_a_new_index_empties_the_keyword_folder_it_finds_without_reading_it(tmp_
         assert not service.store.missing_keywords and KeywordIndex.complete_at(folder)
         assert service.store.keywords is not None and service.store.keywords.count == 0
         service.reindex()
-        hits = service.search({"query": "pg_restore", "threshold": 0, "mode": "keyword"})["results"]
-        assert hits[0]["file_path"] == str(vault / "tech/postgres.md")
+        assert _first_note(service, "keyword") == str(vault / "tech/postgres.md")
     finally:
         service.close()
 
@@ -273,16 +290,9 @@ def test_a_keyword_repair_that_finds_the_disk_full_waits_for_a_later_start(
 ):
     """Stopping the daemon over it would be a restart loop: it starts, without the rows it lacks,
     and the index stays marked incomplete, so the next start with room repairs it."""
-    import shutil
-
     from mdrag.milvus import store as store_module
 
-    service = _lite_service(tmp_path, vault, fake_embedder)
-    service.reindex()
-    ids = _in_step(service)
-    service.close()
-    folder = service.files.keyword_index
-    shutil.rmtree(folder)
+    ids, folder = _indexed_then_keywords_lost(tmp_path, vault, fake_embedder)
     with monkeypatch.context() as full:
         full.setattr(store_module, "free_bytes", lambda folder: 0)
         started = _lite_service(tmp_path, vault, fake_embedder)
@@ -305,14 +315,7 @@ def test_notes_a_keyword_repair_could_not_read_are_shown_once_a_run_reads_them(
     """Their root away while a lost keyword index is written again: their rows have nothing to
     show meanwhile. The next run that meets them reads them again though their files did not
     change (a root coming back is a run without force), and then the index is whole."""
-    import shutil
-
-    service = _lite_service(tmp_path, vault, fake_embedder)
-    service.reindex()
-    ids = _in_step(service)
-    service.close()
-    folder = service.files.keyword_index
-    shutil.rmtree(folder)
+    ids, folder = _indexed_then_keywords_lost(tmp_path, vault, fake_embedder)
     away = vault.rename(tmp_path / "unmounted")
     reopened = _lite_service(tmp_path, vault, fake_embedder)
     try:
@@ -323,8 +326,7 @@ def test_notes_a_keyword_repair_could_not_read_are_shown_once_a_run_reads_them(
         assert report.sections_embedded == 0  # read again, their vectors reused
         assert not reopened.indexer.unshown and not reopened.store.missing_keywords
         assert KeywordIndex.complete_at(folder) and _in_step(reopened) == ids
-        hits = reopened.search({"query": "pg_restore", "threshold": 0, "mode": "hybrid"})["results"]
-        assert hits[0]["file_path"] == str(vault / "tech/postgres.md")
+        assert _first_note(reopened, "hybrid") == str(vault / "tech/postgres.md")
     finally:
         reopened.close()
 
