@@ -181,6 +181,14 @@ class StoreStatus(TypedDict):
     shards: int
 
 
+class UnshownNotes(TypedDict):
+    """Notes whose rows the keyword index lost and that could not be read again yet (their root
+    away): left out of every search until a run reads them."""
+
+    notes: int
+    example: str
+
+
 class IndexStatus(TypedDict):
     """What the index holds (Service.status), whoever opened it."""
 
@@ -194,6 +202,7 @@ class IndexStatus(TypedDict):
     store: StoreStatus
     roots: list[str]
     unavailable_roots: list[UnavailableRoot]
+    unshown: UnshownNotes | None
     open_gaps: int | None
 
 

@@ -463,6 +463,7 @@ class Service:
         return report
 
     def status(self) -> IndexStatus:
+        unshown = sorted(self.indexer.unshown.copy())  # a copy is one step: the indexer may add to it
         return {
             "version": __version__,
             "documents": self.catalog.status_counts(),
@@ -479,6 +480,7 @@ class Service:
             },
             "roots": [str(r) for r in self.filter.roots],
             "unavailable_roots": self.roots.report(),
+            "unshown": {"notes": len(unshown), "example": unshown[0]} if unshown else None,
             "open_gaps": self._open_gaps(),
         }
 

@@ -116,3 +116,29 @@ def test_version_is_the_packages_own_and_the_installed_one(env):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"mdrag, version {__version__}"
     assert version("mdrag") == __version__
+
+
+def test_status_says_how_many_notes_searches_leave_out_until_they_are_read_again(capsys):
+    from mdrag.cli.main import _print_index_status
+
+    report = {
+        "roots": ["/n"],
+        "unavailable_roots": [{"root": "/n/usb", "reason": "not mounted", "notes_kept": 3}],
+        "unshown": {"notes": 3, "example": "/n/usb/a.md"},
+        "documents": {"indexed": 5},
+        "sections": 9,
+        "open_gaps": 0,
+        "last_indexed_at": None,
+        "model": "m",
+        "store": {"uri": "/db", "shards": 1},
+        "failed": [],
+        "warnings": [],
+    }
+    _print_index_status(report)
+    out = capsys.readouterr().out
+    assert (
+        "NOT SHOWN: 3 note(s) whose search rows were lost, until they can be read again (e.g. /n/usb/a.md)"
+        in out
+    )
+    _print_index_status({**report, "unshown": None})
+    assert "NOT SHOWN" not in capsys.readouterr().out

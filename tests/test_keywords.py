@@ -321,10 +321,14 @@ def test_notes_a_keyword_repair_could_not_read_are_shown_once_a_run_reads_them(
     try:
         assert reopened.store.missing_keywords and not KeywordIndex.complete_at(folder)
         assert reopened.indexer.unshown
+        unshown = reopened.status()["unshown"]
+        assert unshown is not None and unshown["notes"] == len(reopened.indexer.unshown)
+        assert unshown["example"] == min(reopened.indexer.unshown)
         away.rename(vault)
         report = reopened.reindex()
         assert report.sections_embedded == 0  # read again, their vectors reused
         assert not reopened.indexer.unshown and not reopened.store.missing_keywords
+        assert reopened.status()["unshown"] is None
         assert KeywordIndex.complete_at(folder) and _in_step(reopened) == ids
         assert _first_note(reopened, "hybrid") == str(vault / "tech/postgres.md")
     finally:

@@ -62,6 +62,7 @@ class FakeRoute:
             },
             "roots": ["/n"],
             "unavailable_roots": [{"root": "/usb/notes", "reason": "missing", "since": 0, "notes_kept": 24}],
+            "unshown": {"notes": 2, "example": "/usb/notes/a.md"},
             "documents": {"indexed": 5, "failed": 1},
             "sections": 40,
             "failed": [{"file_path": "/n/bad.md", "error": "binary file: contains NUL bytes"}],
@@ -160,6 +161,7 @@ def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_g
     # What the machine around the daemon is doing: a drive away, a full disk, watches run out.
     assert "unavailable: /usb/notes (missing); its 24 note(s) are kept until it returns" in html
     assert "full: 12 MB free on /s" in html and "4 folder(s) past the inotify watch limit" in html
+    assert "2 note(s) whose search rows were lost, until they can be read again" in html
 
 
 def test_a_search_as_you_type_records_no_knowledge_gap_but_a_submitted_one_may():

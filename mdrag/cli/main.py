@@ -363,6 +363,15 @@ def _print_index_status(report: StatusAnswer) -> None:
                 fg="yellow",
             )
         )
+    unshown = report.get("unshown")
+    if unshown:
+        click.echo(
+            click.style(
+                f"           NOT SHOWN: {unshown['notes']} note(s) whose search rows were lost, until "
+                f"they can be read again (e.g. {shown(unshown['example'])})",
+                fg="yellow",
+            )
+        )
     docs = report["documents"]
     click.echo(
         f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")"
