@@ -90,7 +90,9 @@ constants fitted on SciFact alone; *shipped* (what mdrag ships), those plus the 
 evidence fitted on the vaults' train questions: a weight for a query that names something no
 note found holds, one for a query with a word no note holds, and a shift of the bias; *refit*,
 every per-hit weight refitted on the vaults; *decision*, a query-level decision on the best
-hit's evidence with SciFact's order kept. Answered / silent at 0.7; train is held out by 5 folds."""
+hit's evidence with SciFact's order kept; *small decision*, the same on four pieces of it (the
+best hit's cosine and share of the query's words, a name no note found holds, a word no note
+holds). Answered / silent at 0.7; train is held out by 5 folds."""
 
 
 ANSWERABILITY = """\
