@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
 from mdrag.retrieval import relevance
 
-MODES = tuple(relevance.WEIGHTS)
+MODES = tuple(relevance.SCIFACT)
 
 
 def _row(path: str, cosine: float, text: str = "", title: str = "", bm25: float | None = None) -> dict:
@@ -32,22 +33,52 @@ def _key(row: dict) -> tuple:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_weight_is_non_negative_so_more_evidence_never_lowers_the_score(mode):
-    _, weights = relevance.WEIGHTS[mode]
-    assert len(weights) == len(relevance.FEATURES)
-    assert all(w >= 0 for w in weights)
+    _, order = relevance.SCIFACT[mode]
+    assert len(order) == len(relevance.FEATURES)
+    assert all(w >= 0 for w in order)
+    decision = relevance.DECISION[mode]
+    assert set(decision) == {"bias", "order", *relevance.DECISION_FEATURES}
+    assert all(decision[name] >= 0 for name in ("order", *relevance.DECISION_FEATURES))
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_raising_any_one_feature_never_lowers_the_score(mode):
+def test_raising_any_one_feature_of_a_lone_candidate_never_lowers_its_score(mode):
     rng = random.Random(7)
     for _ in range(300):
         values = [rng.random() for _ in relevance.FEATURES]
-        base = relevance.probability(values, mode)
+        (base,) = relevance.scores([values], mode)
         assert 0.0 <= base <= 1.0
         for i in range(len(values)):
             raised = list(values)
             raised[i] += rng.random()
-            assert relevance.probability(raised, mode) >= base
+            assert relevance.scores([raised], mode)[0] >= base
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_scores_keep_the_orders_ranking_and_the_first_scores_the_answer(mode):
+    rng = random.Random(11)
+    for _ in range(200):
+        pool = [[rng.random() for _ in relevance.FEATURES] for _ in range(rng.randint(1, 8))]
+        given = relevance.scores(pool, mode)
+        order = [relevance.order_logit(values, mode) for values in pool]
+        assert sorted(range(len(pool)), key=lambda i: -given[i]) == sorted(
+            range(len(pool)), key=lambda i: -order[i]
+        )
+        first = max(range(len(pool)), key=order.__getitem__)
+        answer = relevance.answer_logit(pool[first], mode)
+        assert given[first] == pytest.approx(1.0 / (1.0 + math.exp(-answer)))
+    assert relevance.scores([], mode) == []
+
+
+def test_a_query_naming_what_no_note_holds_or_with_a_word_no_note_holds_scores_lower():
+    values = [0.5] * len(relevance.FEATURES)
+    for mode in MODES:
+        (free,) = relevance.scores([values], mode)
+        for feature in ("named", "vault_words"):
+            if relevance.weighs(feature, mode):
+                marked = list(values)
+                marked[relevance.FEATURES.index(feature)] = 0.0
+                assert relevance.scores([marked], mode)[0] < free
 
 
 def test_a_note_holding_the_rare_term_asked_for_counts_it_and_one_without_does_not():
@@ -112,7 +143,8 @@ def test_a_note_lacking_the_rare_term_is_no_rival_to_one_holding_it():
     assert by_path["4844.md"][rare] == 1.0 and by_path["8149.md"][rare] == 0.0
     assert by_path["4844.md"][margin] == 0.0  # alone in holding it: no lead lost to 8096's cosine
     assert by_path["8149.md"][margin] < 0
-    score = {path: relevance.probability(values, "keyword") for path, values in by_path.items()}
+    paths = list(by_path)
+    score = dict(zip(paths, relevance.scores([by_path[p] for p in paths], "keyword"), strict=True))
     assert max(score, key=score.__getitem__) == "4844.md"
 
 

@@ -1,26 +1,26 @@
 """Relevance: a search candidate's evidence (cosine, BM25, ranks, word matches) as one score in [0, 1].
 
-The score estimates how likely a note section answers the query. It is a logistic function of
-evidence the search already holds, never another engine call:
+The score says how likely a note section answers the query, from evidence the search already
+holds (never another engine call). It is made of two logistic functions, each a bias plus
+non-negative weights on features that rise with the evidence:
 
-    score = 1 / (1 + exp(-(bias + sum(weight_i * feature_i))))
+- **the order** (`SCIFACT`): which candidate comes first. Fitted per candidate on SciFact test
+  (each query asked with its relevant notes and with them left out, cross-validated by query:
+  `python -m bench.fit`), where the strongest evidence is a note's lead over the next one; one set
+  per search mode, since a dense search holds no BM25 ranks and a keyword search no dense ones.
+- **the answer** (`DECISION`): whether the first candidate answers at all. Fitted per question on
+  the judged vaults' training questions (`python -m bench.vaultfit`, its `small decision`: real
+  notes folders, questions written as people ask them, a third of them near misses the notes do
+  not answer), on the first candidate's place in the order, its cosine, the share of the query's
+  words it holds, and whether the query names something no candidate holds (Loki, ERC-1155) or
+  has a word no note holds. Its bias places the default threshold 0.7 where answered and silent
+  balance on those questions.
 
-with every weight >= 0 and every feature rising with the evidence for the candidate, so more
-evidence never lowers the score. The weights come from a logistic regression on judged queries
-(SciFact test, each query asked twice: with its relevant notes in the index and with them left
-out), cross-validated by query (`python -m bench.fit`); one set per search mode, since a dense
-search holds no BM25 ranks and a keyword search no dense ones. The bias is then placed so that
-the default threshold 0.7 is the point where a search answers as many answerable queries as it
-stays silent on unanswerable ones (held out on SciFact: about 55% each). So the score orders
-and thresholds like a probability without being a calibrated one: fitted as a plain
-probability, the same evidence balances answered and silent near 0.2, not 0.7.
-
-One piece of evidence is about the query as a whole: whether every name it holds (an
-identifier, a capitalized word past the first: Loki, MySQL, ERC-1155) is in some candidate. A
-name no candidate holds is a thing the vault never mentions (the keyword search would have
-found a note holding a rare name), so every candidate of such a query scores lower; that weight
-is fitted on the judged vaults (bench/data/vaults), where such queries were nearly all
-unanswerable.
+The first candidate's score is the answer's probability; every other candidate's is lowered from
+it by its distance to the first in the order's logit, so the scores keep the order's ranking and
+the threshold keeps one meaning: a hit at 0.7 or more is one the decision answers with. A lone
+candidate's score never falls as any of its evidence rises; among several, a first candidate
+that leads by more leaves the others further below it.
 """
 
 from __future__ import annotations
@@ -54,40 +54,47 @@ FEATURES = (
     "vault_words",
 )
 
-# Fitted by bench/fit.py on SciFact test (python -m bench.fit fit DUMP --anchor, on the evidence
-# this search produces: fitted again whenever a feature's source changes): (bias, weights in
-# FEATURES order) per mode, the query-level evidence at weight 0. vault_z and spread are
+# The order. Fitted by bench/fit.py on SciFact test (python -m bench.fit fit DUMP --anchor, on the
+# evidence this search produces: fitted again whenever a feature's source changes): (bias,
+# weights in FEATURES order) per mode. The query-level evidence (named, vault_words) is the same
+# for every candidate of a query, so it cannot order them: weight 0. vault_z and spread are
 # evidence measured on the judged vaults that did not pay (weight 0; --explain shows them).
 SCIFACT: dict[str, tuple[float, tuple[float, ...]]] = {
     "dense": (-2.0412, (0.3069, 15.24, 0.2129, 0.0, 0.0, 0.0, 3.777, 1.444, 0.777, 0.0, 0.0, 0.0, 0.0)),
     "keyword": (-2.3394, (1.194, 14.23, 0.0, 1.405, 0.0, 0.0, 1.899, 0.8569, 0.6401, 0.0, 0.0, 0.0, 0.0)),
     "hybrid": (-2.2646, (0.0, 13.36, 0.0, 1.228, 0.0164, 0.9923, 1.814, 1.095, 0.5978, 0.0, 0.0, 0.0, 0.0)),
 }
-# Fitted on the judged vaults' train questions (python -m bench.vaultfit, `shipped`): the weight
-# of a name no candidate holds (`named`), of a word no note holds (`vault_words`), and how far
-# the bias then moves so that 0.7 balances answered and silent there. A query free of both
-# scores as under SciFact's constants, moved by the shift alone.
-VAULTS: dict[str, dict[str, float]] = {
-    "dense": {"named": 0.0, "vault_words": 3.0, "bias_shift": 0.0},
-    "keyword": {"named": 1.5, "vault_words": 3.0, "bias_shift": 0.0},
-    "hybrid": {"named": 2.0, "vault_words": 2.0, "bias_shift": 0.1},
+# The answer. Fitted on the judged vaults' train questions (python -m bench.vaultfit, its `small
+# decision`, which prints them): the bias, the weight of the first candidate's order logit
+# (`order`) and of its DECISION_FEATURES, per mode. A dense search has no keyword list to say
+# what no candidate names (`named` is always 1 there).
+DECISION_FEATURES = ("cosine", "coverage", "named", "vault_words")
+DECISION: dict[str, dict[str, float]] = {
+    "dense": {
+        "bias": -13.1144,
+        "order": 0.0,
+        "cosine": 15.8032,
+        "coverage": 6.3514,
+        "named": 0.0,
+        "vault_words": 2.0217,
+    },
+    "keyword": {
+        "bias": -15.9108,
+        "order": 0.0,
+        "cosine": 18.192,
+        "coverage": 6.4193,
+        "named": 1.6992,
+        "vault_words": 1.7414,
+    },
+    "hybrid": {
+        "bias": -22.5038,
+        "order": 0.174,
+        "cosine": 25.1148,
+        "coverage": 5.868,
+        "named": 2.9041,
+        "vault_words": 3.0269,
+    },
 }
-
-
-def with_vaults(
-    scifact: tuple[float, tuple[float, ...]], vaults: dict[str, float]
-) -> tuple[float, tuple[float, ...]]:
-    """SciFact's constants with the vaults' query-level weights: each feature is 1 when the query
-    is free of what it marks, so its weight comes off the bias (see VAULTS)."""
-    bias, weights = scifact
-    shifted = list(weights)
-    for name in ("named", "vault_words"):
-        shifted[FEATURES.index(name)] = vaults[name]
-        bias -= vaults[name]
-    return bias + vaults["bias_shift"], tuple(shifted)
-
-
-WEIGHTS = {mode: with_vaults(SCIFACT[mode], VAULTS[mode]) for mode in SCIFACT}
 MARGIN_CAP = 0.15  # a lead over the next note counts up to this much cosine
 COPY_SHARE = 0.8  # sections sharing this share of their distinct words are copies of each other
 COPY_OPENING = 1000  # characters of each section compared
@@ -216,13 +223,36 @@ def _vault_z(cosine: float, baseline: tuple[float, float] | None) -> float:
 
 
 def weighs(feature: str, mode: str) -> bool:
-    """Whether the score of this mode gives the feature any weight."""
-    return WEIGHTS[mode][1][FEATURES.index(feature)] > 0
+    """Whether the order or the answer of this mode gives the feature any weight."""
+    return SCIFACT[mode][1][FEATURES.index(feature)] > 0 or DECISION[mode].get(feature, 0.0) > 0
 
 
-def probability(values: Sequence[float], mode: str) -> float:
-    bias, weights = WEIGHTS[mode]
-    z = bias + sum(w * x for w, x in zip(weights, values, strict=True))
+def order_logit(values: Sequence[float], mode: str) -> float:
+    """Where a candidate stands in the order (SCIFACT), on the logit scale."""
+    bias, weights = SCIFACT[mode]
+    return bias + sum(w * x for w, x in zip(weights, values, strict=True))
+
+
+def answer_logit(values: Sequence[float], mode: str) -> float:
+    """The answer's logit (DECISION) for a query whose first candidate has these features."""
+    weights = DECISION[mode]
+    z = weights["bias"] + weights["order"] * order_logit(values, mode)
+    return z + sum(weights[name] * values[FEATURES.index(name)] for name in DECISION_FEATURES)
+
+
+def scores(candidates: Sequence[Sequence[float]], mode: str) -> list[float]:
+    """Each candidate's score from the features of all a query's candidates (see the module's
+    docstring): the first in the order scores the answer's probability, each other one that
+    lowered by its distance to the first in the order's logit."""
+    if not candidates:
+        return []
+    order = [order_logit(values, mode) for values in candidates]
+    first = max(range(len(order)), key=order.__getitem__)  # the engine's first among equals
+    answer = answer_logit(candidates[first], mode)
+    return [_logistic(answer + (z - order[first])) for z in order]
+
+
+def _logistic(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
 
 

@@ -354,8 +354,10 @@ def _score(
         keyword_searched=params.mode != "dense",
         unheard=unheard,
     )
-    for row, values in candidates:
-        row["score"] = relevance.probability(values, params.mode)
+    for (row, values), score in zip(
+        candidates, relevance.scores([values for _, values in candidates], params.mode), strict=True
+    ):
+        row["score"] = score
         row["features"] = values
         scored.append(row)
     scored.sort(key=lambda row: -row["score"])
