@@ -168,13 +168,20 @@ def scores_of(row: dict[str, Any], bias: float, coef: np.ndarray) -> list[tuple[
 
 
 def summarize(
-    rows: list[dict[str, Any]], bias: float, coef: np.ndarray, qrels_count: dict[str, int]
+    rows: list[dict[str, Any]], bias: float, coef: np.ndarray, qrels_count: dict[str, int], mode: str = ""
 ) -> dict[str, Any]:
-    """Answered/silent at every threshold and nDCG@10 of the score order, from a dump's rows."""
+    """Answered/silent at every threshold and nDCG@10 of the score order, from a dump's rows:
+    each candidate scored alone by (bias, coef), or, given a `mode`, as mdrag scores a query's
+    candidates together (relevance.scores)."""
     per_version: dict[str, list[list[tuple[str, int, float]]]] = {"answerable": [], "unanswerable": []}
     ndcg = []
     for row in rows:
-        scored = sorted(scores_of(row, bias, coef), key=lambda t: -t[2])
+        if mode:
+            given = relevance.scores([values for _, _, values in row["cands"]], mode)
+            scored = [(doc, label, score) for (doc, label, _), score in zip(row["cands"], given, strict=True)]
+        else:
+            scored = scores_of(row, bias, coef)
+        scored.sort(key=lambda t: -t[2])
         per_version[row["version"]].append(scored)
         if row["version"] == "answerable":
             ranking, seen = [], set()
@@ -296,11 +303,12 @@ def report(args: argparse.Namespace) -> None:
     qrels_count = _qrels_count(args)
     result = {}
     for mode in sorted({r["mode"] for r in rows}):
-        bias, weights = relevance.WEIGHTS[mode]
-        if args.weights:  # a fit's output instead of the shipped constants
+        mine = [r for r in rows if r["mode"] == mode]
+        if args.weights:  # a fit's output instead of the shipped scores
             fitted = json.loads(args.weights.read_text())["modes"][mode]
-            bias, weights = fitted["bias"], tuple(fitted["weights"].values())
-        s = summarize([r for r in rows if r["mode"] == mode], bias, np.asarray(weights), qrels_count)
+            s = summarize(mine, fitted["bias"], np.asarray(tuple(fitted["weights"].values())), qrels_count)
+        else:
+            s = summarize(mine, 0.0, np.zeros(0), qrels_count, mode)
         result[mode] = s
         print(f"{mode}: nDCG@10 {s['ndcg@10']}, at 0.7 {s['at_0.7']}", file=sys.stderr)
         for t in THRESHOLDS:

@@ -86,13 +86,14 @@ the four fitted-on folders) and `hugo` are never fitted on."""
 
 VAULTFIT_METHOD = """\
 **Ways to score, compared** (`python -m bench.vaultfit`, from `make eval`'s dumps): *scifact*, the
-constants fitted on SciFact alone; *shipped* (what mdrag ships), those plus the query-level
-evidence fitted on the vaults' train questions: a weight for a query that names something no
-note found holds, one for a query with a word no note holds, and a shift of the bias; *refit*,
-every per-hit weight refitted on the vaults; *decision*, a query-level decision on the best
-hit's evidence with SciFact's order kept; *small decision*, the same on four pieces of it (the
-best hit's cosine and share of the query's words, a name no note found holds, a word no note
-holds). Answered / silent at 0.7; train is held out by 5 folds."""
+constants fitted on SciFact alone; *words*, those plus the query-level evidence fitted on the
+vaults' train questions (a weight for a query that names something no note found holds, one for
+a query with a word no note holds, a shift of the bias: what mdrag shipped before its answer
+decision); *refit*, every per-hit weight refitted on the vaults; *decision*, a query-level
+decision on the best hit's evidence with SciFact's order kept; *small decision*, the same on
+four pieces of it (the best hit's cosine and share of the query's words, a name no note found
+holds, a word no note holds), what mdrag ships; *shipped*, the scores mdrag gives with the
+constants it holds. Answered / silent at 0.7; train is held out by 5 folds."""
 
 
 ANSWERABILITY = """\
@@ -107,13 +108,6 @@ HELD_OUT = """\
 **Held out.** Each query scored by constants fitted without it (`python -m bench.fit fit`, folds by
 query over the set named, other sets named joining every fold's training; the default threshold
 0.7 is placed on the training folds where answered and silent balance):"""
-
-
-DECISION = """\
-**A query-level answer decision** (`python -m bench.decision`, not used by mdrag yet): one yes/no
-per query on its best hit's evidence, score and lead over the second hit, fitted on the other
-queries (leave-one-out). A query answers when the decision says yes and a relevant note is in its
-first 10 hits; it is silent when the decision says no."""
 
 
 SCALE_METHOD = """\
@@ -183,20 +177,6 @@ failed outright). N = 400 keeps 99.0% of the exact top 30 but took 10 ms here ag
 for the exact scan of twice a shard's rows, and a shard's own exact scan takes about half that;
 N = 200 is faster but loses a query's best row in 1 of 200. So the scan stays exact, on float32.
 """
-
-
-def _decision(decision: dict[str, Any]) -> str:
-    lines = [f"Measured on `{decision['features']}`, {decision['date']}.", ""]
-    lines += ["| decision at | " + " | ".join(f"{m} answered / silent" for m in decision["modes"]) + " |"]
-    lines += ["| --- |" + " --- |" * len(decision["modes"])]
-    first = next(iter(decision["modes"].values()))
-    for t in first["curve"]:
-        cells = [
-            f"{m['curve'][t]['answered']:.3f} / {m['curve'][t]['silent']:.3f}"
-            for m in decision["modes"].values()
-        ]
-        lines.append(f"| {t} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def _held_out(fit: dict[str, Any]) -> str:
@@ -298,9 +278,6 @@ def render() -> str:
         fit = _load("fit")
         if fit is not None:
             parts += [HELD_OUT, "", _held_out(fit), ""]
-        decision = _load("decision")
-        if decision is not None:
-            parts += [DECISION, "", _decision(decision), ""]
     parts += ["", "## Speed and memory", "", METHOD]
     speed = _load("bench")
     if speed is None:

@@ -8,18 +8,18 @@ reported on the train split (held out by 5 folds where something is fitted), on 
 of the four fitted-on folders (`test`: all of otel, a quarter of the others), on the unseen
 vault (hugo) and, when its dump is given, on bench/data/natural (another writer's questions over
 other notes), every rate with its Wilson 95% interval:
-- `scifact`: the per-hit constants fitted on SciFact (mdrag/retrieval/relevance.py's SCIFACT) alone;
-- `shipped` (relevance.WEIGHTS): SciFact's constants with the query-level evidence fitted here
-  (relevance.VAULTS): a weight for a query that names something no candidate holds, one for a
+- `scifact`: the per-hit constants fitted on SciFact (relevance.SCIFACT, the order) alone;
+- `words`: those with a weight for a query that names something no candidate holds, one for a
   query with a word no note holds, and a shift of the bias, the smallest that reach the best
-  balanced rate on train (a grid);
+  balanced rate on train (a grid): what mdrag shipped before its answer decision;
 - `refit`: every weight refitted per candidate (relevant or not), as bench.fit does on SciFact;
 - `decision`: a query-level logistic over the best hit's evidence (label: the question is
   answerable and a right note is in the first DEPTH), each other hit lowered by its SciFact
   logit gap to the best, so the order stays SciFact's; `small decision`, the same over four
-  pieces of that evidence (DECISION_SMALL). Measured, not shipped: each balances the vaults'
-  training questions far better held out, but not the sealed split, and is stricter on another
-  writer's questions (natural).
+  pieces of that evidence (DECISION_SMALL), is what mdrag ships (relevance.DECISION: its
+  constants are printed here);
+- `shipped`: the scores mdrag gives (relevance.scores), fitting nothing: the small decision with
+  the constants mdrag holds.
 Weights stay >= 0 (more evidence never lowers a score); each bias is placed so that 0.7 is where
 answered and silent balance on train.
 """
@@ -51,16 +51,16 @@ OTHER_WRITER = {"natural"}
 def figures(rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5) -> dict[str, Any]:
     """Rates at the default threshold over these rows, each with its count and 95% interval.
 
-    `constants(row)` gives the (bias, coef) that scores a row. Per question: its candidates in
-    score order; a right note kept (>= 0.7, within DEPTH) answers; nothing kept is silent; the
+    `constants(row)` gives the (bias, coef) that scores each of a row's candidates alone, or a
+    function that scores a row's candidates together (a list of scores). Per question: its
+    candidates in score order; a right note kept (>= 0.7, within DEPTH) answers; nothing kept is silent; the
     first distinct notes at threshold 0 give "right first" and "right in 3"; `related` is the
     floor of the "possibly related" band under the threshold.
     """
     counts = {k: [0, 0] for k in ("answered", "silent", "right_first", "right_in_3", "related_or_better")}
     ndcg = []
     for row in rows:
-        bias, coef = constants(row)
-        scored = sorted(scores_of(row, bias, coef), key=lambda t: -t[2])[:DEPTH]
+        scored = sorted(_scored(row, constants(row)), key=lambda t: -t[2])[:DEPTH]
         if row["version"] == "answerable":
             notes: list[tuple[str, int]] = []
             for doc, label, _ in scored:
@@ -80,6 +80,13 @@ def figures(rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5
     }
     out["ndcg@10_of_candidates"] = round(float(np.mean(ndcg)), 4) if ndcg else None
     return out
+
+
+def _scored(row: dict[str, Any], scorer: Any) -> list[tuple[str, int, float]]:
+    if callable(scorer):
+        return [(doc, label, score) for (doc, label, _), score in zip(row["cands"], scorer(row), strict=True)]
+    bias, coef = scorer
+    return scores_of(row, bias, coef)
 
 
 def _count(cell: list[int], ok: bool) -> None:
@@ -110,17 +117,30 @@ def _report(parts: dict[str, list[dict[str, Any]]], constants: Any, held: Any = 
     }
 
 
-# The query-level evidence fitted here (relevance.VAULTS): a weight for a name no candidate
-# holds, one for a word no note holds, and the bias's shift; the smallest weights and shift
-# that reach the best balanced rate on train.
+# The query-level weights of `words`: a weight for a name no candidate holds, one for a word no
+# note holds, and the bias's shift; the smallest weights and shift that reach the best balanced
+# rate on train.
 NAMED_GRID = (0.0, 1.0, 1.5, 2.0, 3.0, 4.0)
 WORDS_GRID = (0.0, 1.0, 2.0, 3.0, 4.0)
 SHIFT_GRID = tuple(round(0.05 * i, 2) for i in range(11))
 
 
-def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+def with_words(
+    scifact: tuple[float, tuple[float, ...]], vaults: dict[str, float]
+) -> tuple[float, np.ndarray]:
+    """SciFact's constants with the query-level weights: each feature is 1 when the query is free
+    of what it marks, so its weight comes off the bias."""
+    bias, weights = scifact
+    shifted = list(weights)
+    for name in ("named", "vault_words"):
+        shifted[relevance.FEATURES.index(name)] = vaults[name]
+        bias -= vaults[name]
+    return bias + vaults["bias_shift"], np.asarray(shifted)
+
+
+def words(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     """SciFact's constants (relevance.SCIFACT) with the query-level weights and the bias shift
-    that balance best on train (relevance.VAULTS)."""
+    that balance best on train."""
     parts = _split(rows)
     grid = [
         {"named": n, "vault_words": w, "bias_shift": d}
@@ -130,8 +150,7 @@ def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     ]
 
     def constants(vaults: dict[str, float]) -> tuple[float, np.ndarray]:
-        bias, weights = relevance.with_vaults(relevance.SCIFACT[mode], vaults)
-        return bias, np.asarray(weights)
+        return with_words(relevance.SCIFACT[mode], vaults)
 
     def balanced(vaults: dict[str, float], train: list[dict[str, Any]]) -> float:
         fixed = constants(vaults)
@@ -175,7 +194,7 @@ def refit(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # `small`, the few a person can read: how close in meaning the best hit is, the share of the
 # query's words it holds, and the query's name and word evidence.
 DECISION = ("cosine", "margin", "coverage", "title", "agree", "vault_z", "spread", "named", "vault_words")
-DECISION_SMALL = ("cosine", "coverage", "named", "vault_words")
+DECISION_SMALL = relevance.DECISION_FEATURES
 
 
 def decision(
@@ -234,15 +253,25 @@ def decision(
     }
 
 
+def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    """The scores mdrag gives (relevance.scores, with its DECISION), fitting nothing."""
+
+    def score(row: dict[str, Any]) -> list[float]:
+        return relevance.scores([values for _, _, values in row["cands"]], mode)
+
+    return {"decision": relevance.DECISION[mode], **_report(_split(rows), lambda _: score)}
+
+
 def fit_mode(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     mine = [r for r in rows if r["mode"] == mode]
     bias, weights = relevance.SCIFACT[mode]
     return {
         "scifact": {"bias": bias, **_report(_split(mine), lambda _: (bias, np.asarray(weights)))},
-        "shipped": shipped(mine, mode),
+        "words": words(mine, mode),
         "refit": refit(mine),
         "decision": decision(mine, mode),
         "small decision": decision(mine, mode, DECISION_SMALL),
+        "shipped": shipped(mine, mode),
     }
 
 
@@ -274,7 +303,7 @@ def main() -> None:
     for mode in args.modes:
         result["modes"][mode] = fitted = fit_mode(rows, mode)
         for way, figures_ in fitted.items():
-            extra = {k: v for k, v in figures_.items() if k in ("vaults", "weights", "bias")}
+            extra = {k: v for k, v in figures_.items() if k in ("vaults", "weights", "bias", "decision")}
             print(f"{mode} {way}: {json.dumps(extra)}", file=sys.stderr)
             for split in ("train", "sealed", "unseen", "natural"):
                 print(line(split, figures_[split]), file=sys.stderr)

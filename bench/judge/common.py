@@ -68,12 +68,6 @@ def qrels(vault: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def top_confidence(cand_features: list[float], mode: str = "hybrid") -> float:
-    from mdrag.retrieval.relevance import probability
-
-    return float(probability(cand_features, mode))
-
-
 _FM = re.compile(r"\A---\n.*?\n---\n", re.S)
 
 
