@@ -235,7 +235,32 @@ def _vaultfit(result: dict[str, Any]) -> str:
                 for s in ("train", "sealed", "unseen")
             ]
             lines.append(f"| {mode} | {way} | " + " | ".join(cells) + " |")
+    shipped = result["modes"].get("hybrid", {}).get("shipped", {})
+    if shipped.get("curve"):
+        lines += ["", CURVE_METHOD, "", *_trades(shipped["curve"])]
     return "\n".join(lines)
+
+
+CURVE_METHOD = """\
+**What the threshold trades** (hybrid, the shipped decision, on questions it was never fitted
+on): answered / silent at each threshold, with the 95% interval of each rate; 1 − silent is the
+share of unanswerable questions given a confident answer."""
+
+
+def _trades(curve: dict[str, list[dict[str, Any]]]) -> list[str]:
+    splits = [s for s in ("sealed", "unseen", "natural") if s in curve]
+    names = {"sealed": "sealed", "unseen": "hugo (unseen)", "natural": "natural"}
+    head = "| threshold | " + " | ".join(names[s] for s in splits) + " |"
+    lines = [head, "| --- " * (len(splits) + 1) + "|"]
+
+    def cell(rate: dict[str, Any]) -> str:
+        lo, hi = rate["ci95"]
+        return f"{rate['rate']:.2f} ({lo:.2f}–{hi:.2f})"
+
+    for i, point in enumerate(curve[splits[0]]):
+        row = [f"{cell(curve[s][i]['answered'])} / {cell(curve[s][i]['silent'])}" for s in splits]
+        lines.append(f"| {point['threshold']:.2f} | " + " | ".join(row) + " |")
+    return lines
 
 
 def _evaluated_on(evaluation: dict[str, Any]) -> str:

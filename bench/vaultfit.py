@@ -48,14 +48,17 @@ UNSEEN = "hugo"
 OTHER_WRITER = {"natural"}
 
 
-def figures(rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5) -> dict[str, Any]:
-    """Rates at the default threshold over these rows, each with its count and 95% interval.
+def figures(
+    rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5, threshold: float = THRESHOLD
+) -> dict[str, Any]:
+    """Rates at the threshold (the default's unless named) over these rows, each with its count and
+    95% interval.
 
     `constants(row)` gives the (bias, coef) that scores each of a row's candidates alone, or a
     function that scores a row's candidates together (a list of scores). Per question: its
-    candidates in score order; a right note kept (>= 0.7, within DEPTH) answers; nothing kept is silent; the
-    first distinct notes at threshold 0 give "right first" and "right in 3"; `related` is the
-    floor of the "possibly related" band under the threshold.
+    candidates in score order; a right note kept (>= threshold, within DEPTH) answers; nothing
+    kept is silent; the first distinct notes at threshold 0 give "right first" and "right in 3";
+    `related` is the floor of the "possibly related" band under the threshold.
     """
     counts = {k: [0, 0] for k in ("answered", "silent", "right_first", "right_in_3", "related_or_better")}
     ndcg = []
@@ -66,14 +69,14 @@ def figures(rows: Sequence[dict[str, Any]], constants: Any, related: float = 0.5
             for doc, label, _ in scored:
                 if all(doc != d for d, _ in notes):
                     notes.append((doc, label))
-            hit = any(label and score >= THRESHOLD for _, label, score in scored)
+            hit = any(label and score >= threshold for _, label, score in scored)
             _count(counts["answered"], hit)
             _count(counts["right_first"], bool(notes) and bool(notes[0][1]))
             _count(counts["right_in_3"], any(label for _, label in notes[:3]))
             _count(counts["related_or_better"], any(label and score >= related for _, label, score in scored))
             ndcg.append(ndcg_at_k([d for d, _ in notes], {d: 1 for d, lab in notes if lab}, 10))
         else:
-            _count(counts["silent"], not any(score >= THRESHOLD for _, _, score in scored))
+            _count(counts["silent"], not any(score >= threshold for _, _, score in scored))
     out: dict[str, Any] = {
         key: {"rate": round(k / n, 4) if n else None, "of": n, "ci95": wilson(k, n)}
         for key, (k, n) in counts.items()
@@ -259,7 +262,24 @@ def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     def score(row: dict[str, Any]) -> list[float]:
         return relevance.scores([values for _, _, values in row["cands"]], mode)
 
-    return {"decision": relevance.DECISION[mode], **_report(_split(rows), lambda _: score)}
+    parts = _split(rows)
+    return {
+        "decision": relevance.DECISION[mode],
+        **_report(parts, lambda _: score),
+        "curve": {split: curve(parts[split], lambda _: score) for split in ("sealed", "unseen", "natural")},
+    }
+
+
+CURVE = tuple(round(0.05 * i, 2) for i in range(6, 20))  # 0.3 .. 0.95
+
+
+def curve(rows: Sequence[dict[str, Any]], constants: Any) -> list[dict[str, Any]]:
+    """Answered and silent at each threshold of CURVE: what moving the threshold trades."""
+    out = []
+    for threshold in CURVE:
+        at = figures(rows, constants, threshold=threshold)
+        out.append({"threshold": threshold, "answered": at["answered"], "silent": at["silent"]})
+    return out
 
 
 def fit_mode(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
@@ -307,6 +327,12 @@ def main() -> None:
             print(f"{mode} {way}: {json.dumps(extra)}", file=sys.stderr)
             for split in ("train", "sealed", "unseen", "natural"):
                 print(line(split, figures_[split]), file=sys.stderr)
+            for split, points in figures_.get("curve", {}).items():
+                steps = ", ".join(
+                    f"{p['threshold']:.2f}: {p['answered']['rate']:.2f}/{p['silent']['rate']:.2f}"
+                    for p in points
+                )
+                print(f"  {split} curve (threshold: answered/silent) {steps}", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2))
