@@ -1,0 +1,40 @@
+"""bench.vaultfit's rates: what a threshold keeps, and the curve of what moving it trades."""
+
+from bench import vaultfit
+
+
+def _row(version: str, labelled_scores: list[tuple[int, float]]) -> dict:
+    cands = [(f"note{i}.md", label, [score]) for i, (label, score) in enumerate(labelled_scores)]
+    return {"version": version, "cands": cands, "set": "s", "split": "test", "q": str(id(cands))}
+
+
+ROWS = [
+    _row("answerable", [(1, 0.9), (0, 0.4)]),  # answered at any threshold up to 0.9
+    _row("answerable", [(0, 0.8), (1, 0.6)]),  # a right page second, kept only under 0.6
+    _row("unanswerable", [(0, 0.75)]),  # a near miss: confident above 0.75 only
+    _row("unanswerable", [(0, 0.2)]),
+]
+
+
+def _scores(row: dict) -> list[float]:
+    return [values[0] for _, _, values in row["cands"]]
+
+
+def test_a_threshold_keeps_what_reaches_it():
+    at = vaultfit.figures(ROWS, lambda _: _scores, threshold=0.7)
+    assert (at["answered"]["rate"], at["answered"]["of"]) == (0.5, 2)
+    assert (at["silent"]["rate"], at["silent"]["of"]) == (0.5, 2)
+    assert at["right_first"]["rate"] == 0.5 and at["right_in_3"]["rate"] == 1.0
+    low = vaultfit.figures(ROWS, lambda _: _scores, threshold=0.5)
+    assert low["answered"]["rate"] == 1.0 and low["silent"]["rate"] == 0.5
+    lo, hi = low["answered"]["ci95"]
+    assert lo < 1.0 and hi == 1.0  # two questions say little: the interval says how little
+
+
+def test_the_curve_trades_answers_for_silence_as_the_threshold_rises():
+    points = vaultfit.curve(ROWS, lambda _: _scores)
+    assert [p["threshold"] for p in points] == list(vaultfit.CURVE)
+    answered = [p["answered"]["rate"] for p in points]
+    silent = [p["silent"]["rate"] for p in points]
+    assert answered == sorted(answered, reverse=True) and silent == sorted(silent)
+    assert answered[0] == 1.0 and silent[-1] == 1.0
