@@ -8,7 +8,7 @@ row, two to three times a restart's load), but only if it finds the same notes, 
 judged set's cached eval index (`make eval` builds them; a set without one is skipped, never
 built here), every vector row's `embedded_text` goes into each engine: FTS5 (tokenizer `porter
 unicode61`) and tantivy (`en_stem`: lowercase, English stems). Each question's keyword query
-(relevance.keyword_query, what the daemon asks) goes to every engine, 100 rows each. Per set and
+(query.keyword_query, what the daemon asks) goes to every engine, 100 rows each. Per set and
 engine: nDCG@10 and recall@30 of the judged notes over its note ranking (a note ranked by its
 best row), over the questions with a judged note; how many of the store's first 30 notes it also
 has in its first 30; its median query time in this process. The "milvus" engine is the store's
@@ -40,7 +40,7 @@ import tantivy
 from bench import corpora, harness, query
 from bench import eval as evaluation
 from bench.metrics import ndcg_at_k, recall_at_k
-from mdrag.retrieval.relevance import keyword_query
+from mdrag.retrieval.query import keyword_query
 from mdrag.retrieval.words import TERM
 
 LIMIT = 100  # rows each engine is asked for when rankings are compared (deeper than the daemon)

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from mdrag.retrieval import relevance
+from mdrag.retrieval.query import Query, keyword_query
 
 MODES = tuple(relevance.SCIFACT)
 
@@ -125,7 +126,7 @@ def test_a_note_holding_the_rare_term_asked_for_counts_it_and_one_without_does_n
     ],
 )
 def test_a_rare_term_counts_only_as_a_whole_identifier(term, text, holds):
-    query = relevance.Query.of(term)
+    query = Query.of(term)
     assert query.rare == (term.lower(),)
     assert query.holds_rare(text.lower()) is holds
 
@@ -168,7 +169,7 @@ def test_holding_the_rare_term_never_lowers_a_candidates_lead():
     ],
 )
 def test_identifier_shaped_query_terms_are_the_rare_ones(query, rare):
-    assert relevance.Query.of(query).rare == rare
+    assert Query.of(query).rare == rare
 
 
 @pytest.mark.parametrize(
@@ -183,7 +184,7 @@ def test_identifier_shaped_query_terms_are_the_rare_ones(query, rare):
     ],
 )
 def test_the_keyword_search_is_asked_the_query_without_its_question_words(query, asked):
-    assert relevance.keyword_query(query) == asked
+    assert keyword_query(query) == asked
 
 
 def test_a_section_found_by_both_lists_appears_once_with_both_ranks_and_its_best_cosine():
@@ -247,7 +248,7 @@ def test_query_words_in_the_title_and_text_count_as_shares():
     ],
 )
 def test_a_search_for_a_name_alone_is_a_lookup(query, lookup):
-    assert relevance.Query.of(query).lookup is lookup
+    assert Query.of(query).lookup is lookup
 
 
 def test_a_question_mentioning_a_name_keeps_every_rival():

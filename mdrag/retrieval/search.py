@@ -20,6 +20,7 @@ from mdrag.retrieval import ahead, relevance
 from mdrag.retrieval.baseline import VaultBaseline
 from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
 from mdrag.retrieval.hittext import attach_texts
+from mdrag.retrieval.query import keyword_query
 from mdrag.retrieval.snippets import snippet
 
 
@@ -172,7 +173,7 @@ class Searcher:
         expr = _filter(params)
         pending: list[futures.Future[Any]] = []
         keyword_hits = scored = None
-        words = relevance.keyword_query(params.query)  # the query's words the keyword index reads
+        words = keyword_query(params.query)  # the query's words the keyword index reads
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
             # The keyword index finds its rows while the query is embedded.
             keyword_hits = self._keyword_pool.submit(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from mdrag.answers import Snippet
 from mdrag.retrieval.excerpt import EXCERPT_CHARS
-from mdrag.retrieval.relevance import Query, whole_term
+from mdrag.retrieval.query import Query, whole_term
 from mdrag.retrieval.words import is_stop
 from mdrag.retrieval.words import words as query_words
 
