@@ -127,9 +127,10 @@ def test_a_wikilink_and_its_backlink_both_appear_in_related_and_broken_links_are
 def test_an_unanswered_query_is_recorded_once_with_its_count_and_survives_a_rebuild(library, notes):
     for _ in range(3):
         assert library.search({"query": "how to renew my passport abroad"})["results"] == []
-    # Answered: not a gap. (Not a sourdough query: its note has a near-duplicate here, and the
-    # score's lead-over-the-next-note evidence keeps a dense-only search of it under 0.7.)
-    assert library.search({"query": "when do I replace brake pads"})["results"]
+    # Answered: not a gap. (Not a bicycle question: that note's one paragraph is about three
+    # things, so a question about its brake pads is far from it in meaning, cosine 0.21, and the
+    # answer decision leaves it under 0.7 though the note holds every word.)
+    assert library.search({"query": "what do I need before filing my tax return"})["results"]
     # Narrowed or stricter-than-usual searches that find nothing are not gaps in the notes.
     library.search({"query": "bicycle chain", "tags": ["no-such-tag"]})
     library.search({"query": "bicycle chain", "threshold": 0.99})

@@ -88,7 +88,7 @@ def test_a_search_hit_shows_the_window_that_matched_under_the_title_led_heading_
     page = write(notes / "hosting.md", HUGO_PAGE)
     service = make_service([notes])
     service.reindex()
-    response = service.search({"query": "sourdough starter rye flour", "threshold": 0.3, "mode": "dense"})
+    response = service.search({"query": "sourdough starter rye flour", "threshold": 0.0, "mode": "dense"})
     hit = response["results"][0]
     assert hit["heading_path"] == "Host on GitHub Pages > Configuration"
     assert hit["source"]["anchor"] == f"{page}#configuration-pages"
@@ -125,7 +125,7 @@ def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_th
         assert report.added == 2
         assert report.sections_embedded == 1  # "Configuration {#configuration-pages}" only
         assert report.sections_reused == 4
-        hit = upgraded.search({"query": "sourdough starter rye flour", "threshold": 0.3})["results"][0]
+        hit = upgraded.search({"query": "sourdough starter rye flour", "threshold": 0.0})["results"][0]
         assert hit["heading_path"] == "Host on GitHub Pages > Configuration"
     finally:
         upgraded.close()
