@@ -63,8 +63,10 @@ SCIFACT: dict[str, tuple[float, tuple[float, ...]]] = {
 }
 # The answer. Fitted on the judged vaults' train questions (python -m bench.vaultfit, its `small
 # decision`, which prints them): the bias, the weight of the first candidate's order logit
-# (`order`) and of its DECISION_FEATURES, per mode. A dense search has no keyword list to say
-# what no candidate names (`named` is always 1 there).
+# (`order`) and of its DECISION_FEATURES, per mode. Dense and keyword as it prints them on make
+# eval's dumps of 2026-11-29; hybrid as it printed them on the dumps of 2026-11-28 (on today's
+# it gives bias -14.53, order 0.085, cosine 18.17, coverage 4.04, named 1.16, vault_words 1.76).
+# A dense search has no keyword list to say what no candidate names (`named` is always 1 there).
 DECISION_FEATURES = ("cosine", "coverage", "named", "vault_words")
 DECISION: dict[str, dict[str, float]] = {
     "dense": {
