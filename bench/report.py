@@ -248,7 +248,14 @@ share of unanswerable questions given a confident answer."""
 
 
 def _trades(curve: dict[str, list[dict[str, Any]]]) -> list[str]:
-    splits = [s for s in ("sealed", "unseen", "natural") if s in curve]
+    splits = [
+        s
+        for s in ("sealed", "unseen", "natural")
+        if s in curve
+        and all(p["answered"]["rate"] is not None and p["silent"]["rate"] is not None for p in curve[s])
+    ]
+    if not splits:
+        return []
     names = {"sealed": "sealed", "unseen": "hugo (unseen)", "natural": "natural"}
     head = "| threshold | " + " | ".join(names[s] for s in splits) + " |"
     lines = [head, "| --- " * (len(splits) + 1) + "|"]

@@ -100,7 +100,9 @@ def _count(cell: list[int], ok: bool) -> None:
 def _split(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {
         "train": [r for r in rows if r["split"] == "train" and r["set"] not in OTHER_WRITER],
-        "sealed": [r for r in rows if r["split"] == "test" and r["set"] != UNSEEN],
+        "sealed": [
+            r for r in rows if r["split"] == "test" and r["set"] != UNSEEN and r["set"] not in OTHER_WRITER
+        ],
         "unseen": [r for r in rows if r["set"] == UNSEEN],
         "natural": [r for r in rows if r["set"] in OTHER_WRITER],
     }
@@ -331,6 +333,7 @@ def main() -> None:
                 steps = ", ".join(
                     f"{p['threshold']:.2f}: {p['answered']['rate']:.2f}/{p['silent']['rate']:.2f}"
                     for p in points
+                    if p["answered"]["rate"] is not None and p["silent"]["rate"] is not None
                 )
                 print(f"  {split} curve (threshold: answered/silent) {steps}", file=sys.stderr)
     if args.out:
