@@ -7,7 +7,7 @@
 `dump` runs each judged query through the real search path (Searcher.search with --explain, so
 each hit carries the evidence mdrag.retrieval.relevance reads), twice: as it is, and with its relevant
 notes left out (the unanswerable twin). `fit` fits, per mode, a logistic regression with
-non-negative weights (numpy, projected gradient descent), cross-validated by query: each fold's
+non-negative weights (the exact bounded minimum: scipy's L-BFGS-B), cross-validated by query: each fold's
 answered/silent rates and nDCG@10 come from constants fitted on the other folds. `report`
 scores a dump with the constants in mdrag/retrieval/relevance.py, fitting nothing (the natural set).
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import optimize
 
 from bench.answerability import DEPTH, rates_at
 from bench.eval import SETS, add_backend
@@ -102,11 +103,15 @@ def load(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle]
 
 
-def fit_weights(
-    rows: list[dict[str, Any]], l2: float = 1e-3, steps: int = 3000, lr: float = 0.5
-) -> tuple[float, np.ndarray]:
-    """Logistic regression, weights held >= 0 (projected gradient descent), every query version
-    weighted equally whatever its number of candidates."""
+def fit_weights(rows: list[dict[str, Any]], l2: float = 1e-3) -> tuple[float, np.ndarray]:
+    """Logistic regression with every weight held >= 0, every query version weighted equally
+    whatever its number of candidates: the exact minimum of the L2-penalized log loss (L-BFGS-B
+    within the bounds), so the same rows always give the same constants.
+
+    Each feature is centred and scaled by its spread while fitting (the penalty then weighs each
+    alike, and the solver sees a well-conditioned problem); the constants come back in the
+    features' own units.
+    """
     xs, ys, ws = [], [], []
     for row in rows:
         if not row["cands"]:
@@ -116,21 +121,31 @@ def fit_weights(
             xs.append(values)
             ys.append(label)
             ws.append(weight)
-    x, y, w = np.asarray(xs), np.asarray(ys, dtype=float), np.asarray(ws)
+    x, y, w = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), np.asarray(ws)
     w = w / w.sum()
-    spread = x.std(axis=0)
-    scale = np.maximum(spread, 1e-6)  # steps in comparable units; undone at the end
+    mean, spread = x.mean(axis=0), x.std(axis=0)
     # A feature the same for every row is the bias over again (dense mode's `named`): no weight.
     varies = spread > 1e-9
-    xs_ = x / scale
-    coef = np.zeros(x.shape[1])
-    bias = 0.0
-    for _ in range(steps):
-        p = 1.0 / (1.0 + np.exp(-(xs_ @ coef + bias)))
-        g = p - y
-        coef = np.maximum(coef - lr * (xs_.T @ (w * g) + l2 * coef), 0.0) * varies
-        bias -= lr * float(w @ g)
-    return bias, coef / scale
+    scaled = (x - mean) / np.where(varies, spread, 1.0)
+
+    def loss(params: np.ndarray) -> tuple[float, np.ndarray]:
+        bias, coef = params[0], params[1:]
+        z = scaled @ coef + bias
+        gap = 1.0 / (1.0 + np.exp(-z)) - y
+        value = float(w @ (np.logaddexp(0.0, z) - y * z) + 0.5 * l2 * coef @ coef)
+        return value, np.concatenate([[w @ gap], scaled.T @ (w * gap) + l2 * coef])
+
+    bounds = [(None, None)] + [(0.0, None) if v else (0.0, 0.0) for v in varies]
+    found = optimize.minimize(
+        loss,
+        np.zeros(1 + x.shape[1]),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-10},
+    )
+    coef = np.where(varies, found.x[1:] / np.where(varies, spread, 1.0), 0.0)
+    return float(found.x[0] - coef @ mean), coef
 
 
 def anchor(rows: list[dict[str, Any]], bias: float, coef: np.ndarray, at: float = 0.7) -> float:
