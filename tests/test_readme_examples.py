@@ -38,9 +38,14 @@ WHILE_SERVING = [
         [r"^daemon:\s+running \(pid \d+", r"^state:\s+watching$", r"^documents: {n} \(indexed {n}\)$"],
     ),
     (
-        'mdrag search "how do I restore a database backup" -k 2',
+        'mdrag search "how do I restore a database backup"',
         0,
-        [r"^0\.[789]\d\d\s+notes/runbooks/restore-the-database\.md:\d+-\d+\s", r"^\(2 results, "],
+        [r"^0\.[789]\d\d\s+notes/runbooks/restore-the-database\.md:6-8\s", r"^\(1 result, "],
+    ),
+    (
+        'mdrag search "how do I restore a database backup" --threshold 0.5',
+        0,
+        [r"^0\.[56]\d\d\s+notes/runbooks/restore-the-database\.md:10-17\s", r"^\(2 results, "],
     ),
     (
         "mdrag search pg_restore --mode keyword -k 1",

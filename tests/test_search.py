@@ -294,7 +294,8 @@ def test_a_word_no_note_holds_lowers_a_question_but_not_a_passage(service):
     gain = relevance.answer_logit(list(held.values()), "hybrid") - relevance.answer_logit(
         odd_evidence, "hybrid"
     )
-    assert gain == pytest.approx(relevance.DECISION["hybrid"]["vault_words"]) and gain > 1
+    # The odds of an answer fall by more than a third.
+    assert gain == pytest.approx(relevance.DECISION["hybrid"]["vault_words"]) and gain > 0.5
     passage = service.search(
         {"selection": "A passage about " + asked + " zorblaxian.", "threshold": 0.0, "explain": True}
     )["results"]
