@@ -19,6 +19,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,11 @@ def scores_of(row: dict[str, Any], bias: float, coef: np.ndarray) -> list[tuple[
     return [(doc, label, logistic(bias, coef, values)) for doc, label, values in row["cands"]]
 
 
+def paired(row: dict[str, Any], given: Sequence[float]) -> list[tuple[str, int, float]]:
+    """A dump row's candidates (note, label) each with its score from `given`, in order."""
+    return [(doc, label, score) for (doc, label, _), score in zip(row["cands"], given, strict=True)]
+
+
 def summarize(
     rows: list[dict[str, Any]], bias: float, coef: np.ndarray, qrels_count: dict[str, int], mode: str = ""
 ) -> dict[str, Any]:
@@ -192,8 +198,7 @@ def summarize(
     ndcg = []
     for row in rows:
         if mode:
-            given = relevance.scores([values for _, _, values in row["cands"]], mode)
-            scored = [(doc, label, score) for (doc, label, _), score in zip(row["cands"], given, strict=True)]
+            scored = paired(row, relevance.scores([values for _, _, values in row["cands"]], mode))
         else:
             scored = scores_of(row, bias, coef)
         scored.sort(key=lambda t: -t[2])

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench.answerability import DEPTH
-from bench.fit import anchor, fit_weights, load, scores_of
+from bench.fit import anchor, fit_weights, load, paired, scores_of
 from bench.metrics import ndcg_at_k, wilson
 from mdrag.retrieval import relevance
 
@@ -87,7 +87,7 @@ def figures(
 
 def _scored(row: dict[str, Any], scorer: Any) -> list[tuple[str, int, float]]:
     if callable(scorer):
-        return [(doc, label, score) for (doc, label, _), score in zip(row["cands"], scorer(row), strict=True)]
+        return paired(row, scorer(row))
     bias, coef = scorer
     return scores_of(row, bias, coef)
 
