@@ -238,7 +238,34 @@ def _vaultfit(result: dict[str, Any]) -> str:
     shipped = result["modes"].get("hybrid", {}).get("shipped", {})
     if shipped.get("curve"):
         lines += ["", CURVE_METHOD, "", *_trades(shipped["curve"])]
+    if shipped.get("levels"):
+        lines += ["", LEVELS_METHOD, "", *_levels(shipped["levels"])]
     return "\n".join(lines)
+
+
+LEVELS_METHOD = """\
+**What a level means** (hybrid, the shipped decision, over every question it was never fitted on:
+the sealed split, Hugo and natural): a search's level comes from its first hit's score; of the
+searches at each level, the share whose first hit is a right page (an unanswerable question's
+never is), with its 95% interval."""
+
+
+def _levels(cells: list[dict[str, Any]]) -> list[str]:
+    lines = ["| level | first hit's score | searches | first hit a right page |", "| --- | --- | --- | --- |"]
+    tops = [1.0] + [c["from"] for c in cells[:-1]]
+    for cell, top in zip(cells, tops, strict=True):
+        if not cell["of"]:
+            continue
+        lo, hi = cell["ci95"]
+        if top == 1.0:
+            span = f"{cell['from']:.1f} or more"
+        elif cell["from"] == 0.0:
+            span = f"under {top:.1f}"
+        else:
+            span = f"{cell['from']:.1f} to {top:.1f}"
+        right = f"{cell['right_first']:.2f} ({lo:.2f}–{hi:.2f})"
+        lines.append(f"| {cell['level']} | {span} | {cell['of']} | {right} |")
+    return lines
 
 
 CURVE_METHOD = """\

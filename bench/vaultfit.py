@@ -40,6 +40,7 @@ from bench.answerability import DEPTH
 from bench.fit import anchor, fit_weights, load, paired, scores_of
 from bench.metrics import ndcg_at_k, wilson
 from mdrag.retrieval import relevance
+from mdrag.retrieval.confidence import CONFIDENCE_LEVELS
 
 THRESHOLD = 0.7
 UNSEEN = "hugo"
@@ -265,11 +266,37 @@ def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
         return relevance.scores([values for _, _, values in row["cands"]], mode)
 
     parts = _split(rows)
+    never_fitted = [r for split in ("sealed", "unseen", "natural") for r in parts[split]]
     return {
         "decision": relevance.DECISION[mode],
         **_report(parts, lambda _: score),
         "curve": {split: curve(parts[split], lambda _: score) for split in ("sealed", "unseen", "natural")},
+        "levels": levels(never_fitted, lambda _: score),
     }
+
+
+def levels(rows: Sequence[dict[str, Any]], constants: Any) -> list[dict[str, Any]]:
+    """What a search's level means (CONFIDENCE_LEVELS, from its first hit's score): per level, how
+    many questions reached it and the share of them whose first hit is a right page (an
+    unanswerable question's never is), with its 95% interval."""
+    bounds = [(name, low) for name, low, _ in CONFIDENCE_LEVELS] + [("none", 0.0)]
+    cells = {name: [0, 0] for name, _ in bounds}
+    for row in rows:
+        scored = sorted(_scored(row, constants(row)), key=lambda t: -t[2])
+        top = scored[0][2] if scored else 0.0
+        right = row["version"] == "answerable" and bool(scored) and bool(scored[0][1])
+        level = next(name for name, low in bounds if top >= low)
+        _count(cells[level], right)
+    return [
+        {
+            "level": name,
+            "from": low,
+            "of": n,
+            "right_first": round(k / n, 4) if n else None,
+            "ci95": wilson(k, n),
+        }
+        for (name, low), (k, n) in zip(bounds, cells.values(), strict=True)
+    ]
 
 
 CURVE = tuple(round(0.05 * i, 2) for i in range(6, 20))  # 0.3 .. 0.95
@@ -336,6 +363,12 @@ def main() -> None:
                     if p["answered"]["rate"] is not None and p["silent"]["rate"] is not None
                 )
                 print(f"  {split} curve (threshold: answered/silent) {steps}", file=sys.stderr)
+            if figures_.get("levels"):
+                means = ", ".join(
+                    f"{c['level']} {c['right_first']:.2f} of {c['of']}" if c["of"] else f"{c['level']} – of 0"
+                    for c in figures_["levels"]
+                )
+                print(f"  levels, never fitted on (a right page first) {means}", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2))

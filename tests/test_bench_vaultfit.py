@@ -38,3 +38,13 @@ def test_the_curve_trades_answers_for_silence_as_the_threshold_rises():
     silent = [p["silent"]["rate"] for p in points]
     assert answered == sorted(answered, reverse=True) and silent == sorted(silent)
     assert answered[0] == 1.0 and silent[-1] == 1.0
+
+
+def test_each_level_counts_the_searches_whose_first_hit_reaches_it_and_how_often_it_is_right():
+    cells = {c["level"]: c for c in vaultfit.levels(ROWS, lambda _: _scores)}
+    assert list(cells) == ["high", "medium", "low", "none"]
+    assert (cells["high"]["of"], cells["high"]["right_first"]) == (1, 1.0)  # 0.9: a right page first
+    # 0.8 (a wrong page first) and 0.75 (an unanswerable question): medium, neither right.
+    assert (cells["medium"]["of"], cells["medium"]["right_first"]) == (2, 0.0)
+    assert cells["low"]["of"] == 0 and cells["low"]["right_first"] is None
+    assert (cells["none"]["of"], cells["none"]["right_first"]) == (1, 0.0)
