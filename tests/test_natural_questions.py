@@ -118,6 +118,7 @@ def test_corpus_json_selects_a_few_hundred_markdown_notes_small_enough_to_index_
 
 
 def test_the_eips_in_the_corpus_are_exactly_the_final_ones():
+    selected = set(corpus_members()["eips"])  # first: it skips where the archives are absent
     source = next(
         s
         for s in json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))["sources"]
@@ -132,4 +133,4 @@ def test_the_eips_in_the_corpus_are_exactly_the_final_ones():
                 and re.search(rb"^status: Final\s*$", tar.extractfile(member).read(), re.M)
             ):
                 final.add(member_id(member.name))
-    assert final and set(corpus_members()["eips"]) == final
+    assert final and selected == final
