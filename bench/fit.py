@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 
 from bench.answerability import DEPTH, rates_at
 from bench.eval import SETS, add_backend
@@ -132,7 +132,7 @@ def fit_weights(rows: list[dict[str, Any]], l2: float = 1e-3) -> tuple[float, np
     def loss(params: np.ndarray) -> tuple[float, np.ndarray]:
         bias, coef = params[0], params[1:]
         z = scaled @ coef + bias
-        gap = 1.0 / (1.0 + np.exp(-z)) - y
+        gap = special.expit(z) - y
         value = float(w @ (np.logaddexp(0.0, z) - y * z) + 0.5 * l2 * coef @ coef)
         return value, np.concatenate([[w @ gap], scaled.T @ (w * gap) + l2 * coef])
 

@@ -244,27 +244,34 @@ def _vaultfit(result: dict[str, Any]) -> str:
 
 
 LEVELS_METHOD = """\
-**What a level means** (hybrid, the shipped decision, over every question it was never fitted on:
-the sealed split, Hugo and natural): a search's level comes from its first hit's score; of the
-searches at each level, the share whose first hit is a right page (an unanswerable question's
-never is), with its 95% interval."""
+**What an outcome means** (hybrid, the shipped decision, at the default threshold 0.7, over every
+question it was never fitted on: the sealed split, Hugo and natural, answerable or not): the
+outcome and level come from a search's first hit's score; of the searches given each, the share
+whose first hit is a right page (an unanswerable question's never is), with its 95% interval."""
 
 
 def _levels(cells: list[dict[str, Any]]) -> list[str]:
-    lines = ["| level | first hit's score | searches | first hit a right page |", "| --- | --- | --- | --- |"]
-    tops = [1.0] + [c["from"] for c in cells[:-1]]
-    for cell, top in zip(cells, tops, strict=True):
+    lines = [
+        "| search gives | first hit's score | searches | first hit a right page |",
+        "| --- | --- | --- | --- |",
+    ]
+    for cell in cells:
         if not cell["of"]:
             continue
         lo, hi = cell["ci95"]
-        if top == 1.0:
+        if cell["to"] == 1.0:
             span = f"{cell['from']:.1f} or more"
         elif cell["from"] == 0.0:
-            span = f"under {top:.1f}"
+            span = f"under {cell['to']:.1f}"
         else:
-            span = f"{cell['from']:.1f} to {top:.1f}"
+            span = f"{cell['from']:.1f} to under {cell['to']:.1f}"
+        kind = (
+            f"an answer, {cell['kind']} confidence"
+            if cell["kind"] in ("high", "medium", "low")
+            else cell["kind"]
+        )
         right = f"{cell['right_first']:.2f} ({lo:.2f}–{hi:.2f})"
-        lines.append(f"| {cell['level']} | {span} | {cell['of']} | {right} |")
+        lines.append(f"| {kind} | {span} | {cell['of']} | {right} |")
     return lines
 
 

@@ -40,7 +40,7 @@ from bench.answerability import DEPTH
 from bench.fit import anchor, fit_weights, load, paired, scores_of
 from bench.metrics import ndcg_at_k, wilson
 from mdrag.retrieval import relevance
-from mdrag.retrieval.confidence import CONFIDENCE_LEVELS
+from mdrag.retrieval.confidence import CONFIDENCE_LEVELS, RELATED_BAND
 
 THRESHOLD = 0.7
 UNSEEN = "hugo"
@@ -275,27 +275,37 @@ def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     }
 
 
-def levels(rows: Sequence[dict[str, Any]], constants: Any) -> list[dict[str, Any]]:
-    """What a search's level means (CONFIDENCE_LEVELS, from its first hit's score): per level, how
-    many questions reached it and the share of them whose first hit is a right page (an
-    unanswerable question's never is), with its 95% interval."""
-    bounds = [(name, low) for name, low, _ in CONFIDENCE_LEVELS] + [("none", 0.0)]
-    cells = {name: [0, 0] for name, _ in bounds}
+def levels(
+    rows: Sequence[dict[str, Any]], constants: Any, threshold: float = THRESHOLD
+) -> list[dict[str, Any]]:
+    """What a search's outcome and level mean at this threshold: an answer at high or medium
+    confidence, possibly related (a first hit within RELATED_BAND under the threshold) or nothing
+    close; per kind, how many questions got it and the share of them whose first hit is a right
+    page (an unanswerable question's never is), with its 95% interval."""
+    answer = [(name, low) for name, low, _ in CONFIDENCE_LEVELS if low >= threshold]
+    related = round(threshold - RELATED_BAND, 4)
+    kinds = [*answer, ("possibly related", related), ("nothing close", 0.0)]
+    cells = {name: [0, 0] for name, _ in kinds}
     for row in rows:
         scored = sorted(_scored(row, constants(row)), key=lambda t: -t[2])
         top = scored[0][2] if scored else 0.0
         right = row["version"] == "answerable" and bool(scored) and bool(scored[0][1])
-        level = next(name for name, low in bounds if top >= low)
-        _count(cells[level], right)
+        if top >= threshold:  # an answer: its level is the first hit's
+            kind = next((name for name, low in answer if top >= low), answer[-1][0])
+        else:
+            kind = "possibly related" if top >= related else "nothing close"
+        _count(cells[kind], right)
+    tops = [1.0] + [low for _, low in kinds[:-1]]
     return [
         {
-            "level": name,
+            "kind": name,
             "from": low,
+            "to": top,
             "of": n,
             "right_first": round(k / n, 4) if n else None,
             "ci95": wilson(k, n),
         }
-        for (name, low), (k, n) in zip(bounds, cells.values(), strict=True)
+        for (name, low), top, (k, n) in zip(kinds, tops, cells.values(), strict=True)
     ]
 
 
@@ -365,10 +375,10 @@ def main() -> None:
                 print(f"  {split} curve (threshold: answered/silent) {steps}", file=sys.stderr)
             if figures_.get("levels"):
                 means = ", ".join(
-                    f"{c['level']} {c['right_first']:.2f} of {c['of']}" if c["of"] else f"{c['level']} – of 0"
+                    f"{c['kind']} {c['right_first']:.2f} of {c['of']}" if c["of"] else f"{c['kind']} – of 0"
                     for c in figures_["levels"]
                 )
-                print(f"  levels, never fitted on (a right page first) {means}", file=sys.stderr)
+                print(f"  at 0.7, never fitted on (a right page first) {means}", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2))

@@ -1,6 +1,6 @@
 """bench.vaultfit's rates: what a threshold keeps, and the curve of what moving it trades."""
 
-from bench import vaultfit
+from bench import report, vaultfit
 
 
 def _row(version: str, labelled_scores: list[tuple[int, float]]) -> dict:
@@ -40,11 +40,32 @@ def test_the_curve_trades_answers_for_silence_as_the_threshold_rises():
     assert answered[0] == 1.0 and silent[-1] == 1.0
 
 
-def test_each_level_counts_the_searches_whose_first_hit_reaches_it_and_how_often_it_is_right():
-    cells = {c["level"]: c for c in vaultfit.levels(ROWS, lambda _: _scores)}
-    assert list(cells) == ["high", "medium", "low", "none"]
+def test_each_outcome_counts_the_searches_given_it_and_how_often_their_first_hit_is_right():
+    cells = {c["kind"]: c for c in vaultfit.levels(ROWS, lambda _: _scores)}
+    assert list(cells) == ["high", "medium", "possibly related", "nothing close"]
     assert (cells["high"]["of"], cells["high"]["right_first"]) == (1, 1.0)  # 0.9: a right page first
     # 0.8 (a wrong page first) and 0.75 (an unanswerable question): medium, neither right.
     assert (cells["medium"]["of"], cells["medium"]["right_first"]) == (2, 0.0)
-    assert cells["low"]["of"] == 0 and cells["low"]["right_first"] is None
-    assert (cells["none"]["of"], cells["none"]["right_first"]) == (1, 0.0)
+    # Under 0.7 nothing is an answer: 0.5 to 0.7 is possibly related, lower is nothing close.
+    assert cells["possibly related"]["of"] == 0 and cells["possibly related"]["right_first"] is None
+    assert (cells["nothing close"]["of"], cells["nothing close"]["right_first"]) == (1, 0.0)
+
+
+def test_at_a_lower_threshold_low_confidence_is_an_answer_and_the_band_moves_down():
+    cells = vaultfit.levels(ROWS, lambda _: _scores, threshold=0.5)
+    assert [(c["kind"], c["from"], c["to"]) for c in cells] == [
+        ("high", 0.9, 1.0),
+        ("medium", 0.7, 0.9),
+        ("low", 0.5, 0.7),
+        ("possibly related", 0.3, 0.5),
+        ("nothing close", 0.0, 0.3),
+    ]
+    assert [c["of"] for c in cells] == [1, 2, 0, 0, 1]
+
+
+def test_the_report_names_what_a_search_gives_and_leaves_out_what_none_got():
+    lines = report._levels(vaultfit.levels(ROWS, lambda _: _scores))
+    assert lines[2].startswith("| an answer, high confidence | 0.9 or more | 1 | 1.00 (")
+    assert lines[3].startswith("| an answer, medium confidence | 0.7 to under 0.9 | 2 | 0.00 (")
+    assert lines[4].startswith("| nothing close | under 0.5 | 1 | 0.00 (")
+    assert len(lines) == 5  # possibly related: no search got it, no row
