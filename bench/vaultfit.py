@@ -40,7 +40,14 @@ from bench.answerability import DEPTH
 from bench.fit import anchor, fit_weights, load, paired, scores_of
 from bench.metrics import ndcg_at_k, wilson
 from mdrag.retrieval import relevance
-from mdrag.retrieval.confidence import CONFIDENCE_LEVELS, RELATED_BAND
+from mdrag.retrieval.confidence import (
+    ANSWER,
+    CONFIDENCE_LEVELS,
+    RELATED,
+    RELATED_BAND,
+    confidence_level,
+    outcome_of,
+)
 
 THRESHOLD = 0.7
 UNSEEN = "hugo"
@@ -282,6 +289,8 @@ def levels(
     confidence, possibly related (a first hit within RELATED_BAND under the threshold) or nothing
     close; per kind, how many questions got it and the share of them whose first hit is a right
     page (an unanswerable question's never is), with its 95% interval."""
+    if not CONFIDENCE_LEVELS[-1][1] <= threshold <= CONFIDENCE_LEVELS[0][1]:
+        raise ValueError(f"levels are named for thresholds of 0.5 to 0.9, not {threshold}")
     answer = [(name, low) for name, low, _ in CONFIDENCE_LEVELS if low >= threshold]
     related = round(threshold - RELATED_BAND, 4)
     kinds = [*answer, ("possibly related", related), ("nothing close", 0.0)]
@@ -290,10 +299,9 @@ def levels(
         scored = sorted(_scored(row, constants(row)), key=lambda t: -t[2])
         top = scored[0][2] if scored else 0.0
         right = row["version"] == "answerable" and bool(scored) and bool(scored[0][1])
-        if top >= threshold:  # an answer: its level is the first hit's
-            kind = next((name for name, low in answer if top >= low), answer[-1][0])
-        else:
-            kind = "possibly related" if top >= related else "nothing close"
+        # Classed as a search is (confidence.py): the level of an answer, else its outcome.
+        outcome = outcome_of(int(top >= threshold), int(top >= related))
+        kind = {ANSWER: confidence_level(top, 1), RELATED: "possibly related"}.get(outcome, "nothing close")
         _count(cells[kind], right)
     tops = [1.0] + [low for _, low in kinds[:-1]]
     return [
@@ -378,7 +386,7 @@ def main() -> None:
                     f"{c['kind']} {c['right_first']:.2f} of {c['of']}" if c["of"] else f"{c['kind']} – of 0"
                     for c in figures_["levels"]
                 )
-                print(f"  at 0.7, never fitted on (a right page first) {means}", file=sys.stderr)
+                print(f"  at {THRESHOLD}, never fitted on (a right page first) {means}", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2))

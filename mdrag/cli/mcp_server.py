@@ -99,10 +99,10 @@ def build_server(socket_path: str) -> MCPServer:
         check a hit's text before relying on it. `confidence.level` sums up the best hit: high (0.9+),
         medium (0.7+), low (0.5+) or none. Measured, the first hit was a right page for about 8 in 10
         searches answered at high, 6 in 10 at medium, 4 in 10 "related" and 2 in 10 "none". While a
-        large folder is first
-        indexed, `indexing` says how far it is, and a hit whose `metadata.waiting` is true was
-        found by its words in a note the model has not reached yet (scored all the same); notes
-        like it are found only by their words until then, so a search by meaning may miss them."""
+        large folder is first indexed, `indexing` says how far it is, and a hit whose
+        `metadata.waiting` is true was found by its words in a note the model has not reached yet
+        (scored all the same); notes like it are found only by their words until then, so a search
+        by meaning may miss them."""
         return ask(
             "search",
             query=query,
