@@ -11,10 +11,14 @@ from __future__ import annotations
 import hashlib
 
 KEY_HEX = 32  # a key's length in hex digits (128 bits): the id columns hold 64 at most
+# A vector row's key is 64 bits, so Milvus keeps it as an INT64 primary key: a VARCHAR one cost
+# Milvus Lite ~0.3 KB of memory a row more (docs/design.md, "Data model"). Two rows of a vault
+# of a million share one with a chance of about 3 in 100 million.
+ROW_KEY_HEX = 16
 
 
-def _key(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:KEY_HEX]
+def _key(data: bytes, digits: int = KEY_HEX) -> str:
+    return hashlib.sha256(data).hexdigest()[:digits]
 
 
 def _encoded(text: str) -> bytes:
@@ -41,7 +45,19 @@ def section_id(model_id: str, sectioning_version: int, prefix: str, body: str) -
     return _key(_encoded("\0".join([model_id, str(sectioning_version), prefix, body])))
 
 
-def row_id(path: str, file_hash: str, ordinal: int, window: int) -> str:
-    """A vector row's primary key: one window of one section (its ordinal in the note) of one
-    version of one note, so a new version's rows never overwrite the rows searches still read."""
-    return _key(_encoded(f"{path}\0{file_hash}\0{ordinal}\0{window}"))
+def row_id(path: str, file_hash: str, section_id: str, ordinal: int, window: int) -> str:
+    """A vector row's primary key: one window of one section (its text's key, and its ordinal in
+    the note) of one version of one note, so a new version's rows never overwrite the rows
+    searches still read, and a row found by its key holds the vector of exactly that text."""
+    return _key(_encoded(f"{path}\0{file_hash}\0{section_id}\0{ordinal}\0{window}"), ROW_KEY_HEX)
+
+
+def row_number(row_id: str) -> int:
+    """A row id as the signed 64-bit integer Milvus keys the row by (the same bits)."""
+    number = int(row_id, 16)
+    return number - (1 << 64) if number >= 1 << 63 else number
+
+
+def row_hex(number: int) -> str:
+    """The row id of a Milvus primary key (row_number's inverse)."""
+    return format(number & ((1 << 64) - 1), f"0{ROW_KEY_HEX}x")

@@ -87,7 +87,7 @@ class MemoryStore:
 
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
         for row in list(self.vectors.values()):
-            yield {key: row[key] for key in ("id", "file_path", "file_hash")}
+            yield {key: row[key] for key in ("id", "doc_id", "file_path", "file_hash")}
 
     def vector_keys_for_paths(self, paths: list[str]) -> list[dict[str, Any]]:
         wanted = set(paths)
@@ -104,7 +104,7 @@ class MemoryStore:
 
     def vectors_of_rows(self, rows: list[tuple[str, str]]) -> dict[str, dict[str, Any]]:
         self.row_lookups += 1
-        return {row_id: self.vectors[row_id] for _, row_id in rows if row_id in self.vectors}
+        return {row_id: self.vectors[row_id]["embedding"] for _, row_id in rows if row_id in self.vectors}
 
     def count_vectors(self) -> int:
         return len(self.vectors)

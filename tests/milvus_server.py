@@ -99,9 +99,8 @@ class MilvusServer:
             if f'"model": "{keep_model}"' not in description:
                 client.drop_collection(name)
                 continue
-            key = "id" if name == "document_vectors" else "doc_id"
             client.load_collection(name)  # a Store loads the vectors only when it needs them
-            client.delete(name, filter=f'{key} != ""')
+            client.delete(name, filter='doc_id != ""')  # every row of either collection
         client.close()
 
     def close(self) -> None:

@@ -266,7 +266,7 @@ def stray_row(path: str, vector: list[float]) -> dict:
         "tags": [],
     }
     return {
-        "id": "f" * 32,
+        "id": "f" * 16,
         "section_id": "e" * 32,
         "doc_id": doc_id(path),
         "file_path": path,
@@ -335,6 +335,69 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
         assert report.added == 1
         assert report.sections_embedded == 0 and report.sections_reused == 2  # read, not embedded
         assert not IndexFiles.of(old.config).carried_vectors.exists()  # a complete run needs them no more
+        assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
+    finally:
+        upgraded.close()
+
+
+@pytest.mark.slow
+def test_an_index_whose_rows_keep_their_sections_in_milvus_is_rebuilt_without_embedding_again(
+    make_service, embedder, notes, monkeypatch
+):
+    # Layouts before 8 kept each row's section, path, version and tags in Milvus, keyed by a
+    # string: the rebuild carries their vectors by the sections read there.
+    from pymilvus import DataType, MilvusClient
+
+    from mdrag import keys
+    from mdrag.indexfiles import IndexFiles
+    from mdrag.milvus import schema
+    from mdrag.service import Service
+
+    write(notes / "bread.md", SOURDOUGH)
+    old = make_service([notes])
+    old.reindex()
+    store = old.store
+    shown = {row["id"]: row["display"] for row in store.keywords.every_row()}
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 7)
+    built_for = schema.identity(embedder.model_id, 384, store.shards)
+    monkeypatch.undo()
+    for client in store._db.clients:
+        rows = list(store._iterate(schema.VECTORS, ["id", "doc_id", "embedding"], client=client))
+        client.drop_collection(schema.VECTORS)
+        layout = MilvusClient.create_schema(auto_id=False, description=built_for)
+        layout.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        for name in ("section_id", "doc_id", "file_path", "file_hash"):
+            layout.add_field(name, DataType.VARCHAR, max_length=4096)
+        layout.add_field("window_index", DataType.INT32)
+        layout.add_field("embedding", DataType.FLOAT_VECTOR, dim=384)
+        index = client.prepare_index_params()
+        index.add_index("embedding", index_type="FLAT", metric_type="IP")
+        client.create_collection(
+            schema.VECTORS, schema=layout, index_params=index, consistency_level="Strong"
+        )
+        old_rows = []
+        for row in rows:
+            display = shown[keys.row_hex(row["id"])]
+            old_rows.append(
+                {
+                    "id": keys.row_hex(row["id"]) * 2,
+                    "doc_id": row["doc_id"],
+                    "embedding": row["embedding"],
+                    **{
+                        name: display[name]
+                        for name in ("section_id", "file_path", "file_hash", "window_index")
+                    },
+                }
+            )
+        if old_rows:
+            client.insert(schema.VECTORS, old_rows)
+    old.close()
+    upgraded = Service.open(old.config, embedder=embedder)
+    try:
+        assert IndexFiles.of(old.config).carried_vectors.exists()
+        report = upgraded.reindex()
+        assert report.added == 1
+        assert report.sections_embedded == 0 and report.sections_reused == 2
         assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         upgraded.close()

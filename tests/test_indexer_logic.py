@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mdrag import keys
 from mdrag.catalog import Catalog
 from mdrag.index.indexer import Indexer
 from mdrag.notes.scanner import NoteFilter
@@ -83,8 +84,13 @@ def test_a_copied_note_reads_its_vectors_by_key_from_the_note_it_copies(indexer,
 def test_rows_of_the_copied_note_that_its_sectioning_does_not_expect_are_not_reused(indexer, notes):
     write(notes / "bread.md", SOURDOUGH)
     indexer.reconcile()
-    for row in indexer.store.vectors.values():  # as if sectioned by another mdrag
-        row["section_id"] = "0" * 32
+    store = indexer.store
+    # As if sectioned by another mdrag: other section ids, hence other row keys.
+    rows = [{**row, "section_id": "0" * 32} for row in store.vectors.values()]
+    store.vectors = {
+        keys.row_id(row["file_path"], row["file_hash"], row["section_id"], ordinal, row["window_index"]): row
+        for ordinal, row in enumerate(rows)
+    }
     write(notes / "copy.md", SOURDOUGH)
     report = indexer.reconcile()
     assert (report.added, report.sections_embedded) == (1, 2)

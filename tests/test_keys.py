@@ -27,4 +27,14 @@ def test_a_section_id_is_its_model_sectioning_and_embedded_text_hashed():
 
 
 def test_a_row_id_is_its_note_version_section_and_window_hashed():
-    assert keys.row_id(PATH, keys.file_hash(DATA), 3, 1) == "8bfca7c5ee982d2b1877244de358cd3f"
+    # Since schema 8: 64 bits (Milvus keys the row by an INT64), and the section's key is in it
+    assert keys.row_id(PATH, keys.file_hash(DATA), "e" * 32, 3, 1) == "7cf0c683d2d170ab"
+    assert keys.row_id(PATH, keys.file_hash(DATA), "f" * 32, 3, 1) != "7cf0c683d2d170ab"
+
+
+def test_a_row_id_and_its_engine_number_are_the_same_bits():
+    for row_id in ("0000000000000000", "7fffffffffffffff", "8000000000000000", "ffffffffffffffff"):
+        number = keys.row_number(row_id)
+        assert -(1 << 63) <= number < 1 << 63
+        assert keys.row_hex(number) == row_id
+    assert keys.row_number("ffffffffffffffff") == -1

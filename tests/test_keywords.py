@@ -30,6 +30,7 @@ def _row(row_id: str, path: str, text: str, tags: tuple[str, ...] = ()) -> dict:
     return {
         "id": row_id,
         "doc_id": "doc-" + path,
+        "section_id": "section-" + row_id,
         "file_path": path,
         "tags": list(tags),
         "display": {"file_path": path, "section_heading": text[:12], "tags": list(tags), "start_line": 1},

@@ -34,6 +34,7 @@ def _window(path: str, text: str, section: str = "s1", tags: tuple[str, ...] = (
     return {
         "id": f"{path}:{section}",
         "doc_id": "doc-" + path,
+        "section_id": section,
         "file_path": path,
         "tags": list(tags),
         "embedded_text": text,

@@ -64,9 +64,9 @@ def spread_notes(notes: Path) -> dict[str, str]:
 
 
 def shard_rows(store) -> list[set[str]]:
-    """The file paths whose rows each shard's database holds."""
+    """The notes (doc_ids) whose rows each shard's database holds."""
     return [
-        {row["file_path"] for row in store._iterate("document_vectors", ["file_path"], client=client)}
+        {row["doc_id"] for row in store._iterate("document_vectors", ["doc_id"], client=client)}
         for client in store._db.clients
     ]
 
@@ -80,8 +80,8 @@ def test_a_lite_index_spreads_notes_over_its_shards_and_a_search_finds_them_in_e
     assert service.status()["store"]["shards"] == LITE_SHARDS
     held = shard_rows(store)
     for path in paths.values():  # every note in exactly its own shard
-        assert [path in rows for rows in held].count(True) == 1
-        assert path in held[shard_of(doc_id(path), LITE_SHARDS)]
+        assert [doc_id(path) in rows for rows in held].count(True) == 1
+        assert doc_id(path) in held[shard_of(doc_id(path), LITE_SHARDS)]
     assert all(len(rows) >= 2 for rows in held)
     for name, query in [("bread", "sourdough starter"), ("git", "rebase commits"), ("tea", "steeping tea")]:
         for mode in ("dense", "keyword", "hybrid"):
@@ -97,7 +97,7 @@ def test_a_lite_index_spreads_notes_over_its_shards_and_a_search_finds_them_in_e
     Path(paths["git"]).unlink()  # each in its note's own shard
     service.reindex()
     held = shard_rows(store)
-    assert paths["git"] not in set().union(*held)
+    assert doc_id(paths["git"]) not in set().union(*held)
     assert store.count_vectors() == len(TOPICS) - 1
     assert service.search({"query": "black tea", "threshold": 0.3})["results"][0]["file_path"] == paths["tea"]
 

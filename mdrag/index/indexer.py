@@ -267,7 +267,7 @@ class Indexer:
         try:
             data = read_bytes(path, self.max_file_bytes)
             prepared.file_hash, prepared.size = keys.file_hash(data), len(data)
-            if self.waiting is not None and self.waiting.holds(keys.row_id(path, prepared.file_hash, 0, 0)):
+            if self.waiting is not None and self.waiting.holds(path, prepared.file_hash):
                 return prepass.Read(prepared, held=True)  # read by a run before this one: kept
             self._section(prepared, parse_document(path, data, prepared.file_hash))
         except Exception:  # any failure is the model's pass to report
@@ -337,9 +337,14 @@ class Indexer:
         again unless it changed. Returns how many vector rows were removed."""
         kept: list[dict[str, Any]] = []
         orphans: list[dict[str, Any]] = []
+        path_of = {keys.doc_id(path): path for path in self.catalog.paths()}
         for row in self.store.iter_vector_keys():
-            owned = self.catalog.visible_hash(row["file_path"]) == row["file_hash"]
-            (kept if owned else orphans).append(row)
+            path = row.get("file_path") or path_of.get(row["doc_id"])
+            visible = None if path is None else self.catalog.visible_hash(path)
+            # A row the keyword index lacks names no version: while its note is indexed, the
+            # note is read again below, and its writes delete what no version of it owns.
+            owned = visible is not None and row.get("file_hash", visible) == visible
+            (kept if owned else orphans).append({**row, "file_path": path})
         if orphans:
             logger.warning("removing {} vector rows left by an unclean stop", len(orphans))
             self.store.delete_vectors(orphans)
@@ -485,31 +490,27 @@ class Indexer:
     def _copied_vectors(
         self, batch: list[PreparedNote], known: Mapping[tuple[str, int], Any]
     ) -> dict[tuple[str, int], np.ndarray]:
-        """The vectors of notes whose exact bytes another indexed note holds (a copied or moved
-        note), read from that note's rows by key: its row ids follow from its path and the shared
-        content, so the lookup never scans (see Store.vectors_of_rows). A row that is not what
-        this note's sectioning expects (an index sectioned by an older mdrag) is ignored."""
+        """The vectors of notes whose exact bytes an indexed note holds (a copied or moved note,
+        or the note itself read again), read from that note's rows by key: a row's id follows from
+        its path, the shared content and the section's text, so the lookup never scans (see
+        Store.vectors_of_rows), and a row sectioned otherwise (by an older mdrag) is not found."""
         expected: dict[str, tuple[str, int]] = {}  # holder's row id -> the (section, window) it holds
         asked: list[tuple[str, str]] = []
         for p in batch:
             holder = self.catalog.holder_of(p.file_hash)
-            if holder is None or holder == p.path:
+            if holder is None:
                 continue
             for ordinal, (sid, windows) in enumerate(zip(p.section_ids, p.windows, strict=True)):
                 for w in range(len(windows)):
                     if (sid, w) in known:
                         continue
-                    row_id = keys.row_id(holder, p.file_hash, ordinal, w)
+                    row_id = keys.row_id(holder, p.file_hash, sid, ordinal, w)
                     expected[row_id] = (sid, w)
                     asked.append((holder, row_id))
         if not asked:
             return {}
-        found = {}
-        for held_id, row in self.store.vectors_of_rows(asked).items():
-            key = expected.get(held_id)
-            if key is not None and key == (row["section_id"], int(row["window_index"])):
-                found[key] = np.asarray(row["embedding"], dtype=np.float32)
-        return found
+        found = self.store.vectors_of_rows(asked)
+        return {expected[row_id]: np.asarray(vector, dtype=np.float32) for row_id, vector in found.items()}
 
     def _vectors(
         self,

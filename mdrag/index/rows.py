@@ -100,7 +100,7 @@ def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
             }
             rows.append(
                 {
-                    "id": keys.row_id(p.path, p.file_hash, ordinal, w),
+                    "id": keys.row_id(p.path, p.file_hash, sid, ordinal, w),
                     "section_id": sid,
                     "doc_id": keys.doc_id(p.path),
                     "file_path": p.path,

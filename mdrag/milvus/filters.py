@@ -20,3 +20,8 @@ def quote(value: str) -> str:
 def in_filter(field: str, values: Iterable[str]) -> str:
     """`field in ["a", "b"]`, each value quoted."""
     return f"{field} in [{', '.join(quote(v) for v in values)}]"
+
+
+def in_numbers(field: str, values: Iterable[int]) -> str:
+    """`field in [1, -2]`: integers need no quoting."""
+    return f"{field} in [{', '.join(str(int(v)) for v in values)}]"

@@ -68,6 +68,9 @@ def _schema() -> Any:
     schema.add_text_field("text", stored=False, tokenizer_name=ANALYZER)
     schema.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
     schema.add_text_field("doc_id", stored=False, tokenizer_name="raw", index_option="basic")
+    # The row's section (Milvus keeps only its key, note and vector): an unchanged section's
+    # vector is found by it, so its text is never embedded twice (Store.vectors_for_sections).
+    schema.add_text_field("section_id", stored=False, tokenizer_name="raw", index_option="basic")
     schema.add_text_field("file_path", stored=True, tokenizer_name="raw", index_option="basic")
     schema.add_text_field("tags", stored=False, tokenizer_name="raw", index_option="basic")
     # What a hit shows, as JSON (KeywordIndex.SHOWN); stored, never searched.
@@ -189,7 +192,11 @@ class KeywordIndex:
 
     def _document(self, row: dict[str, Any]) -> Any:
         document = tantivy.Document(
-            id=row["id"], doc_id=row["doc_id"], file_path=row["file_path"], text=row["embedded_text"]
+            id=row["id"],
+            doc_id=row["doc_id"],
+            section_id=row["section_id"],
+            file_path=row["file_path"],
+            text=row["embedded_text"],
         )
         for tag in row.get("tags") or ():
             document.add_text("tags", tag)
@@ -207,13 +214,23 @@ class KeywordIndex:
     def rows_of(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """What these rows keep (`SHOWN`), by id; a row the index lacks is left out. One
         term-set lookup, then each stored document: ~0.05 ms a row."""
-        wanted = [row_id for row_id in dict.fromkeys(ids) if _encodable(row_id)]
+        return self._rows_where("id", ids, one_each=True)
+
+    def rows_of_sections(self, section_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """What every row of these sections keeps (`SHOWN`), by id (a section repeated across
+        notes has a row in each)."""
+        return self._rows_where("section_id", section_ids, one_each=False)
+
+    def _rows_where(self, field: str, values: Iterable[str], one_each: bool) -> dict[str, dict[str, Any]]:
+        wanted = [value for value in dict.fromkeys(values) if _encodable(value)]
         if not wanted:
             return {}
         searcher = self._index.searcher()
-        query = tantivy.Query.term_set_query(self._index.schema, "id", wanted)
+        query = tantivy.Query.term_set_query(self._index.schema, field, wanted)
         try:
-            found = searcher.search(query, len(wanted), count=False).hits
+            # A value names one row (`one_each`) or any number: then they are counted first.
+            limit = len(wanted) if one_each else searcher.search(query, 1, count=True).count
+            found = searcher.search(query, max(1, limit), count=False).hits
             documents = [searcher.doc(address) for _, address in found]
             return {document["id"][0]: self.stored_row(document) for document in documents}
         except ValueError as exc:  # json's errors are ValueErrors too

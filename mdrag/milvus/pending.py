@@ -12,11 +12,12 @@ from loguru import logger
 
 from mdrag import indexfiles
 from mdrag.errors import StoreError
+from mdrag.keys import doc_id
 from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index
 
 # The shape of the rows kept here (index.rows.window_rows): a folder of another layout (an
 # upgrade changed the rows) is removed at open and written again by the next run.
-LAYOUT = "mdrag-pending-1"
+LAYOUT = "mdrag-pending-2"
 # Reading ahead is a convenience: it stops while its disk has less room than this, which stays
 # the index's own (its writes stop at 16 MB free, milvus.store.MIN_FREE_BYTES). A large vault's
 # pending index takes tens of MB (~50 MB for 350k windows).
@@ -45,9 +46,13 @@ class _RowsIndex(KeywordIndex):
 
         self._commit(change)
 
-    def holds(self, row_id: str) -> bool:
+    def holds(self, note: str, file_hash: str) -> bool:
         searcher = self._index.searcher()
-        return bool(searcher.search(tantivy.Query.term_query(self._index.schema, "id", row_id), 1).hits)
+        found = searcher.search(tantivy.Query.term_query(self._index.schema, "doc_id", note), 1).hits
+        return any(
+            self.stored_row(searcher.doc(address))["display"]["file_hash"] == file_hash
+            for _, address in found
+        )
 
 
 class PendingKeywords:
@@ -129,11 +134,11 @@ class PendingKeywords:
             self._index = None
             self._remove()
 
-    def holds(self, row_id: str) -> bool:
-        """Whether a window of this id waits here (a note read by an earlier pass, unchanged)."""
+    def holds(self, path: str, file_hash: str) -> bool:
+        """Whether this version of this note waits here (read by an earlier pass, unchanged)."""
         index = self._index
         try:
-            return index is not None and index.holds(row_id)
+            return index is not None and index.holds(doc_id(path), file_hash)
         except ValueError:
             return False
 

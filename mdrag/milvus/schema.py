@@ -17,8 +17,10 @@ METADATA = "document_metadata"
 # their `{#id}` attribute lists or HTML entities (an upgrade re-embeds only those headings);
 # 5: no `section_text` (a hit's text is read from its note, see retrieval/hittext.py); 6: no
 # BM25 function, sparse field or analyzer (keyword search is the keyword index's, keywords.py);
-# 7: no `display` or `embedded_text` (the keyword index keeps what a hit shows, keywords.py).
-SCHEMA_VERSION = 7
+# 7: no `display` or `embedded_text` (the keyword index keeps what a hit shows, keywords.py);
+# 8: vector rows hold their INT64 key, `doc_id` and the vector alone (the keyword index keeps
+# the section, path, version and tags of each row).
+SCHEMA_VERSION = 8
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.
@@ -125,15 +127,10 @@ def _tags(schema: Any, name: str) -> None:
 def vectors_schema(built_for: str, dimension: int) -> Any:
     """The fields of document_vectors (a pymilvus CollectionSchema)."""
     s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=built_for)
-    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-    s.add_field("section_id", DataType.VARCHAR, max_length=64)
-    s.add_field("doc_id", DataType.VARCHAR, max_length=64)
-    s.add_field("file_path", DataType.VARCHAR, max_length=4096)
-    s.add_field("file_hash", DataType.VARCHAR, max_length=64)
-    s.add_field("window_index", DataType.INT32)
-    _tags(s, "tags")
-    # What a hit shows (its heading, lines, title, the text it embedded) is not here: Milvus Lite
-    # holds every row's fields in memory, and the keyword index keeps them on disk (keywords.py).
+    s.add_field("id", DataType.INT64, is_primary=True)  # keys.row_number of the row's id
+    s.add_field("doc_id", DataType.VARCHAR, max_length=64)  # its note, for deletes and filters
+    # Nothing else: Milvus Lite holds every row's fields in memory, and the keyword index keeps
+    # on disk what a hit shows and which section, note version and tags a row is (keywords.py).
     s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
     return s
 
@@ -142,7 +139,7 @@ def _create_vectors(client: MilvusClient, built_for: str, dimension: int) -> Non
     s = vectors_schema(built_for, dimension)
     # Strong consistency: a search issued after a write sees that write (read-your-writes).
     client.create_collection(VECTORS, schema=s, index_params=_dense_index(client), consistency_level="Strong")
-    _add_scalar_indexes(client, VECTORS, ["doc_id", "section_id"])
+    _add_scalar_indexes(client, VECTORS, ["doc_id"])
 
 
 def _add_scalar_indexes(client: MilvusClient, name: str, fields: list[str]) -> None:

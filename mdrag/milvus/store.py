@@ -32,11 +32,11 @@ from pymilvus.exceptions import (
 
 from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
 from mdrag.indexfiles import free_bytes, normalized
-from mdrag.keys import doc_id
+from mdrag.keys import doc_id, row_hex, row_number
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
-from mdrag.milvus.filters import in_filter
-from mdrag.milvus.keywords import SHOWN_FIELDS, KeywordHit, KeywordIndex
+from mdrag.milvus.filters import in_filter, in_numbers, quote
+from mdrag.milvus.keywords import KeywordHit, KeywordIndex
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 from mdrag.milvus.shards import best_hits
 
@@ -75,8 +75,14 @@ _CONNECTION_ERRORS = (
 
 
 def engine_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A vector row as Milvus keeps it: without what its hit shows, which the keyword index keeps."""
-    return {field: value for field, value in row.items() if field not in SHOWN_FIELDS}
+    """A vector row as Milvus keeps it: its key, its note and its vector (the keyword index
+    keeps the rest)."""
+    return {"id": row_number(row["id"]), "doc_id": row["doc_id"], "embedding": row["embedding"]}
+
+
+def _matches(result: Any) -> list[dict[str, Any]]:
+    """A search's matches as `id` (the row id, hex) and `distance`."""
+    return [{"id": row_hex(match["id"]), "distance": match["distance"]} for match in result]
 
 
 def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
@@ -170,23 +176,34 @@ class Store:
     def _carry(self, carry_to: CarriedVectors) -> None:
         started = time.monotonic()
         try:
-            fields = ["section_id", "window_index", "embedding"]
-            # Every shard that has the collection: an older layout may lack some of them.
-            kept = carry_to.save(
-                (r["section_id"], r["window_index"], r["embedding"]) for r in self._old_vectors(fields)
-            )
+            kept = carry_to.save(self._old_vectors())
         except (StoreError, OSError, sqlite3.Error) as exc:
             logger.warning("could not keep the old vectors ({}); every note is embedded again", exc)
             return
         seconds = time.monotonic() - started
         logger.info("kept {} vectors for the rebuild in {} ({:.1f} s)", kept, carry_to.path, seconds)
 
-    def _old_vectors(self, fields: list[str]) -> Iterator[dict[str, Any]]:
-        """Every vector row of an older layout, from each shard that has the collection."""
+    def _old_vectors(self) -> Iterator[tuple[str, int, list[float]]]:
+        """(section_id, window, vector) of every row of an older layout, from each shard that
+        has the collection: layouts before 8 keep a row's section in Milvus, later ones in the
+        keyword index beside it (read as this mdrag reads one)."""
         for client in self._db.clients:
-            if client.has_collection(VECTORS):
-                self._load(client)
-                yield from self._iterate(VECTORS, fields, client=client)
+            if not client.has_collection(VECTORS):
+                continue  # an older layout may lack a shard
+            self._load(client)
+            columns = {field["name"] for field in client.describe_collection(VECTORS)["fields"]}
+            if "section_id" in columns:
+                fields = ["section_id", "window_index", "embedding"]
+                for row in self._iterate(VECTORS, fields, client=client):
+                    yield row["section_id"], int(row["window_index"]), row["embedding"]
+                continue
+            words = KeywordIndex(self._keywords_path)
+            for batch in self._iterate_batches(VECTORS, ["id", "embedding"], client=client):
+                shown = words.rows_of(row_hex(row["id"]) for row in batch)
+                for row in batch:
+                    display = shown.get(row_hex(row["id"]), {}).get("display")
+                    if display is not None:
+                        yield display["section_id"], int(display["window_index"]), row["embedding"]
 
     def _ensure_collections(self) -> bool:
         """Create the collections or check them; True when they were made now (empty)."""
@@ -229,7 +246,7 @@ class Store:
         return self.keywords
 
     def keyword_gaps(self, keys: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Of these vector rows (each an `id` and its `file_path`: every row the store holds),
+        """Of these vector rows (each an `id`, `doc_id` and `file_path`: every row the store holds),
         those the keyword index lacks; rows it holds beyond them are deleted (a write may have
         stopped between Milvus and it). Milvus keeps no text to write the lacking ones from:
         their notes are read again (Indexer.repair), and until `keywords_complete` the index
@@ -327,10 +344,10 @@ class Store:
             self._write(self._client.upsert, METADATA, data=list(batch))
 
     def delete_vectors(self, keys: Sequence[dict[str, Any]]) -> None:
-        """Delete vector rows by key: each an `id` and the `file_path` whose shard holds it."""
-        for shard, _, shard_keys in self._db.by_note(keys, lambda key: doc_id(key["file_path"])):
-            for batch in _batches([key["id"] for key in shard_keys], WRITE_BATCH * 4):
-                self._delete_vectors_where(shard, in_filter("id", batch))
+        """Delete vector rows by key: each an `id` and the `doc_id` whose shard holds it."""
+        for shard, _, shard_keys in self._db.by_note(keys, lambda key: key["doc_id"]):
+            for batch in _batches([row_number(key["id"]) for key in shard_keys], WRITE_BATCH * 4):
+                self._delete_vectors_where(shard, in_numbers("id", batch))
         self._words.delete("id", (key["id"] for key in keys))
 
     def _delete_vectors_where(self, shard: int, filter: str) -> None:
@@ -345,61 +362,55 @@ class Store:
     # ---- reads --------------------------------------------------------------------------
 
     def vector_keys_for_paths(self, paths: Sequence[str]) -> list[dict[str, Any]]:
-        """id, file_path and file_hash of every vector row of these files (one query per 500)."""
+        """id, doc_id and file_path of every vector row of these files (one query per 500)."""
+        path_of = {doc_id(p): p for p in paths}
         rows: list[dict[str, Any]] = []
-        for _, client, ids in self._db.by_note([doc_id(p) for p in paths], str):
+        for _, client, ids in self._db.by_note(list(path_of), str):
             for batch in _batches(ids, IN_BATCH):
-                rows.extend(
-                    self._query(
-                        self._vectors(), in_filter("doc_id", batch), ["id", "file_path", "file_hash"], client
+                for row in self._query(self._vectors(), in_filter("doc_id", batch), ["id", "doc_id"], client):
+                    rows.append(
+                        {
+                            "id": row_hex(row["id"]),
+                            "doc_id": row["doc_id"],
+                            "file_path": path_of[row["doc_id"]],
+                        }
                     )
-                )
         return rows
 
     def vectors_for_sections(self, section_ids: Sequence[str]) -> dict[tuple[str, int], list[float]]:
         """Stored embeddings by (section_id, window), so unchanged text is never embedded twice.
 
-        In two steps: the ids of the rows holding each section, then the embedding of one row per
-        (section, window) by key. A section's text often repeats (a page kept for several
-        versions, a template, a copied folder), and returning an embedding costs Milvus Lite ~20x
-        an id: asking for every holder's embedding took 1.5-2.1 s per 500 sections over the
-        PowerShell docs at 4.5x (0.17-0.21 s in two steps), and ran past the 30 s deadline while
-        a daemon absorbed copied folders."""
-        found: dict[tuple[str, int], list[float]] = {}
-        collection = self._vectors()
+        In two steps: the rows holding each section, from the keyword index (Milvus keeps no
+        section ids), then the embedding of one row per (section, window) by key from the shard
+        of its note. A section's text often repeats (a page kept for several versions, a
+        template, a copied folder), and returning an embedding costs Milvus Lite ~20x an id, so
+        each is read once."""
+        one_each: dict[tuple[str, int], tuple[str, str]] = {}  # (section, window) -> (note, row id)
         for batch in _batches(sorted(set(section_ids)), IN_BATCH):
-            expr = in_filter("section_id", batch)
+            for row_id, row in self._words.rows_of_sections(batch).items():
+                display = row["display"]
+                key = (display["section_id"], int(display["window_index"]))
+                one_each.setdefault(key, (doc_id(display["file_path"]), row_id))
+        if not one_each:
+            return {}
+        found = self._embeddings(list(one_each.values()))
+        return {key: found[row_id] for key, (_, row_id) in one_each.items() if row_id in found}
 
-            # A section's text may repeat in notes of any shard: ask them all.
-            def lookup(client: MilvusClient, expr: str = expr) -> list[dict[str, Any]]:
-                one_each: dict[tuple[str, int], str] = {}
-                for row in self._query(collection, expr, ["id", "section_id", "window_index"], client):
-                    one_each.setdefault((row["section_id"], int(row["window_index"])), row["id"])
-                fields = ["section_id", "window_index", "embedding"]
-                return self._by_id(client, sorted(one_each.values()), fields)
+    def vectors_of_rows(self, rows: Sequence[tuple[str, str]]) -> dict[str, list[float]]:
+        """The embeddings of rows by primary key, each given as (its note's path, its id), by id:
+        exactly the rows asked for, from the one shard that holds each note (Milvus alone, so a
+        lost keyword index is written again without embedding its notes)."""
+        return self._embeddings([(doc_id(path), row_id) for path, row_id in rows])
 
-            for rows in self._db.each(lookup):
-                for row in rows:
-                    found[(row["section_id"], int(row["window_index"]))] = row["embedding"]
+    def _embeddings(self, rows: Sequence[tuple[str, str]]) -> dict[str, list[float]]:
+        """The embeddings of these rows, each given as (its note's doc_id, its id), by id."""
+        found: dict[str, list[float]] = {}
+        for _, client, group in self._db.by_note(rows, lambda row: row[0]):
+            numbers = [row_number(row_id) for _, row_id in group]
+            for batch in _batches(numbers, IN_BATCH):
+                for row in self._query(self._vectors(), in_numbers("id", batch), ["id", "embedding"], client):
+                    found[row_hex(row["id"])] = row["embedding"]
         return found
-
-    def vectors_of_rows(self, rows: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]]:
-        """Rows by primary key, each given as (its note's path, its id): their `section_id`,
-        `window_index` and `embedding`, by id. Exactly the rows asked for, from the one shard that
-        holds each note (a lookup by `section_id` asks every shard for every holder's id)."""
-        found: dict[str, dict[str, Any]] = {}
-        fields = ["id", "section_id", "window_index", "embedding"]
-        for _, client, group in self._db.by_note(rows, lambda row: doc_id(row[0])):
-            for row in self._by_id(client, [row_id for _, row_id in group], fields):
-                found[row["id"]] = row
-        return found
-
-    def _by_id(self, client: MilvusClient, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
-        """The rows of one shard with these primary keys (one query per IN_BATCH)."""
-        rows: list[dict[str, Any]] = []
-        for batch in _batches(ids, IN_BATCH):
-            rows.extend(self._query(self._vectors(), in_filter("id", batch), fields, client))
-        return rows
 
     def window_texts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         """The text each of these rows embedded, without the heading path that led it, by row id
@@ -411,13 +422,19 @@ class Store:
         }
 
     def section_vectors(self, paths: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
-        """Every window vector of these files, by (file_path, file_hash), as one matrix per version."""
+        """Every window vector of these files, by (file_path, file_hash), as one matrix per
+        version (the version from the keyword index: a row it lacks shows nothing, and is left out)."""
         found: dict[tuple[str, str], list[Any]] = {}
-        fields = ["file_path", "file_hash", "embedding"]
         for _, client, ids in self._db.by_note([doc_id(p) for p in paths], str):
             for batch in _batches(ids, IN_BATCH):
-                for row in self._iterate(self._vectors(), fields, in_filter("doc_id", batch), client):
-                    found.setdefault((row["file_path"], row["file_hash"]), []).append(row["embedding"])
+                filter = in_filter("doc_id", batch)
+                for rows in self._iterate_batches(self._vectors(), ["id", "embedding"], filter, client):
+                    shown = self._words.rows_of(row_hex(row["id"]) for row in rows)
+                    for row in rows:
+                        display = shown.get(row_hex(row["id"]), {}).get("display")
+                        if display is not None:
+                            key = (display["file_path"], display["file_hash"])
+                            found.setdefault(key, []).append(row["embedding"])
         return {key: np.asarray(rows, dtype=np.float32) for key, rows in found.items()}
 
     def doc_vectors(self) -> Iterator[dict[str, Any]]:
@@ -446,9 +463,17 @@ class Store:
         return [self._hit(match) for match in result[0]]
 
     def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
-        """id, file_path and file_hash of every vector row, for the repair after a crash."""
+        """id and doc_id of every vector row, for the repair after a crash, with the `file_path`
+        and `file_hash` of the note version it belongs to where the keyword index holds the row."""
         for client in self._db.clients:
-            yield from self._iterate(self._vectors(), ["id", "file_path", "file_hash"], client=client)
+            for rows in self._iterate_batches(self._vectors(), ["id", "doc_id"], client=client):
+                shown = self._words.rows_of(row_hex(row["id"]) for row in rows)
+                for row in rows:
+                    key = {"id": row_hex(row["id"]), "doc_id": row["doc_id"]}
+                    display = shown.get(key["id"], {}).get("display")
+                    if display is not None:
+                        key["file_path"], key["file_hash"] = display["file_path"], display["file_hash"]
+                    yield key
 
     def metadata_rows(self, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
         """These fields of every note's metadata row (the catalog is loaded from them)."""
@@ -464,11 +489,28 @@ class Store:
         counts = self._db.each(count)
         return sum(counts)
 
-    def search_dense(self, vector: np.ndarray, limit: int, filter: str = "") -> DenseHits:
+    def notes_within(self, tags: Sequence[str], path_prefix: str) -> list[str]:
+        """The doc_ids of the notes with any of `tags` and a path starting with `path_prefix`
+        (what a filtered dense search searches among), read from their metadata rows."""
+        clauses = []
+        if tags:
+            clauses.append(f"array_contains_any(tags, [{', '.join(quote(t) for t in tags)}])")
+        if path_prefix and path_prefix.isprintable() and not any(c in path_prefix for c in "%_"):
+            # LIKE narrows the notes in the engine (its wildcards would widen the match, so
+            # prefixes holding them skip it); the exact prefix test runs on the rows.
+            clauses.append(f"file_path like {quote(path_prefix + '%')}")
+        rows = self._query(METADATA, " and ".join(clauses), ["doc_id", "file_path"])
+        return [row["doc_id"] for row in rows if row["file_path"].startswith(path_prefix)]
+
+    def search_dense(self, vector: np.ndarray, limit: int, notes: Sequence[str] | None = None) -> DenseHits:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
-        vectors, i.e. the cosine); a row the keyword index lacks is left out (see `_shown`)."""
+        vectors, i.e. the cosine), among the rows of `notes` (doc_ids) when given; a row the
+        keyword index lacks is left out (see `_shown`)."""
         data = [vector.tolist()]
         collection = self._vectors()
+        if notes is not None and not notes:
+            return DenseHits([], -1.0)
+        filter = "" if notes is None else in_filter("doc_id", notes)
 
         def search(client: MilvusClient) -> list[dict[str, Any]]:
             result = self._call(
@@ -481,7 +523,7 @@ class Store:
                 output_fields=[],  # ids and distances: what a hit shows is in the keyword index
                 search_params={"metric_type": DENSE_METRIC},
             )
-            return list(result[0])
+            return _matches(result[0])
 
         matches = best_hits(self._db.each(search), limit)
         floor = float(matches[-1]["distance"]) if len(matches) >= limit else -1.0
@@ -523,11 +565,11 @@ class Store:
                 data=data,
                 anns_field="embedding",
                 limit=len(ids),
-                filter=in_filter("id", ids),
+                filter=in_numbers("id", map(row_number, ids)),
                 output_fields=[],
                 search_params={"metric_type": DENSE_METRIC},
             )
-            return list(result[0])
+            return _matches(result[0])
 
         holding = [client for client in self._db.clients if id(client) in wanted]
         found = {match["id"]: match for matches in self._db.each(score, holding) for match in matches}
@@ -576,6 +618,12 @@ class Store:
     def _iterate(
         self, collection: str, fields: list[str], filter: str = "", client: MilvusClient | None = None
     ) -> Iterator[dict[str, Any]]:
+        for batch in self._iterate_batches(collection, fields, filter, client):
+            yield from batch
+
+    def _iterate_batches(
+        self, collection: str, fields: list[str], filter: str = "", client: MilvusClient | None = None
+    ) -> Iterator[list[dict[str, Any]]]:
         # An iterator, not query(limit=...): a filter may match more rows than one query returns.
         iterator = self._call(
             (client or self._client).query_iterator,
@@ -586,7 +634,7 @@ class Store:
         )
         try:
             while batch := self._call(iterator.next):
-                yield from batch
+                yield list(batch)
         finally:
             iterator.close()
 

@@ -30,7 +30,7 @@ def note_text(path: str, catalog: Catalog, waiting: PendingKeywords | None = Non
             raise NotFoundError(f"{path} is not an indexed note") from None
         raise NotFoundError(f"{path}: {exc}") from None
     if record is None:
-        if waiting is None or not waiting.holds(keys.row_id(path, keys.file_hash(data), 0, 0)):
+        if waiting is None or not waiting.holds(path, keys.file_hash(data)):
             raise NotFoundError(f"{path} is not an indexed note")
         return {"path": path, "text": text, "fresh": False, "status": "pending", "links": []}
     resolver = LinkResolver(catalog.paths())

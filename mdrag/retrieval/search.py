@@ -14,7 +14,7 @@ import numpy as np
 from mdrag import answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
-from mdrag.milvus import PendingKeywords, Store, quote
+from mdrag.milvus import PendingKeywords, Store
 from mdrag.params import SearchParams
 from mdrag.retrieval import ahead, relevance
 from mdrag.retrieval.baseline import VaultBaseline
@@ -170,7 +170,6 @@ class Searcher:
         # its lead are read from the candidates, so a smaller -k would change its score.
         wanted = max(params.top_k, relevance.AGREE_DEPTH)
         limit = pool or min(16384, wanted * CANDIDATE_FACTOR + 10)
-        expr = _filter(params)
         pending: list[futures.Future[Any]] = []
         keyword_hits = scored = None
         words = keyword_query(params.query)  # the query's words the keyword index reads
@@ -200,7 +199,10 @@ class Searcher:
                 pending.append(scored)
             floor = -1.0  # the lowest cosine the dense search returned, had it all it asked for
             if params.mode in ("dense", "hybrid"):
-                nearest = self.store.search_dense(vector, limit, expr)
+                scope = None  # every note, unless the search is filtered
+                if params.tags or params.path_prefix:
+                    scope = self.store.notes_within(params.tags, params.path_prefix)
+                nearest = self.store.search_dense(vector, limit, scope)
                 dense, floor = cast(list[Candidate], nearest.rows), nearest.floor
                 for row in dense:
                     row["cosine"] = row["distance"]
@@ -458,21 +460,6 @@ def _scope(params: SearchParams) -> str:
     """The filters of a search, in words: ' among the notes tagged a or b under /x'."""
     tags = f" among the notes tagged {' or '.join(params.tags)}" if params.tags else ""
     return tags + (f" under {params.path_prefix}" if params.path_prefix else "")
-
-
-def _filter(params: SearchParams) -> str:
-    clauses = []
-    if params.tags:
-        clauses.append(f"array_contains_any(tags, [{', '.join(quote(t) for t in params.tags)}])")
-    if (
-        params.path_prefix
-        and params.path_prefix.isprintable()
-        and not any(c in params.path_prefix for c in "%_")
-    ):
-        # LIKE narrows the candidates in the engine (its wildcards would widen the match,
-        # so prefixes holding them skip it); the exact prefix test runs on the rows.
-        clauses.append(f"file_path like {quote(params.path_prefix + '%')}")
-    return " and ".join(clauses)
 
 
 def _hit(row: Candidate, query: str = "") -> Hit:
