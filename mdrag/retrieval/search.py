@@ -202,6 +202,8 @@ class Searcher:
                 scope = None  # every note, unless the search is filtered
                 if params.tags or params.path_prefix:
                     scope = self.store.notes_within(params.tags, params.path_prefix)
+                    if len(scope) >= len(self.catalog):
+                        scope = None  # a filter every note meets (a root as --path): no list to send
                 nearest = self.store.search_dense(vector, limit, scope)
                 dense, floor = cast(list[Candidate], nearest.rows), nearest.floor
                 for row in dense:
