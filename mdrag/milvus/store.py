@@ -508,9 +508,15 @@ class Store:
         keyword index lacks is left out (see `_shown`)."""
         data = [vector.tolist()]
         collection = self._vectors()
-        if notes is not None and not notes:
+        filters = {id(client): "" for client in self._db.clients}
+        if notes is not None:
+            # Each shard is sent its own notes only: a long list costs the engine its parsing
+            # (12,352 notes: ~120 ms at 5x, against ~30 ms unfiltered).
+            filters = {
+                id(client): in_filter("doc_id", group) for _, client, group in self._db.by_note(notes, str)
+            }
+        if not filters:
             return DenseHits([], -1.0)
-        filter = "" if notes is None else in_filter("doc_id", notes)
 
         def search(client: MilvusClient) -> list[dict[str, Any]]:
             result = self._call(
@@ -519,13 +525,14 @@ class Store:
                 data=data,
                 anns_field="embedding",
                 limit=limit,
-                filter=filter,
+                filter=filters[id(client)],
                 output_fields=[],  # ids and distances: what a hit shows is in the keyword index
                 search_params={"metric_type": DENSE_METRIC},
             )
             return _matches(result[0])
 
-        matches = best_hits(self._db.each(search), limit)
+        holding = [client for client in self._db.clients if id(client) in filters]
+        matches = best_hits(self._db.each(search, holding), limit)
         floor = float(matches[-1]["distance"]) if len(matches) >= limit else -1.0
         return DenseHits(self._shown(matches), floor)
 
