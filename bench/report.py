@@ -118,10 +118,11 @@ each size: the whole daemon's resident memory idle (itself and its Milvus Lite s
 searches through the socket (the median of three passes) and as whole `mdrag search` processes,
 and a restart: when `status` first answers, when a search sent at that moment is answered, and
 when the start-up reconcile is done. Once grown, the daemon reopens the index by itself, and
-searches sent meanwhile measure how long a reopen holds one. This 5x run (schema 7: what a hit
-shows is kept in the keyword index, not in Milvus) built its work dir from nothing (a cold index
-of 273 s), grew it by four copies in one daemon session (349 s), and met the daemon's own
-reopen; its 5x figures were then measured again (`--again`), the ones shown. Whole `mdrag search`
+searches sent meanwhile measure how long a reopen holds one. This 5x run (schema 8: a Milvus row
+is its key, its note and its vector; the rest is the keyword index's) built its work dir from
+nothing (a cold index of 686 s, on a machine that started a bare Python in 45 ms, not the usual
+18: a busy host), grew it by four copies in one daemon session (838 s), and met the daemon's
+own reopen; its 5x figures were then measured again (`--again`), the ones shown. Whole `mdrag search`
 processes are timed 21 times, with Python's compiled bytecode kept as a user's Python keeps it,
 each beside a bare start of the interpreter (`python -c pass`): on these 2-core VMs the same
 process takes 0.07 to 0.15 s from one minute to the next, and the bare start says what the
