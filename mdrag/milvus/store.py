@@ -90,6 +90,17 @@ def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
 
 
+def _displayed(
+    words: KeywordIndex, rows: Sequence[dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each of these Milvus vector rows with what it shows in the keyword index (one lookup
+    for all), or None where the keyword index lacks the row."""
+    shown = words.rows_of(row_hex(row["id"]) for row in rows)
+    for row in rows:
+        found = shown.get(row_hex(row["id"]))
+        yield row, None if found is None else found.get("display")
+
+
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -199,9 +210,7 @@ class Store:
                 continue
             words = KeywordIndex(self._keywords_path)
             for batch in self._iterate_batches(VECTORS, ["id", "embedding"], client=client):
-                shown = words.rows_of(row_hex(row["id"]) for row in batch)
-                for row in batch:
-                    display = shown.get(row_hex(row["id"]), {}).get("display")
+                for row, display in _displayed(words, batch):
                     if display is not None:
                         yield display["section_id"], int(display["window_index"]), row["embedding"]
 
@@ -429,9 +438,7 @@ class Store:
             for batch in _batches(ids, IN_BATCH):
                 filter = in_filter("doc_id", batch)
                 for rows in self._iterate_batches(self._vectors(), ["id", "embedding"], filter, client):
-                    shown = self._words.rows_of(row_hex(row["id"]) for row in rows)
-                    for row in rows:
-                        display = shown.get(row_hex(row["id"]), {}).get("display")
+                    for row, display in _displayed(self._words, rows):
                         if display is not None:
                             key = (display["file_path"], display["file_hash"])
                             found.setdefault(key, []).append(row["embedding"])
@@ -467,10 +474,8 @@ class Store:
         and `file_hash` of the note version it belongs to where the keyword index holds the row."""
         for client in self._db.clients:
             for rows in self._iterate_batches(self._vectors(), ["id", "doc_id"], client=client):
-                shown = self._words.rows_of(row_hex(row["id"]) for row in rows)
-                for row in rows:
+                for row, display in _displayed(self._words, rows):
                     key = {"id": row_hex(row["id"]), "doc_id": row["doc_id"]}
-                    display = shown.get(key["id"], {}).get("display")
                     if display is not None:
                         key["file_path"], key["file_hash"] = display["file_path"], display["file_hash"]
                     yield key
