@@ -96,6 +96,49 @@ def test_path_prefix_filter_keeps_notes_under_that_folder(service, notes):
     assert {h["file_path"] for h in response["results"]} == {str(notes / "baking/bread.md")}
 
 
+@pytest.mark.parametrize(
+    ("folder", "sent"),
+    [("baking", "the notes within"), ("tech", "the notes left out"), ("", "no list")],
+)
+def test_a_folder_filter_finds_exactly_the_unfiltered_hits_inside_it_however_its_scope_is_sent(
+    service, notes, monkeypatch, folder, sent
+):
+    """A scope of few notes is sent as their doc_ids, of most notes as the others' (a long list
+    costs the engine its parsing), of every note as none: each must give the same hits."""
+    store, scopes = service.searcher.store, []
+    original = store.search_dense
+
+    def recording(vector, limit, scope=None):
+        scopes.append(scope)
+        return original(vector, limit, scope)
+
+    monkeypatch.setattr(store, "search_dense", recording)
+    query = {"query": "how long should dough rise", "threshold": 0, "mode": "dense", "top_k": 100}
+    everything = service.search(query)["results"]
+    prefix = str(notes / folder) if folder else str(notes)
+    inside = [(h["file_path"], h["chunk_index"]) for h in everything if h["file_path"].startswith(prefix)]
+    found = service.search({**query, "path_prefix": prefix})["results"]
+    assert [(h["file_path"], h["chunk_index"]) for h in found] == inside
+    scope = scopes[-1]
+    assert {None: "no list", False: "the notes within", True: "the notes left out"}[
+        scope and scope.outside
+    ] == sent
+
+
+def test_a_scope_is_sent_as_the_shorter_list_of_doc_ids():
+    from mdrag.keys import doc_id
+    from mdrag.milvus import note_scope
+
+    every = [f"n/{i}.md" for i in range(10)]
+    assert note_scope(every, every) is None
+    few = note_scope(every[:5], every)
+    assert few is not None and not few.outside and few.doc_ids == [doc_id(p) for p in every[:5]]
+    most = note_scope(every[:8], every)
+    assert most is not None and most.outside and most.doc_ids == [doc_id(p) for p in every[8:]]
+    assert most.expression(most.doc_ids[:1]) == f'doc_id not in ["{most.doc_ids[0]}"]'
+    assert few.expression(few.doc_ids[:1]) == f'doc_id in ["{few.doc_ids[0]}"]'
+
+
 def test_a_smaller_k_asks_for_as_many_candidates_so_every_hit_keeps_its_score(service, monkeypatch):
     """A hit's ranks, agreement and lead come from the candidates: -k 3 must not see fewer than
     a default search does (over the EIPs it turned a 0.462 hit into 0.417)."""

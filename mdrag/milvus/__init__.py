@@ -16,6 +16,7 @@ _HOMES = {
     "clip_bytes": "store",
     "MAX_TAGS": "schema",
     "quote": "filters",
+    "note_scope": "filters",
     "start_early": "lite",
     "index_exists": "lite",
     "index_held": "lite",
@@ -30,13 +31,14 @@ __all__ = [
     "database_files",
     "index_exists",
     "index_held",
+    "note_scope",
     "quote",
     "start_early",
 ]
 
 if TYPE_CHECKING:
     from mdrag.milvus.carried import CarriedVectors
-    from mdrag.milvus.filters import quote
+    from mdrag.milvus.filters import note_scope, quote
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.pending import PendingKeywords
     from mdrag.milvus.schema import MAX_TAGS

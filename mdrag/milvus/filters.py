@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from mdrag.keys import doc_id
 
 
 def quote(value: str) -> str:
@@ -25,3 +28,28 @@ def in_filter(field: str, values: Iterable[str]) -> str:
 def in_numbers(field: str, values: Iterable[int]) -> str:
     """`field in [1, -2]`: integers need no quoting."""
     return f"{field} in [{', '.join(str(int(v)) for v in values)}]"
+
+
+class NoteScope(NamedTuple):
+    """The notes a filtered dense search searches among, sent as the shorter list: the doc_ids
+    of the notes within it, or (`outside`) those of every other note."""
+
+    doc_ids: list[str]
+    outside: bool = False
+
+    def expression(self, doc_ids: Iterable[str]) -> str:
+        """The filter on `doc_id` for these of the scope's doc_ids (one shard's)."""
+        listed = in_filter("doc_id", doc_ids)
+        return listed.replace(" in [", " not in [", 1) if self.outside else listed
+
+
+def note_scope(within: Sequence[str], every: Sequence[str]) -> NoteScope | None:
+    """The scope of the notes at paths `within`, of all the notes at `every`: None when it is
+    every note. The engine's cost is in parsing the list (12,352 notes took ~120 ms at 5x
+    against ~30 ms unfiltered), so a scope of most notes is sent as the notes left out."""
+    if len(within) >= len(every):
+        return None  # a filter every note meets (a root as --path): no list to send
+    if 2 * len(within) <= len(every):
+        return NoteScope([doc_id(path) for path in within])
+    inside = set(within)
+    return NoteScope([doc_id(path) for path in every if path not in inside], outside=True)

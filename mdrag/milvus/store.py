@@ -35,7 +35,7 @@ from mdrag.indexfiles import free_bytes, normalized
 from mdrag.keys import doc_id, row_hex, row_number
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
-from mdrag.milvus.filters import in_filter, in_numbers, quote
+from mdrag.milvus.filters import NoteScope, in_filter, in_numbers, quote
 from mdrag.milvus.keywords import KeywordHit, KeywordIndex
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 from mdrag.milvus.shards import best_hits
@@ -494,8 +494,8 @@ class Store:
         counts = self._db.each(count)
         return sum(counts)
 
-    def notes_within(self, tags: Sequence[str], path_prefix: str) -> list[str]:
-        """The doc_ids of the notes with any of `tags` and a path starting with `path_prefix`
+    def paths_within(self, tags: Sequence[str], path_prefix: str) -> list[str]:
+        """The paths of the notes with any of `tags` and a path starting with `path_prefix`
         (what a filtered dense search searches among), read from their metadata rows."""
         clauses = []
         if tags:
@@ -504,22 +504,22 @@ class Store:
             # LIKE narrows the notes in the engine (its wildcards would widen the match, so
             # prefixes holding them skip it); the exact prefix test runs on the rows.
             clauses.append(f"file_path like {quote(path_prefix + '%')}")
-        rows = self._query(METADATA, " and ".join(clauses), ["doc_id", "file_path"])
-        return [row["doc_id"] for row in rows if row["file_path"].startswith(path_prefix)]
+        rows = self._query(METADATA, " and ".join(clauses), ["file_path"])
+        return [row["file_path"] for row in rows if row["file_path"].startswith(path_prefix)]
 
-    def search_dense(self, vector: np.ndarray, limit: int, notes: Sequence[str] | None = None) -> DenseHits:
+    def search_dense(self, vector: np.ndarray, limit: int, scope: NoteScope | None = None) -> DenseHits:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
-        vectors, i.e. the cosine), among the rows of `notes` (doc_ids) when given; a row the
+        vectors, i.e. the cosine), among the rows of the notes in `scope` when given; a row the
         keyword index lacks is left out (see `_shown`)."""
         data = [vector.tolist()]
         collection = self._vectors()
         filters = {id(client): "" for client in self._db.clients}
-        if notes is not None:
-            # Each shard is sent its own notes only: a long list costs the engine its parsing
-            # (12,352 notes: ~120 ms at 5x, against ~30 ms unfiltered).
-            filters = {
-                id(client): in_filter("doc_id", group) for _, client, group in self._db.by_note(notes, str)
-            }
+        if scope is not None:
+            # Each shard is sent its own notes only: a long list costs the engine its parsing.
+            groups = self._db.by_note(scope.doc_ids, str)
+            listed = {id(client): scope.expression(group) for _, client, group in groups}
+            # A shard holding none of the notes left out searches all its rows.
+            filters = {**filters, **listed} if scope.outside else listed
         if not filters:
             return DenseHits([], -1.0)
 

@@ -14,7 +14,7 @@ import numpy as np
 from mdrag import answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
-from mdrag.milvus import PendingKeywords, Store
+from mdrag.milvus import PendingKeywords, Store, note_scope
 from mdrag.params import SearchParams
 from mdrag.retrieval import ahead, relevance
 from mdrag.retrieval.baseline import VaultBaseline
@@ -201,9 +201,8 @@ class Searcher:
             if params.mode in ("dense", "hybrid"):
                 scope = None  # every note, unless the search is filtered
                 if params.tags or params.path_prefix:
-                    scope = self.store.notes_within(params.tags, params.path_prefix)
-                    if len(scope) >= len(self.catalog):
-                        scope = None  # a filter every note meets (a root as --path): no list to send
+                    within = self.store.paths_within(params.tags, params.path_prefix)
+                    scope = note_scope(within, self.catalog.paths())
                 nearest = self.store.search_dense(vector, limit, scope)
                 dense, floor = cast(list[Candidate], nearest.rows), nearest.floor
                 for row in dense:
