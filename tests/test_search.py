@@ -137,6 +137,9 @@ def test_a_scope_is_sent_as_the_shorter_list_of_doc_ids():
     assert most is not None and most.outside and most.doc_ids == [doc_id(p) for p in every[8:]]
     assert most.expression(most.doc_ids[:1]) == f'doc_id not in ["{most.doc_ids[0]}"]'
     assert few.expression(few.doc_ids[:1]) == f'doc_id in ["{few.doc_ids[0]}"]'
+    # As many notes as there are, but not every one of them: still a scope.
+    other = note_scope([*every[1:], "elsewhere.md"], every)
+    assert other is not None and other.outside and other.doc_ids == [doc_id(every[0])]
 
 
 def test_a_smaller_k_asks_for_as_many_candidates_so_every_hit_keeps_its_score(service, monkeypatch):
