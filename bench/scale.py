@@ -10,7 +10,8 @@ at Nx, each measured the same way:
 - memory: the whole daemon idle (itself and every Milvus Lite server it started, resident sets
   summed), and the slope between the two sizes in KB per section, the cost a vault pays as it grows;
 - search: socket p50/p99/max over --queries realistic queries (three passes, the median pass),
-  and whole `mdrag search` processes (start, ask the daemon, print);
+  and whole `mdrag search` processes (start, ask the daemon, print); at Nx also the same queries
+  filtered by `--path` to one copy and to every copy, beside them unfiltered;
 - restart: the daemon stopped and started again on the same index: when `status` first answers
   (and what it says it loads, sampled every POLL_S, so each loading step gets its time), when a
   search sent at that moment is answered, and when the start-up reconcile is done;
@@ -200,9 +201,27 @@ def measure_again(work: harness.Work, result: dict[str, Any], count: int) -> dic
     return result
 
 
+def filtered_search(daemon: Daemon, queries: list[str]) -> dict[str, float]:
+    """Socket median (ms) of the queries filtered by `--path` to one copy (a fifth of the notes at
+    5x: their doc_ids are sent) and to every copy (four fifths: the fifth left out is sent), each
+    query asked in turn unfiltered, to one copy and to every copy (so a noisy moment hits all three)."""
+    notes = daemon.work.notes
+    if not (notes / "copy-1").is_dir():
+        return {}
+    scopes = {"unfiltered_ms": "", "one_copy_ms": f"{notes}/copy-1/", "every_copy_ms": f"{notes}/copy-"}
+    taken: dict[str, list[float]] = {name: [] for name in scopes}
+    for text in queries:
+        for name, prefix in scopes.items():
+            started = time.perf_counter()
+            daemon.search(text, **({"path_prefix": prefix} if prefix else {}))
+            taken[name].append((time.perf_counter() - started) * 1000)
+    return {name: round(statistics.median(times), 1) for name, times in taken.items()}
+
+
 def grown_figures(daemon: Daemon, queries: list[str], name: str) -> dict[str, Any]:
     """At Nx: the figures of at_size, then a restart, and the whole daemon's memory after it."""
     many = at_size(daemon, queries)
+    many["filtered_search"] = filtered_search(daemon, queries)
     many["restart"] = restart(daemon)
     many["after_restart"] = idle_memory(daemon)
     print(summary_of(name, many), flush=True)
@@ -226,7 +245,17 @@ def summary_of(name: str, size: dict[str, Any]) -> str:
         f"(max {s['process']['wall_ms']['max']}){_bare(s)}; "
         f"restart: status answers at {r['status_answers_s']} s, serving at {r['serving_s']} s "
         f"(steps {r['loading_steps_s']}), first search answered {r['first_search_answered_s']} s, "
-        f"reconciled {r['reconciled_s']} s"
+        f"reconciled {r['reconciled_s']} s{_filtered(size)}"
+    )
+
+
+def _filtered(size: dict[str, Any]) -> str:
+    medians = size.get("filtered_search")
+    if not medians:
+        return ""
+    return (
+        f"; filtered by --path, socket median: none {medians['unfiltered_ms']} ms, one copy "
+        f"{medians['one_copy_ms']} ms, every copy {medians['every_copy_ms']} ms"
     )
 
 
