@@ -1,4 +1,4 @@
-"""Runners: the model itself, on torch or on ONNX Runtime as small runs side by side, one
+"""Runners: the model itself, on torch or on ONNX Runtime (a run per text, side by side), one
 L2-normalized float32 vector per text."""
 
 from __future__ import annotations
@@ -14,10 +14,6 @@ import numpy as np
 from mdrag.embedding import priority
 from mdrag.embedding.onnx_cache import onnx_model
 
-# Padded tokens per ONNX Runtime run: small runs keep their activations in the CPU's caches.
-# On 2 cores, runs of 128-384 tokens embed ~1.35x the texts/s of runs of 4096 (108 against 80,
-# int8), and a run's attention tensors stay small.
-TOKENS_PER_RUN = 256
 MAX_LANES = 8  # ONNX Runtime runs at once in one encode call
 
 
@@ -72,13 +68,17 @@ class TorchRunner:
 
 
 class OnnxRunner:
-    """The same model on ONNX Runtime: tokenize, run, mean-pool over the mask, normalize.
+    """The same model on ONNX Runtime: tokenize, run, mean-pool, normalize.
 
-    A call's texts go to ONNX Runtime as small runs, several at once, one per lane (a core),
-    each on one thread: one run on two threads kept both cores busy only ~65% of its time (the
-    small operators between the matrix products run on one); two single-threaded runs side by
-    side embed ~1.15x the texts/s of one run on two threads. Indexing's lanes run at a lower CPU
-    priority (mdrag.embedding.priority); the query runner (for_queries) runs on its caller's thread as is.
+    Each text is a run of its own. The int8 model quantizes a run's activations together, so a
+    text run beside others got another vector than alone or as a query (cosine down to 0.985 on
+    real sections) and moved whenever its companions did; alone, a text always gets the same
+    vector, and real sections embed as fast (bench numbers in docs/design.md, "Model back-ends").
+    A call's runs go several at once, one per lane (a core), each on one thread: one run on two
+    threads kept both cores busy only ~65% of its time (the small operators between the matrix
+    products run on one); two single-threaded runs side by side embed ~1.15x the texts/s of one
+    run on two threads. Indexing's lanes run at a lower CPU priority (mdrag.embedding.priority);
+    the query runner (for_queries) runs on its caller's thread as is.
     """
 
     background = True  # indexing: every run goes to a lane of lowered priority
@@ -113,32 +113,23 @@ class OnnxRunner:
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)  # truncated to the window, not padded
-        runs = _runs([len(e.ids) for e in encodings], batch_size, self.lanes)
-        if len(runs) == 1 and not self.background:
-            return self._run(encodings)
+        if len(encodings) == 1 and not self.background:
+            return self._run(encodings[0])[None, :]
         # Threads for this call only (~0.1 ms against a call's ~0.5 s): none outlives the runner,
         # and a lowered priority never reaches a thread that is not indexing's.
         lower = priority.lower_this_thread if self.background else None
-        lane_count = min(self.lanes, len(runs))
+        lane_count = min(self.lanes, len(encodings))
         with ThreadPoolExecutor(lane_count, thread_name_prefix="mdrag-embed", initializer=lower) as lanes:
-            parts = list(lanes.map(lambda run: self._run(encodings[run[0] : run[1]]), runs))
-        return np.concatenate(parts)
+            return np.stack(list(lanes.map(self._run, encodings)))
 
-    def _run(self, group: list[Any]) -> np.ndarray:
-        longest = max(len(e.ids) for e in group)
-        ids = np.zeros((len(group), longest), dtype=np.int64)
-        mask = np.zeros((len(group), longest), dtype=np.int64)
-        for row, encoding in enumerate(group):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    def _run(self, encoding: Any) -> np.ndarray:
+        """One text's unit vector: the mean of its token states."""
+        ids = np.asarray([encoding.ids], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         # Run options of its own: runs of one call go at once from several threads.
         inputs = {k: v for k, v in feed.items() if k in self.inputs}
-        hidden = self.session.run(None, inputs, _run_options())[0]
-        weights = mask[..., None].astype(np.float32)
-        mean = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        vectors = mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
-        return np.asarray(vectors, dtype=np.float32)
+        mean = self.session.run(None, inputs, _run_options())[0][0].mean(axis=0)
+        return np.asarray(mean / max(float(np.linalg.norm(mean)), 1e-12), dtype=np.float32)
 
 
 def available_cores() -> int:
@@ -154,22 +145,6 @@ def lanes_and_threads(cores: int) -> tuple[int, int]:
     MAX_LANES, the cores beyond shared among them."""
     lanes = max(1, min(cores, MAX_LANES))
     return lanes, max(1, cores // lanes)
-
-
-def _runs(lengths: list[int], batch_size: int, lanes: int) -> list[tuple[int, int]]:
-    """(start, end) of each ONNX Runtime run over texts of these token counts, in order: at most
-    `batch_size` texts and TOKENS_PER_RUN padded tokens a run (a longer text runs alone), and
-    at least one run per lane when there are texts enough."""
-    per_lane = -(-len(lengths) // lanes)
-    runs = []
-    start = 0
-    while start < len(lengths):
-        end = min(start + batch_size, start + per_lane, len(lengths))
-        while end - start > 1 and max(lengths[start:end]) * (end - start) > TOKENS_PER_RUN:
-            end = start + max(1, TOKENS_PER_RUN // max(lengths[start:end]))
-        runs.append((start, end))
-        start = end
-    return runs
 
 
 def _run_options() -> Any:
