@@ -39,6 +39,7 @@ PUBLIC_MILVUS = {
     "Store",
     "clip_bytes",
     "MAX_TAGS",
+    "note_scope",
     "quote",
     "start_early",
     "index_exists",
