@@ -20,9 +20,10 @@ def quote(value: str) -> str:
     return f'"{escaped}"'
 
 
-def in_filter(field: str, values: Iterable[str]) -> str:
-    """`field in ["a", "b"]`, each value quoted."""
-    return f"{field} in [{', '.join(quote(v) for v in values)}]"
+def in_filter(field: str, values: Iterable[str], *, negate: bool = False) -> str:
+    """`field in ["a", "b"]` (`not in` when `negate`), each value quoted."""
+    operator = "not in" if negate else "in"
+    return f"{field} {operator} [{', '.join(quote(v) for v in values)}]"
 
 
 def in_numbers(field: str, values: Iterable[int]) -> str:
@@ -39,8 +40,7 @@ class NoteScope(NamedTuple):
 
     def expression(self, doc_ids: Iterable[str]) -> str:
         """The filter on `doc_id` for these of the scope's doc_ids (one shard's)."""
-        listed = in_filter("doc_id", doc_ids)
-        return listed.replace(" in [", " not in [", 1) if self.outside else listed
+        return in_filter("doc_id", doc_ids, negate=self.outside)
 
 
 def note_scope(within: Sequence[str], every: Sequence[str]) -> NoteScope | None:
