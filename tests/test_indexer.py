@@ -362,7 +362,7 @@ def test_an_index_whose_rows_keep_their_sections_in_milvus_is_rebuilt_without_em
     built_for = schema.identity(embedder.model_id, 384, store.shards)
     monkeypatch.undo()
     for client in store._db.clients:
-        rows = list(store._iterate(schema.VECTORS, ["id", "doc_id", "embedding"], client=client))
+        rows = list(store._engine.iterate(schema.VECTORS, ["id", "doc_id", "embedding"], client=client))
         client.drop_collection(schema.VECTORS)
         layout = MilvusClient.create_schema(auto_id=False, description=built_for)
         layout.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)

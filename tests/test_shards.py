@@ -66,7 +66,7 @@ def spread_notes(notes: Path) -> dict[str, str]:
 def shard_rows(store) -> list[set[str]]:
     """The notes (doc_ids) whose rows each shard's database holds."""
     return [
-        {row["doc_id"] for row in store._iterate("document_vectors", ["doc_id"], client=client)}
+        {row["doc_id"] for row in store._engine.iterate("document_vectors", ["doc_id"], client=client)}
         for client in store._db.clients
     ]
 

@@ -13,7 +13,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import grpc
 import numpy as np
 
 # Before pymilvus reads its first search answer: it loads scipy.sparse lazily (SciPyHelper), by
@@ -23,16 +22,11 @@ import numpy as np
 import scipy.sparse  # noqa: F401
 from loguru import logger
 from pymilvus import MilvusClient, MilvusException
-from pymilvus.exceptions import (
-    ConnectError,
-    ConnectionConfigException,
-    ConnectionNotExistException,
-    MilvusUnavailableException,
-)
 
-from mdrag.errors import IndexFullError, LayoutOutdatedError, RowsRejectedError, StoreError
+from mdrag.errors import IndexFullError, LayoutOutdatedError, StoreError
 from mdrag.indexfiles import free_bytes, normalized
 from mdrag.keys import doc_id, row_hex, row_number
+from mdrag.milvus.calls import EngineCalls
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import NoteScope, in_filter, in_numbers, quote
@@ -42,16 +36,14 @@ from mdrag.milvus.shards import best_hits
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
-QUERY_LIMIT = 16384  # the most rows Milvus returns for one query
 MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
 # Milvus Lite keeps a collection in memory as it loaded it, plus every row written since, and
 # searches the written (and deleted) ones slower until it loads the file again (figures in
 # docs/benchmarks.md). Reopening is due once the rows written since the open are this share of
 # the index (and a floor).
 REOPEN_SHARE = 0.2
-# Every call has a deadline: a Milvus Lite server that stops answering (stuck, not dead) made
-# calls without one wait for ever, searches and the writer alike. Loading reads every row, so it
-# may take minutes on a large index.
+# Every call has a deadline (calls.py); loading's is its own: it reads every row, so it may take
+# minutes on a large index.
 LOAD_DEADLINE_S = 600.0
 # Milvus Lite takes writes it cannot keep: on a full file system an insert succeeds, searches
 # find the rows, and none of them is on disk when the index is opened again (nothing is
@@ -64,14 +56,6 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
 # pymilvus logs every failed call (and a warning per query iterator on Milvus Lite); mdrag
 # raises its own StoreError with the message, so its log would only say it twice.
 logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
-
-# Failures that say the engine cannot be reached, whatever the rows held.
-_CONNECTION_ERRORS = (
-    ConnectError,
-    ConnectionConfigException,
-    ConnectionNotExistException,
-    MilvusUnavailableException,
-)
 
 
 def engine_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +134,8 @@ class Store:
         self._keywords_path = keywords
         self.keywords: KeywordIndex | None = None  # open once the collections are checked
         self.missing_keywords = False  # the keyword index lacks rows Milvus holds (see repair)
-        self._timeout_s = timeout_s  # each call's deadline
         self.is_lite = self._db.is_lite
+        self._engine = EngineCalls(self._db, uri, timeout_s)
         self._db.open()
         self._identity = identity(model_id, dimension, len(self._db))
         self._vectors_loaded = False
@@ -205,11 +189,11 @@ class Store:
             columns = {field["name"] for field in client.describe_collection(VECTORS)["fields"]}
             if "section_id" in columns:
                 fields = ["section_id", "window_index", "embedding"]
-                for row in self._iterate(VECTORS, fields, client=client):
+                for row in self._engine.iterate(VECTORS, fields, client=client):
                     yield row["section_id"], int(row["window_index"]), row["embedding"]
                 continue
             words = KeywordIndex(self._keywords_path)
-            for batch in self._iterate_batches(VECTORS, ["id", "embedding"], client=client):
+            for batch in self._engine.iterate_batches(VECTORS, ["id", "embedding"], client=client):
                 for row, display in _displayed(words, batch):
                     if display is not None:
                         yield display["section_id"], int(display["window_index"]), row["embedding"]
@@ -320,7 +304,7 @@ class Store:
         return VECTORS
 
     def _load(self, client: MilvusClient) -> None:
-        self._call(client.load_collection, VECTORS, timeout=LOAD_DEADLINE_S)
+        self._engine.call(client.load_collection, VECTORS, timeout=LOAD_DEADLINE_S)
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -336,7 +320,7 @@ class Store:
         for _, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
             write = getattr(client, how)
             for batch in _batches(shard_rows, WRITE_BATCH):
-                self._write(write, collection, data=[engine_row(row) for row in batch])
+                self._engine.write(write, collection, data=[engine_row(row) for row in batch])
                 self.rows_written += len(batch)
         # After Milvus: a row is found once both hold it (a search shows only rows both hold).
         self._words.write(rows)
@@ -350,7 +334,7 @@ class Store:
 
     def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
-            self._write(self._client.upsert, METADATA, data=list(batch))
+            self._engine.write(self._client.upsert, METADATA, data=list(batch))
 
     def delete_vectors(self, keys: Sequence[dict[str, Any]]) -> None:
         """Delete vector rows by key: each an `id` and the `doc_id` whose shard holds it."""
@@ -360,13 +344,13 @@ class Store:
         self._words.delete("id", (key["id"] for key in keys))
 
     def _delete_vectors_where(self, shard: int, filter: str) -> None:
-        result = self._call(self._db.clients[shard].delete, self._vectors(), filter=filter)
+        result = self._engine.call(self._db.clients[shard].delete, self._vectors(), filter=filter)
         # Milvus Lite answers with the deleted ids, a server with {"delete_count": n}.
         self.rows_written += len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
 
     def delete_metadata(self, paths: Sequence[str]) -> None:
         for batch in _batches([doc_id(p) for p in paths], WRITE_BATCH * 4):
-            self._call(self._client.delete, METADATA, filter=in_filter("doc_id", batch))
+            self._engine.call(self._client.delete, METADATA, filter=in_filter("doc_id", batch))
 
     # ---- reads --------------------------------------------------------------------------
 
@@ -376,7 +360,8 @@ class Store:
         rows: list[dict[str, Any]] = []
         for _, client, ids in self._db.by_note(list(path_of), str):
             for batch in _batches(ids, IN_BATCH):
-                for row in self._query(self._vectors(), in_filter("doc_id", batch), ["id", "doc_id"], client):
+                filter = in_filter("doc_id", batch)
+                for row in self._engine.query(self._vectors(), filter, ["id", "doc_id"], client):
                     rows.append(
                         {
                             "id": row_hex(row["id"]),
@@ -417,7 +402,8 @@ class Store:
         for _, client, group in self._db.by_note(rows, lambda row: row[0]):
             numbers = [row_number(row_id) for _, row_id in group]
             for batch in _batches(numbers, IN_BATCH):
-                for row in self._query(self._vectors(), in_numbers("id", batch), ["id", "embedding"], client):
+                filter = in_numbers("id", batch)
+                for row in self._engine.query(self._vectors(), filter, ["id", "embedding"], client):
                     found[row_hex(row["id"])] = row["embedding"]
         return found
 
@@ -437,7 +423,8 @@ class Store:
         for _, client, ids in self._db.by_note([doc_id(p) for p in paths], str):
             for batch in _batches(ids, IN_BATCH):
                 filter = in_filter("doc_id", batch)
-                for rows in self._iterate_batches(self._vectors(), ["id", "embedding"], filter, client):
+                batches = self._engine.iterate_batches(self._vectors(), ["id", "embedding"], filter, client)
+                for rows in batches:
                     for row, display in _displayed(self._words, rows):
                         if display is not None:
                             key = (display["file_path"], display["file_hash"])
@@ -446,19 +433,19 @@ class Store:
 
     def doc_vectors(self) -> Iterator[dict[str, Any]]:
         """file_path, file_hash and doc_vector of every note, for the all-pairs duplicate scan."""
-        yield from self._iterate(METADATA, ["file_path", "file_hash", "doc_vector"])
+        yield from self._engine.iterate(METADATA, ["file_path", "file_hash", "doc_vector"])
 
     def doc_vectors_of(self, paths: Sequence[str]) -> np.ndarray:
         """The document vectors of these indexed notes, one row each (a failed note has none)."""
         found: list[Any] = []
         for batch in _batches([doc_id(p) for p in paths], IN_BATCH):
             expr = f'{in_filter("doc_id", batch)} and status == "indexed"'
-            found += [row["doc_vector"] for row in self._query(METADATA, expr, ["doc_vector"])]
+            found += [row["doc_vector"] for row in self._engine.query(METADATA, expr, ["doc_vector"])]
         return np.asarray(found, dtype=np.float32)
 
     def search_doc_vectors(self, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
         """The notes whose document vector is nearest (`distance` is the cosine)."""
-        result = self._call(
+        result = self._engine.call(
             self._client.search,
             METADATA,
             data=[vector.tolist()],
@@ -473,7 +460,7 @@ class Store:
         """id and doc_id of every vector row, for the repair after a crash, with the `file_path`
         and `file_hash` of the note version it belongs to where the keyword index holds the row."""
         for client in self._db.clients:
-            for rows in self._iterate_batches(self._vectors(), ["id", "doc_id"], client=client):
+            for rows in self._engine.iterate_batches(self._vectors(), ["id", "doc_id"], client=client):
                 for row, display in _displayed(self._words, rows):
                     key = {"id": row_hex(row["id"]), "doc_id": row["doc_id"]}
                     if display is not None:
@@ -482,13 +469,13 @@ class Store:
 
     def metadata_rows(self, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
         """These fields of every note's metadata row (the catalog is loaded from them)."""
-        yield from self._iterate(METADATA, list(fields))
+        yield from self._engine.iterate(METADATA, list(fields))
 
     def count_vectors(self) -> int:
         collection = self._vectors()  # loaded here, never from a shard worker (they would wait on each other)
 
         def count(client: MilvusClient) -> int:
-            result = self._call(client.query, collection, filter="", output_fields=["count(*)"])
+            result = self._engine.call(client.query, collection, filter="", output_fields=["count(*)"])
             return int(result[0]["count(*)"]) if result else 0
 
         counts = self._db.each(count)
@@ -504,7 +491,7 @@ class Store:
             # LIKE narrows the notes in the engine (its wildcards would widen the match, so
             # prefixes holding them skip it); the exact prefix test runs on the rows.
             clauses.append(f"file_path like {quote(path_prefix + '%')}")
-        rows = self._query(METADATA, " and ".join(clauses), ["file_path"])
+        rows = self._engine.query(METADATA, " and ".join(clauses), ["file_path"])
         return [row["file_path"] for row in rows if row["file_path"].startswith(path_prefix)]
 
     def search_dense(self, vector: np.ndarray, limit: int, scope: NoteScope | None = None) -> DenseHits:
@@ -524,7 +511,7 @@ class Store:
             return DenseHits([], -1.0)
 
         def search(client: MilvusClient) -> list[dict[str, Any]]:
-            result = self._call(
+            result = self._engine.call(
                 client.search,
                 collection,
                 data=data,
@@ -571,7 +558,7 @@ class Store:
 
         def score(client: MilvusClient) -> list[dict[str, Any]]:
             ids = wanted[id(client)]
-            result = self._call(
+            result = self._engine.call(
                 client.search,
                 collection,
                 data=data,
@@ -614,93 +601,13 @@ class Store:
         row["distance"] = float(match["distance"])
         return row
 
-    def _query(
-        self, collection: str, filter: str, fields: list[str], client: MilvusClient | None = None
-    ) -> list[dict[str, Any]]:
-        """Every row matching `filter`: one query when they fit in one answer, as a lookup's
-        rows nearly always do, else the iterator (which costs two more round trips: it describes
-        the collection first, and ends on an empty batch)."""
-        rows = self._call(
-            (client or self._client).query, collection, filter=filter, output_fields=fields, limit=QUERY_LIMIT
-        )
-        if len(rows) < QUERY_LIMIT:
-            return list(rows)
-        return list(self._iterate(collection, fields, filter, client))
-
-    def _iterate(
-        self, collection: str, fields: list[str], filter: str = "", client: MilvusClient | None = None
-    ) -> Iterator[dict[str, Any]]:
-        for batch in self._iterate_batches(collection, fields, filter, client):
-            yield from batch
-
-    def _iterate_batches(
-        self, collection: str, fields: list[str], filter: str = "", client: MilvusClient | None = None
-    ) -> Iterator[list[dict[str, Any]]]:
-        # An iterator, not query(limit=...): a filter may match more rows than one query returns.
-        iterator = self._call(
-            (client or self._client).query_iterator,
-            collection,
-            batch_size=4000,
-            filter=filter,
-            output_fields=fields,
-        )
-        try:
-            while batch := self._call(iterator.next):
-                yield list(batch)
-        finally:
-            iterator.close()
-
-    def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(getattr(method, "__self__", None), MilvusClient):
-            kwargs.setdefault("timeout", self._timeout_s)  # (an iterator's calls take its own)
-        try:
-            return method(*args, **kwargs)
-        except MilvusException as exc:
-            raise StoreError(
-                f"Milvus {getattr(method, '__name__', 'call')} failed on {self.uri}: {exc.message}"
-            ) from exc
-        except grpc.RpcError as exc:  # pymilvus passes a missed deadline on as gRPC raised it
-            raise self._unanswered(getattr(method, "__name__", "call"), exc, kwargs.get("timeout")) from exc
-
-    def _unanswered(self, name: str, exc: grpc.RpcError, timeout: float | None = None) -> StoreError:
-        """A call the engine did not answer: an outage (the writer restarts a Lite engine)."""
-        code = exc.code() if callable(getattr(exc, "code", None)) else None
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return StoreError(
-                f"the Milvus engine at {self.uri} did not answer a {name} within "
-                f"{timeout or self._timeout_s:.0f} s (stuck or overloaded)"
-            )
-        return StoreError(f"Milvus {name} failed on {self.uri}: {code.name if code else exc}")
-
-    def _write(self, method: Any, *args: Any, **kwargs: Any) -> Any:
-        """A write whose failure says which it was: RowsRejectedError when the engine still
-        answers (the rows' content was refused: a bad string, a JSON value out of range),
-        StoreError when it cannot be reached (the writer then waits and replays)."""
-        kwargs.setdefault("timeout", self._timeout_s)
-        try:
-            return method(*args, **kwargs)
-        except grpc.RpcError as exc:
-            raise self._unanswered(getattr(method, "__name__", "write"), exc, kwargs["timeout"]) from exc
-        except MilvusException as exc:
-            failure = f"Milvus {getattr(method, '__name__', 'write')} failed on {self.uri}: {exc.message}"
-            if isinstance(exc, _CONNECTION_ERRORS) or not self.answers():
-                raise StoreError(failure) from exc
-            raise RowsRejectedError(failure) from exc
-        except (TypeError, ValueError, OverflowError) as exc:  # pymilvus checks rows before sending
-            raise RowsRejectedError(f"Milvus refused the rows: {exc}") from exc
-
     def answers(self) -> bool:
         """Whether every shard answers a ping now (a stuck Lite server is alive but does not)."""
-        try:
-            self.ping()
-        except StoreError:
-            return False
-        return True
+        return self._engine.answers()
 
     def ping(self, timeout_s: float = 3.0) -> None:
         """Raises StoreError unless every shard answers within `timeout_s`."""
-        for client in self._db.clients:
-            self._call(client.list_collections, timeout=timeout_s)
+        self._engine.ping(timeout_s)
 
     def reopen_due(self, floor: int) -> bool:
         """True when Milvus Lite holds enough rows written since it opened the index to slow
@@ -769,7 +676,7 @@ class Store:
     def _load_twin(self, shard: int, client: MilvusClient) -> None:
         """What a shard's new server loads before it takes over: what the running one has loaded."""
         if shard == 0:
-            self._call(client.load_collection, METADATA, timeout=LOAD_DEADLINE_S)
+            self._engine.call(client.load_collection, METADATA, timeout=LOAD_DEADLINE_S)
         self._load(client)
 
     def _reopen_in_place(self) -> None:
