@@ -40,6 +40,7 @@ PUBLIC_MILVUS = {
     "clip_bytes",
     "MAX_TAGS",
     "note_scope",
+    "NoteScope",
     "quote",
     "start_early",
     "index_exists",

@@ -17,6 +17,7 @@ _HOMES = {
     "MAX_TAGS": "schema",
     "quote": "filters",
     "note_scope": "filters",
+    "NoteScope": "filters",
     "start_early": "lite",
     "index_exists": "lite",
     "index_held": "lite",
@@ -25,6 +26,7 @@ _HOMES = {
 __all__ = [
     "MAX_TAGS",
     "CarriedVectors",
+    "NoteScope",
     "PendingKeywords",
     "Store",
     "clip_bytes",
@@ -38,7 +40,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mdrag.milvus.carried import CarriedVectors
-    from mdrag.milvus.filters import note_scope, quote
+    from mdrag.milvus.filters import NoteScope, note_scope, quote
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.pending import PendingKeywords
     from mdrag.milvus.schema import MAX_TAGS

@@ -14,7 +14,7 @@ import numpy as np
 from mdrag import answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
-from mdrag.milvus import PendingKeywords, Store, note_scope
+from mdrag.milvus import NoteScope, PendingKeywords, Store, note_scope
 from mdrag.params import SearchParams
 from mdrag.retrieval import ahead, relevance
 from mdrag.retrieval.baseline import VaultBaseline
@@ -190,6 +190,12 @@ class Searcher:
                 self.waiting.rows, words, limit, params.tags, params.path_prefix
             )
             pending.append(waiting)
+        # A passage is no question: its every word need not be a note's. Among the notes the
+        # search may give: a word only notes outside its filters hold is unheard. Looked up
+        # meanwhile too (a filtered lookup reads every row of the notes kept).
+        unheard = None if params.passage else self._keyword_pool.submit(self._unheard, words, params)
+        if unheard is not None:
+            pending.append(unheard)
         ranked: list[list[Candidate]] = []
         try:
             vector = self._query_vector(params)
@@ -199,11 +205,7 @@ class Searcher:
                 pending.append(scored)
             floor = -1.0  # the lowest cosine the dense search returned, had it all it asked for
             if params.mode in ("dense", "hybrid"):
-                scope = None  # every note, unless the search is filtered
-                if params.tags or params.path_prefix:
-                    within = self.store.paths_within(params.tags, params.path_prefix)
-                    scope = note_scope(within, self.catalog.paths())
-                nearest = self.store.search_dense(vector, limit, scope)
+                nearest = self.store.search_dense(vector, limit, self._note_scope(params))
                 dense, floor = cast(list[Candidate], nearest.rows), nearest.floor
                 for row in dense:
                     row["cosine"] = row["distance"]
@@ -216,6 +218,7 @@ class Searcher:
                 if not future.cancel():
                     futures.wait([future])
             raise
+        unheard_words = () if unheard is None else unheard.result()
         if scored is not None:
             found = cast(list[Candidate], scored.result())
             found = [row for row in found if not (leave_out and leave_out(row["file_path"]))]
@@ -230,15 +233,12 @@ class Searcher:
             ahead.merged(lists.get("dense", []), lists["keyword"], found_ahead, floor)
         # After the catalog dropped other versions' rows: only the candidates scored are read.
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
-        # A passage is no question: its every word need not be a note's.
-        # Among the notes the search may give: a word only notes outside its filters hold is unheard.
-        unheard = () if params.passage else self._unheard(words, params)
         ordered, evidence = _score(
             params,
             lists.get("dense", []),
             lists.get("keyword", []),
             self._baseline(params, vector),
-            unheard,
+            unheard_words,
         )
         chosen, best, dropped = _pass_threshold(ordered, params)
         marked = "" if params.passage else params.query
@@ -296,6 +296,19 @@ class Searcher:
             explain=explain,
             query_vector=vector,
         )
+
+    def _note_scope(self, params: SearchParams) -> NoteScope | None:
+        """The notes a filtered dense search searches among (None: every note). A path alone is
+        matched on the catalog's paths (reading 12,352 of them from Milvus took ~120 ms at 5x);
+        tags are read from the notes' metadata rows."""
+        if not (params.tags or params.path_prefix):
+            return None
+        every = self.catalog.paths()
+        if params.tags:
+            within = self.store.paths_within(params.tags, params.path_prefix)
+        else:
+            within = [path for path in every if path.startswith(params.path_prefix)]
+        return note_scope(within, every)
 
     def _unheard(self, words: str, params: SearchParams) -> tuple[str, ...]:
         """The query's words no note holds: neither an indexed one nor one waiting for the model."""
