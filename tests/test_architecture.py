@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mdrag"
 HOMES = {
-    "pymilvus": {"milvus/store.py", "milvus/schema.py", "milvus/databases.py"},
+    "pymilvus": {"milvus/store.py", "milvus/calls.py", "milvus/schema.py", "milvus/databases.py"},
     "scipy": {"milvus/store.py"},  # only to load it whole before pymilvus does (see there)
     "milvus_lite": {"milvus/lite.py"},
     "sentence_transformers": {"embedding/runners.py"},
