@@ -261,7 +261,9 @@ def _filtered(size: dict[str, Any]) -> str:
 
 # The large-vault targets (issue #35), each checked against the Nx figures.
 TARGETS = (
-    ("whole daemon per section (slope 1x to Nx, restarted)", "slope_kb_per_section", 3.0, "KB"),
+    ("whole daemon idle per section at Nx (all it holds / sections)", "whole_kb_per_section", 3.0, "KB"),
+    ("whole daemon idle at 1x", "one_whole_mb", 500.0, "MB"),
+    ("whole daemon per section added (slope 1x to Nx, restarted)", "slope_kb_per_section", 3.0, "KB"),
     ("`status` answers after a restart", "status_answers_s", 1.0, "s"),
     ("a restarted daemon serves searches", "serving_s", 10.0, "s"),
     ("a search sent during a reopen waits", "search_waited_s", 1.0, "s"),
@@ -299,7 +301,10 @@ def figures(result: dict[str, Any]) -> dict[str, float | None]:
     """The Nx figures the targets name, flat."""
     many = result["many"]
     reopen = result.get("reopen") or {}
+    held = many.get("after_restart", many["memory"])
     return {
+        "whole_kb_per_section": round(held["whole_daemon_mb"] * 1024 / held["sections"], 2),
+        "one_whole_mb": result["one"]["memory"]["whole_daemon_mb"],
         "slope_kb_per_section": result.get("slope_kb_per_section"),
         "status_answers_s": many["restart"]["status_answers_s"],
         "serving_s": many["restart"]["serving_s"],
