@@ -91,6 +91,10 @@ def open_indexed(corpus: Corpus, config: Any, base: Path | None = None) -> tuple
     where = work_dir(corpus, config, base)
     ready = where / READY
     root = where / "notes"
+    if ready.exists() and json.loads(ready.read_text(encoding="utf-8")).get("root") != str(root.resolve()):
+        # The index names its notes by absolute path: one built elsewhere (a moved or renamed
+        # work dir) would match none of them here, and every query would score as missed.
+        ready.unlink()
     if not ready.exists():
         shutil.rmtree(where, ignore_errors=True)
         _unpack(corpus, root)
@@ -106,6 +110,7 @@ def open_indexed(corpus: Corpus, config: Any, base: Path | None = None) -> tuple
         "notes": report.added,
         "sections_embedded": report.sections_embedded,
         "index_seconds": round(time.perf_counter() - started, 1),
+        "root": str(root.resolve()),
     }
     print(
         f"{corpus.name}: indexed {report.added} notes ({report.sections_embedded} sections) "
