@@ -177,7 +177,10 @@ def _absorbed(daemon: Daemon, target: Path, stalls: list[str]) -> dict[str, Any]
     itself, so the stall is recorded (a figure of its own) and the request sent again."""
     for _ in range(5):
         try:
-            return dict(daemon.client.reindex([str(target)], force=False, rebuild=False))
+            # Streamed: a request queued behind a long run (the daemon's own reconcile of a moved
+            # work dir) hears its progress rather than meeting the client's 600 s timeout.
+            report = daemon.client.reindex([str(target)], force=False, rebuild=False, on_progress=_ignored)
+            return dict(report)
         except StoreError as exc:
             stalls.append(f"{time.strftime('%H:%M:%S')} {target.name}: {exc}")
             print(f"store stalled while absorbing {target.name}: {exc}", flush=True)
@@ -272,3 +275,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _ignored(_progress: object) -> None:
+    """A progress line, not shown."""
