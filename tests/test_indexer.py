@@ -486,7 +486,7 @@ def test_lookups_return_every_matching_row_however_many_one_query_answers(
     make_service, notes, monkeypatch, answer_rows
 ):
     # A lookup asks one query and goes on with the iterator only when that answer is full.
-    from mdrag.milvus import store as store_module
+    from mdrag.milvus import calls as calls_module
 
     paths = [str(write(notes / f"copy-{i}" / "bread.md", SOURDOUGH)) for i in range(4)]
     paths.append(str(write(notes / "git.md", GIT)))
@@ -494,7 +494,7 @@ def test_lookups_return_every_matching_row_however_many_one_query_answers(
     service.reindex()
     hits = service.search({"query": "starter dough rise branch", "threshold": 0.0, "top_k": 50})["results"]
     section_ids = {hit["metadata"]["section_id"] for hit in hits}
-    monkeypatch.setattr(store_module, "QUERY_LIMIT", answer_rows)
+    monkeypatch.setattr(calls_module, "QUERY_LIMIT", answer_rows)
     store = service.store
     keys = store.vector_keys_for_paths(paths)
     assert len(keys) == store.count_vectors() == 4 * 2 + 1
