@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
+import sys
 import urllib.parse
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -142,16 +144,26 @@ TEST_ENV_PREFIX = "MDRAG_TEST_"
 
 
 def check_env_names(environ: dict[str, str] | os._Environ[str] = os.environ) -> None:
-    """A misspelt MDRAG_* variable is an error, as an unknown key in the YAML file is."""
+    """An unknown MDRAG_* variable is warned about once on stderr, and the command goes on.
+
+    Another tool may set a name of ours (MDRAG_HOME, say): stopping every command for it would
+    break mdrag for a reason its user cannot see, so it is warned about as git does with unknown
+    GIT_* variables. A known variable with a bad value is still an error (its value is read).
+    """
     known = [env_name(key) for key in KEYS] + list(OTHER_ENV_VARS)
     for name in sorted(environ):
         if not name.startswith("MDRAG_") or name in known or name.startswith(TEST_ENV_PREFIX):
             continue
-        import difflib  # here: only a misspelt name needs it
+        _warn_unknown_env_name(name, tuple(known))
 
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
-        raise ConfigError(f"environment variable {name}: unknown setting ({hint}known: {', '.join(known)})")
+
+@functools.cache  # once a process: a daemon or the page loads its config more than once
+def _warn_unknown_env_name(name: str, known: tuple[str, ...]) -> None:
+    import difflib  # here: only an unknown name needs it
+
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    print(f"warning: environment variable {name} is not an mdrag setting, ignored{hint}", file=sys.stderr)
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
