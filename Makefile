@@ -8,22 +8,39 @@ NOTES   ?= examples/notes
 TORCH_INDEX ?=
 RUN_DIR := .run
 
-.PHONY: install run check test lint clean eval bench compose-tool browser-tool
+.PHONY: install install-run run check test lint clean eval bench compose-tool browser-tool
 
-install: $(VENV)/.installed
+# What the tests and tools need: the development extras, and mdrag editable (the daemon processes
+# the tests start import the checkout's code).
+install: $(VENV)/.installed-dev
+# What `make run` needs: the runtime dependencies and mdrag installed as a user gets it (no
+# editable finder paid by every `mdrag` process at start), refreshed whenever its sources change.
+install-run: $(VENV)/.installed-run
 
-$(VENV)/.installed: pyproject.toml
+SOURCES := $(shell find mdrag -type f \( -name '*.py' -o -name '*.html' -o -name '*.js' -o -name '*.css' \))
+
+$(VENV)/.torch:
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned to the CPU build: otherwise pip pulls gigabytes of CUDA packages.
 	$(PY) -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	touch $@
+
+# Each kind of install replaces the other's mdrag, so it takes the other's stamp away.
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch
 	$(PY) -m pip install --quiet -e ".[dev]"
+	rm -f $(VENV)/.installed-run
+	touch $@
+
+$(VENV)/.installed-run: pyproject.toml $(SOURCES) $(VENV)/.torch
+	$(PY) -m pip install --quiet .
+	rm -rf build $(VENV)/.installed-dev
 	touch $@
 
 # The main job on the embedded default (Milvus Lite, bundled model): the daemon over NOTES,
 # with the index and socket where every mdrag command looks by default (~/.local/share/mdrag,
 # $XDG_RUNTIME_DIR/mdrag), so the second terminal's commands find it, also once it has stopped.
-run: install
+run: install-run
 	$(MDRAG) serve --root $(NOTES)
 
 # The edit-test loop: lint, then unit and in-process tests only (no real model, Milvus, daemon or
