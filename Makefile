@@ -50,7 +50,7 @@ check: lint compose-tool
 
 # CI: lint, then every test (the real model, Milvus Lite and server, daemon processes).
 test: lint compose-tool browser-tool
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # The compose file is validated by Debian's docker-compose (no Docker engine needed).
 compose-tool:
