@@ -428,13 +428,13 @@ def _duration(seconds: float) -> str:
 def ui_command(ctx: click.Context, no_browser: bool, port: int) -> None:
     """A search page in your browser, served on this machine only (127.0.0.1, a key per run).
 
-    Its own process, a client of the running daemon; with no daemon it opens the index itself, as
-    `mdrag search` does, and holds it until stopped."""
+    Its own process, a client of the running daemon; it never opens the index itself, so `mdrag
+    serve` and `mdrag search` work beside it: with no daemon it says to start one."""
     config = command_config(ctx)
-    with open_route(config, quiet=True) as route:
-        from mdrag.ui.serve import serve  # the web framework loads only for this command
+    from mdrag.ui.client import PageClient
+    from mdrag.ui.serve import serve  # the web framework loads only for this command
 
-        serve(route, config, open_browser=not no_browser, port=port)
+    serve(PageClient(config.server_socket_path), config, open_browser=not no_browser, port=port)
 
 
 @cli.command("mcp")

@@ -2,8 +2,8 @@
 
 Every answer is HTML rendered here, escaped by Jinja's autoescape: the plain form works without
 JavaScript, and the page's script only fetches the same results fragment as the user types.
-Every operation is one the CLI has, asked of the daemon (or the index opened here) through the
-same Route; nothing here reads a note the index does not hold.
+Every operation is one the CLI has, asked of the daemon through the same Route; nothing here reads
+a note the index does not hold. Links are relative, so that they carry the page's key (guard.py).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from mdrag.answers import (
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
-from mdrag.errors import MdragError
+from mdrag.errors import MdragError, NotFoundError, QueryError, ServerNotRunningError
 from mdrag.notes.opener import editor_argv, run_editor, uris
 from mdrag.params import SearchParams, search_defaults
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import confidence_level, explain_lines, nothing_line, results_line
-from mdrag.ui.guard import Guard, form_token_ok
+from mdrag.ui.guard import Guard
 from mdrag.ui.render import marked_snippet, note_href, render_note
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +49,8 @@ DUPLICATE_GROUPS_SHOWN = 20
 
 
 def search_params(query: dict[str, Any]) -> dict[str, Any]:
-    """The CLI's search flags from the form's fields; empty ones are left to the config."""
+    """The CLI's search flags from the form's fields; empty ones are left to the config. A number
+    that does not parse is passed on as its text, for SearchParams.parse to refuse by name."""
     params: dict[str, Any] = {"query": (query.get("q") or "").strip(), "explain": True}
     if query.get("mode") in MODES:
         params["mode"] = query["mode"]
@@ -64,8 +65,18 @@ def search_params(query: dict[str, Any]) -> dict[str, Any]:
             try:
                 params[key] = kind(text)
             except ValueError:
-                raise MdragError(f"{field} must be a number, got {text!r}") from None
+                params[key] = text
     return params
+
+
+def http_status(exc: MdragError) -> int:
+    """A refused request is the asker's mistake (400) or names what the index lacks (404); any other
+    failure is the daemon's (not running, busy, failing): the page itself is fine (503)."""
+    if isinstance(exc, QueryError):
+        return 400
+    if isinstance(exc, NotFoundError):
+        return 404
+    return 503
 
 
 class ScanFailed(TypedDict):
@@ -88,12 +99,11 @@ class DaemonStarting(Exception):
 
 
 class Page:
-    """The page's views, holding the index route, the config (for the editor command) and this run's token."""
+    """The page's views, holding the index route and the config (for the editor command)."""
 
-    def __init__(self, route: IndexRoute, config: Config, token: str) -> None:
+    def __init__(self, route: IndexRoute, config: Config) -> None:
         self.route = route
         self.config = config
-        self.token = token
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -104,7 +114,6 @@ class Page:
             level=lambda score: confidence_level(score, 1),
             explain_lines=explain_lines,
             snippet_html=lambda hit: Markup(marked_snippet(*_snippet(hit))),
-            token=token,
         )
 
     def render(self, name: str, status_code: int = 200, **values: Any) -> HTMLResponse:
@@ -112,20 +121,22 @@ class Page:
 
     def answer(self, query: dict[str, Any], typing: bool = False) -> dict[str, Any]:
         """The values a results fragment shows: the hits, or why none, and indexing progress.
-        `typing`: a search as the user types, whose unanswered prefixes are no knowledge gaps."""
+        `typing`: a search as the user types, whose unanswered prefixes are no knowledge gaps.
+        `status`: the answer's HTTP status (400 for a filter that is not a number, say)."""
         if not (query.get("q") or "").strip():
-            return {"response": None, "error": None}
+            return {"response": None, "error": None, "status": 200}
         params = search_params(query)
         if typing:
             params["record_gap"] = False
         try:
             response = self.route.search(SearchParams.parse(params, search_defaults(self.config)))
         except MdragError as exc:
-            return {"response": None, "error": str(exc)}
+            return {"response": None, "error": str(exc), "status": http_status(exc)}
         indexing = response.get("indexing")
         return {
             "response": response,
             "error": None,
+            "status": 200,
             "summary": results_line(response) if response["results"] else nothing_line(response),
             "banner": search_banner(indexing) if indexing and response["results"] else "",
             "indexing": bool(indexing),
@@ -135,8 +146,11 @@ class Page:
         query = dict(request.query_params)
         started = time.perf_counter()
         values = await _threaded(self.answer, query)
+        if not values["response"] and not values["error"]:
+            values["error"] = await _threaded(self._daemon_missing)  # said before anything is asked
         return self.render(
             "search.html",
+            status_code=values["status"],
             form=query,
             modes=MODES,
             served_ms=(time.perf_counter() - started) * 1000,
@@ -145,7 +159,17 @@ class Page:
 
     async def results(self, request: Request) -> Response:
         values = await _threaded(self.answer, dict(request.query_params), True)
-        return self.render("results.html", **values)
+        return self.render("results.html", status_code=values["status"], **values)
+
+    def _daemon_missing(self) -> str | None:
+        """Why no search can be answered now (no daemon runs), or None."""
+        try:
+            self.route.call("ping")
+        except ServerNotRunningError as exc:
+            return str(exc)
+        except MdragError:
+            return None  # there, only busy or failing: a search says how
+        return None
 
     async def note(self, request: Request) -> Response:
         path = request.query_params.get("path") or ""
@@ -154,8 +178,9 @@ class Page:
         try:
             note: NoteText = await _threaded(self.route.call, "note", note=path)
         except MdragError as exc:
-            return self.render("error.html", status_code=404, message=str(exc))
-        body, toc = render_note(note["text"], note["links"], line, end or line)
+            return self.render("error.html", status_code=http_status(exc), message=str(exc))
+        # Off the event loop: a long note takes a while to render, and other requests go on meanwhile.
+        body, toc = await _threaded(render_note, note["text"], note["links"], line, end or line)
         return self.render(
             "note.html",
             note=note,
@@ -178,7 +203,7 @@ class Page:
         try:
             result: SimilarAnswer | RelatedAnswer = await _threaded(self.route.call, op, note=path, k=10)
         except MdragError as exc:
-            return self.render("error.html", status_code=404, message=str(exc))
+            return self.render("error.html", status_code=http_status(exc), message=str(exc))
         return self.render(f"{op}.html", result=result)
 
     async def status(self, request: Request) -> Response:
@@ -209,15 +234,17 @@ class Page:
     async def open(self, request: Request) -> Response:
         """Open an indexed note in the configured editor: one argv, the path one argument of it."""
         form = await request.form()
-        if not form_token_ok(form, self.token):
-            return Response("refused: the request does not carry this page's token\n", status_code=403)
         path = str(form.get("path") or "")
         line = _int(str(form.get("line") or "")) or 1
         try:
             note = await _threaded(self.route.call, "note", note=path)  # only an indexed note
             argv = editor_argv(note["path"], line, self.config.open_command, terminal=False)
             run_editor(argv, wait=False)
-        except (MdragError, OSError) as exc:
+        except MdragError as exc:
+            return self.render(
+                "error.html", status_code=http_status(exc), message=f"cannot open {path}: {exc}"
+            )
+        except OSError as exc:  # the editor command could not start
             return self.render("error.html", status_code=404, message=f"cannot open {path}: {exc}")
         back = note_href(note["path"], line).replace("#match", "") + "&opened=1#match"
         return RedirectResponse(back, status_code=303)
@@ -240,9 +267,9 @@ async def _threaded(function: Any, *args: Any, **kwargs: Any) -> Any:
     return await run_in_threadpool(function, *args, **kwargs)
 
 
-def build_app(route: IndexRoute, config: Config, token: str, port: int) -> Guard:
-    """The page behind its guard."""
-    page = Page(route, config, token)
+def build_app(route: IndexRoute, config: Config, key: str, port: int) -> Guard:
+    """The page behind its guard, under this run's key."""
+    page = Page(route, config)
     app = Starlette(
         routes=[
             Route("/", page.home),
@@ -255,4 +282,4 @@ def build_app(route: IndexRoute, config: Config, token: str, port: int) -> Guard
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
     )
-    return Guard(app, token, port)
+    return Guard(app, key, port)

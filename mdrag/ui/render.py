@@ -3,7 +3,11 @@
 Notes are untrusted input. markdown-it runs with `html` off, so `<script>`, `<img onerror=…>`
 and every other tag in a note come out as text; its validateLink refuses `javascript:`,
 `vbscript:`, `file:` and non-image `data:` URLs, so such a link renders as its text. Links to
-other notes point at their preview on this page.
+other notes point at their preview on this page, relative to it (the address holds the page's key).
+
+Every inline rule here costs time linear in the note: a `[[` looks for its `]]` only as far as a
+wikilink may reach, and a `[` with no `]` anywhere after it is text at once, never a link label
+markdown-it would scan for (100,000 `[` took 14 s, each looking to the end of the note).
 """
 
 from __future__ import annotations
@@ -24,18 +28,19 @@ _FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \
 
 
 def note_href(path: str, line: int | None = None, end: int | None = None) -> str:
-    """The page's preview of a note (at lines line-end, the match)."""
+    """The page's preview of a note (at lines line-end, the match), relative to the page."""
     query = {"path": path, **({"line": str(line)} if line else {}), **({"end": str(end)} if end else {})}
-    return "/note?" + urllib.parse.urlencode(query) + ("#match" if line else "")
+    return "note?" + urllib.parse.urlencode(query) + ("#match" if line else "")
 
 
 def _wikilink(state: StateInline, silent: bool) -> bool:
     """[[target#anchor|label]] as one token, its target resolved when rendered."""
     if not state.src.startswith("[[", state.pos):
         return False
-    end = state.src.find("]]", state.pos + 2)
-    inner = state.src[state.pos + 2 : end] if end != -1 else ""
-    if not inner.strip() or "\n" in inner or len(inner) > MAX_WIKILINK_CHARS:
+    start = state.pos + 2
+    end = state.src.find("]]", start, start + MAX_WIKILINK_CHARS + 2)  # no further than a link reaches
+    inner = state.src[start:end] if end != -1 else ""
+    if not inner.strip() or "\n" in inner:
         return False
     if not silent:
         target, _, label = inner.partition("|")
@@ -43,6 +48,28 @@ def _wikilink(state: StateInline, silent: bool) -> bool:
         token = state.push("wikilink", "", 0)
         token.meta = {"target": name.strip(), "anchor": anchor.strip(), "label": (label or target).strip()}
     state.pos = end + 2
+    return True
+
+
+def _last_close(state: StateInline) -> int:
+    """Where the inline text's last `]` is (-1: none), found once per text."""
+    found: int | None = getattr(state, "mdrag_last_close", None)
+    if found is None:
+        found = state.src.rfind("]")
+        setattr(state, "mdrag_last_close", found)  # noqa: B010 (markdown-it's state has no slot for it)
+    return found
+
+
+def _unclosed(state: StateInline, silent: bool) -> bool:
+    """A run of `[` and `!` with no `]` after it is text: none of them can open a link or an image."""
+    if state.src[state.pos] not in "[!" or state.pos < _last_close(state):
+        return False
+    end = state.pos
+    while end < state.posMax and state.src[end] in "[!":
+        end += 1
+    if not silent:
+        state.pending += state.src[state.pos : end]
+    state.pos = end
     return True
 
 
@@ -72,6 +99,7 @@ def _render_link_open(self: Any, tokens: list[Token], idx: int, options: Any, en
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
+    md.inline.ruler.before("link", "unclosed", _unclosed)
     md.inline.ruler.before("link", "wikilink", _wikilink)
     md.add_render_rule("wikilink", _render_wikilink)
     md.add_render_rule("link_open", _render_link_open)

@@ -25,9 +25,9 @@
       const mine = ++sequence;
       const params = new URLSearchParams(new FormData(form));
       const asked = performance.now();
-      history.replaceState(null, "", "/?" + params.toString());
+      history.replaceState(null, "", "./?" + params.toString());
       clearTimeout(poll);
-      fetch("/results?" + params.toString(), { credentials: "same-origin" })
+      fetch("results?" + params.toString(), { credentials: "same-origin" })
         .then((response) => response.text())
         .then((html) => {
           if (mine !== sequence) return; // a later search has been asked since
