@@ -64,7 +64,8 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(world):
-    """`mdrag ui --no-browser` as its own process; (base URL, the URL with the token, the process)."""
+    """`mdrag ui --no-browser` as its own process; (its address without the last slash, the address
+    as printed, with its key and the slash, the process)."""
     daemon, _ = world
     process = subprocess.Popen(
         [sys.executable, "-m", "mdrag.cli.main", "ui", "--no-browser"],
@@ -79,7 +80,7 @@ def page(world):
         process.stderr.read() if process.stderr else ""
     )
     url = line.split(": ", 1)[1].strip()
-    yield url.split("/?")[0], url, process
+    yield url.rstrip("/"), url, process
     process.terminate()
     process.communicate(timeout=10)  # and close its pipes
 
@@ -88,7 +89,7 @@ def page(world):
 def browser(page):
     assert available(), "chromium and chromedriver are missing: `make browser-tool` installs them"
     chromium = Browser()
-    chromium.driver.get(page[1])  # the token, swapped for a cookie
+    chromium.driver.get(page[1])
     yield chromium.driver
     chromium.close()
 
@@ -195,53 +196,56 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
-def test_the_page_listens_on_loopback_only_and_refuses_requests_without_its_token(page):
-    base, url, _ = page
-    assert urllib.parse.urlparse(base).hostname == "127.0.0.1"
-    assert listening_addresses(urllib.parse.urlparse(base).port) == {"0100007F"}  # 127.0.0.1, nothing else
-    token = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["token"][0]
-    cookie = f"mdrag_ui_{urllib.parse.urlparse(base).port}={token}"
+def key_of(url: str) -> tuple[str, str]:
+    """The page's origin, and its key (the first segment of its address)."""
+    address = urllib.parse.urlparse(url)
+    return f"http://{address.netloc}", address.path.strip("/")
+
+
+def test_the_page_listens_on_loopback_only_and_refuses_requests_without_its_key(page):
+    origin, key = key_of(page[1])
+    assert urllib.parse.urlparse(origin).hostname == "127.0.0.1"
+    assert listening_addresses(urllib.parse.urlparse(origin).port) == {"0100007F"}  # 127.0.0.1, nothing else
     asked = "/?q=" + urllib.parse.quote("how do I restore a database backup")
-    assert request(base, asked)[0] == 403
-    assert request(base, asked, headers={"Cookie": cookie + "x"})[0] == 403
-    status, headers, text = request(base, asked, headers={"Cookie": cookie})
+    assert request(origin, asked)[0] == 404
+    assert request(origin, f"/{key}x{asked}")[0] == 404
+    assert request(origin, f"/{key[:-1]}{asked}")[0] == 404
+    assert request(origin, "/static/ui.js")[0] == 404  # nothing at all outside the key
+    status, headers, text = request(origin, f"/{key}{asked}")
     assert status == 200 and "restore-the-database.md" in text
     assert "script-src 'self'" in headers["content-security-policy"]
-    status, headers, _ = request(base, "/?token=" + token)
-    assert (
-        status == 303 and "HttpOnly" in headers["set-cookie"] and "SameSite=strict" in headers["set-cookie"]
-    )
+    assert headers["referrer-policy"] == "same-origin"  # the address, and its key, stay on the page
+    assert "set-cookie" not in {name.lower() for name in headers}  # no cookie: nothing another port gets
+    status, headers, _ = request(origin, f"/{key}")
+    assert status == 303 and headers["location"] == f"/{key}/"
 
 
-def test_a_wrong_host_or_origin_is_refused_even_with_the_token(page):
+def test_a_wrong_host_or_origin_is_refused_even_with_the_key(page):
     """DNS rebinding: the browser sends the attacker's name as Host; a cross-site form, its Origin."""
-    base, url, _ = page
-    token = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["token"][0]
-    cookie = f"mdrag_ui_{urllib.parse.urlparse(base).port}={token}"
-    port = urllib.parse.urlparse(base).port
-    assert request(base, "/", headers={"Cookie": cookie, "Host": f"evil.example:{port}"})[0] == 403
-    assert request(base, "/", headers={"Cookie": cookie, "Host": "127.0.0.1:1"})[0] == 403
-    assert request(base, "/", headers={"Cookie": cookie, "Origin": "http://evil.example"})[0] == 403
-    assert request(base, "/", headers={"Cookie": cookie, "Origin": base})[0] == 200
+    origin, key = key_of(page[1])
+    port = urllib.parse.urlparse(origin).port
+    assert request(origin, f"/{key}/", headers={"Host": f"evil.example:{port}"})[0] == 403
+    assert request(origin, f"/{key}/", headers={"Host": "127.0.0.1:1"})[0] == 403
+    assert request(origin, f"/{key}/", headers={"Origin": "http://evil.example"})[0] == 403
+    assert request(origin, f"/{key}/", headers={"Origin": f"http://127.0.0.1:{port + 1}"})[0] == 403
+    assert request(origin, f"/{key}/", headers={"Origin": origin})[0] == 200
 
 
-def test_opening_from_the_page_needs_the_token_and_an_indexed_note(world, page):
+def test_opening_from_the_page_needs_the_key_and_an_indexed_note(world, page):
     daemon, record = world
-    base, url, _ = page
-    token = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["token"][0]
-    cookie = f"mdrag_ui_{urllib.parse.urlparse(base).port}={token}"
-    form = {"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded", "Origin": base}
+    origin, key = key_of(page[1])
+    form = {"Content-Type": "application/x-www-form-urlencoded", "Origin": origin}
     before = len(opened(record))
     odd = str(daemon.notes / ODD_NAME)
-    # The cookie alone (what a cross-site form would carry) is not enough: the body must repeat it.
-    no_token = urllib.parse.urlencode({"path": odd, "line": "3"})
-    assert request(base, "/open", "POST", form, no_token)[0] == 403
-    not_indexed = urllib.parse.urlencode({"path": "/etc/passwd", "line": "1", "token": token})
-    assert request(base, "/open", "POST", form, not_indexed)[0] == 404
+    good = urllib.parse.urlencode({"path": odd, "line": "3"})
+    assert request(origin, "/open", "POST", form, good)[0] == 404  # what a form elsewhere could post
+    foreign = {**form, "Origin": "http://evil.example"}
+    assert request(origin, f"/{key}/open", "POST", foreign, good)[0] == 403
+    not_indexed = urllib.parse.urlencode({"path": "/etc/passwd", "line": "1"})
+    assert request(origin, f"/{key}/open", "POST", form, not_indexed)[0] == 404
     assert len(opened(record)) == before
-    good = urllib.parse.urlencode({"path": odd, "line": "3", "token": token})
-    status, headers, _ = request(base, "/open", "POST", form, good)
-    assert status == 303 and "opened=1" in headers["location"]
+    status, headers, _ = request(origin, f"/{key}/open", "POST", form, good)
+    assert status == 303 and headers["location"].startswith("note?") and "opened=1" in headers["location"]
     wait_until(lambda: len(opened(record)) == before + 1, 10)
     assert opened(record)[-1] == ["--line", "3", odd]
 

@@ -88,7 +88,7 @@ class FakeRoute:
 
 
 def fragment(route: FakeRoute, **query: str) -> str:
-    page = Page(route, Config(), "t0ken")  # type: ignore[arg-type]
+    page = Page(route, Config())  # type: ignore[arg-type]
     return page.templates.get_template("results.html").render(**page.answer(query))
 
 
@@ -146,13 +146,31 @@ def test_the_forms_filters_become_the_clis_search_parameters():
     assert "mode" not in search_params({"q": "x", "mode": "<script>"})
 
 
+def test_a_filter_that_is_not_a_number_is_a_400_naming_it_never_a_500():
+    route = FakeRoute({"query": "x", "results": [], "execution_time_ms": 1.0, "message": "nothing"})
+    page = Page(route, Config())  # type: ignore[arg-type]
+    for field, text, named in (
+        ("k", "10a", "top_k"),
+        ("k", "3.5", "top_k"),
+        ("k", "1e9", "top_k"),
+        ("k", "-1", "top_k"),
+        ("threshold", "0.5x", "threshold"),
+        ("threshold", "nan", "threshold"),
+        ("threshold", "-0.1", "threshold"),
+    ):
+        values = page.answer({"q": "x", field: text})
+        assert values["status"] == 400 and named in values["error"], (field, text, values)
+    assert not route.asked  # refused before the daemon is asked
+    assert page.answer({"q": "x", "k": "5", "threshold": "0.5"})["status"] == 200
+
+
 def test_a_refused_search_shows_the_reason_escaped():
     html = fragment(FakeRoute(error=QueryError("query is too long <b>")), q="x" * 10)
     assert '<p class="error">Error: query is too long &lt;b&gt;</p>' in html
 
 
 def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_gaps_and_duplicates():
-    page = Page(FakeRoute(), Config(), "t0ken")  # type: ignore[arg-type]
+    page = Page(FakeRoute(), Config())  # type: ignore[arg-type]
     response = asyncio.run(page.status(None))  # type: ignore[arg-type]
     html = bytes(response.body).decode()
     assert "n/bad.md</span>: binary file: contains NUL bytes" in html
@@ -166,7 +184,7 @@ def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_g
 
 def test_a_search_as_you_type_records_no_knowledge_gap_but_a_submitted_one_may():
     route = FakeRoute({"query": "how d", "results": [], "execution_time_ms": 3.0, "message": "nothing"})
-    page = Page(route, Config(), "t0ken")  # type: ignore[arg-type]
+    page = Page(route, Config())  # type: ignore[arg-type]
     page.answer({"q": "how d"}, typing=True)  # each keystroke's prefix, fetched by the script
     page.answer({"q": "how do I renew a fishing licence"})  # the form, submitted
     assert route.asked[0].record_gap is False
