@@ -36,6 +36,9 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 METHODS = ("GET", "HEAD", "POST")
+# A request line and headers: a browser's, without cookies, is far less. The server refuses a head
+# that arrives in parts past this; one that arrives whole is refused here.
+MAX_HEAD_BYTES = 16 * 1024
 NO_KEY = "not found: open the address `mdrag ui` printed (it holds this run's key)\n"
 
 
@@ -68,11 +71,15 @@ class Guard:
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         host = origin = None
+        size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
         for name, value in scope["headers"]:
+            size += len(name) + len(value)
             if name == b"host":
                 host = value
             elif name == b"origin":
                 origin = value
+        if size > MAX_HEAD_BYTES:
+            return 431, "refused: the request's headers are too large\n"
         if host not in self.hosts:
             return 403, "refused: this page answers only on its own address (wrong Host)\n"
         segment = scope["path"][1:].partition("/")[0]

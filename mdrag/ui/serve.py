@@ -13,6 +13,7 @@ import asyncio
 import functools
 import resource
 import secrets
+import signal
 import socket
 import sys
 from typing import Any
@@ -24,9 +25,9 @@ from mdrag.cli.route import Route
 from mdrag.config import Config
 from mdrag.ui import launch
 from mdrag.ui.app import build_app
+from mdrag.ui.guard import MAX_HEAD_BYTES
 
 IDLE_S = 5.0  # to send a whole request head, from the connection or from the last answer
-MAX_HEAD_BYTES = 16 * 1024  # a request line and headers; a browser's, without cookies, is far less
 BACKLOG = 64  # also how many connections one wake of the server accepts before any is served
 
 
@@ -132,8 +133,17 @@ def serve(route: Route, config: Config, open_browser: bool, port: int = 0) -> No
         )
     )
     opened = launch.open_browser(config, port, url) if open_browser else None
+    # uvicorn ends a SIGTERM'd server by raising the signal again once it has stopped, which kills
+    # the process before any `finally`: as an exit instead, the launch file is removed first.
+    stopping = [sig for sig in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) is signal.SIG_DFL]
+    for sig in stopping:
+        signal.signal(sig, _exit)
     try:
         server.run(sockets=[sock])
     finally:
         if opened is not None:
             opened.unlink(missing_ok=True)
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
