@@ -3,6 +3,7 @@
 MdragError                  anything the CLI reports as "Error: ..." with exit 1
 ├── ConfigError             a bad configuration value (names the key and the file)
 ├── QueryError              a request's argument malformed or outside its limits (exit 2: a usage error)
+│   └── RequestTooLargeError  a request over the socket's size limit
 ├── NotFoundError           a request names a note or gap the index does not hold, or a note with no text
 ├── DocumentError           one file could not be read or parsed (recorded, never fatal)
 ├── StoreError              Milvus could not be opened or answered with an error
@@ -30,6 +31,11 @@ class ConfigError(MdragError):
 class QueryError(MdragError):
     """A search or request parameter is malformed or outside its documented limits: the
     caller's mistake, so the CLI exits 2 as for any other usage error."""
+
+
+class RequestTooLargeError(QueryError):
+    """A request is larger than the daemon reads (protocol.MAX_REQUEST_BYTES): said before it
+    is sent, or by the daemon, never a connection closed without a word."""
 
 
 class NotFoundError(MdragError):
@@ -100,8 +106,12 @@ class DaemonBusyError(RemoteError):
 # ---- errors across the socket -----------------------------------------------------------------
 # The daemon sends each error's kind, and the client raises that class again (as a RemoteError
 # too: it came from the daemon), so a caller tells "note not found" from "store down" whatever
-# the route. Two kinds keep the names older clients know.
-_WIRE_NAMES = {"QueryError": "InvalidRequest", "DaemonBusyError": "Busy"}
+# the route. Three kinds keep the names older clients know.
+_WIRE_NAMES = {
+    "QueryError": "InvalidRequest",
+    "DaemonBusyError": "Busy",
+    "RequestTooLargeError": "RequestTooLarge",
+}
 
 
 def _declared() -> dict[str, type[MdragError]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -15,6 +17,75 @@ SELECTION_CHARS = (10, 5000)  # a passage used as the query: a sentence to a few
 MAX_DRAFT_CHARS = 100_000  # a long note; embedding it holds the model for a few seconds
 SEARCH_MODES = ("hybrid", "dense", "keyword")
 GAP_STATUSES = ("open", "deferred", "addressed")
+MAX_WAIT_FRESH_S = 300.0
+MAX_PATH_CHARS = 4096  # PATH_MAX: a note's path, a folder to search under
+
+
+@dataclass(frozen=True)
+class Field:
+    """What one request field may hold. Every field of every operation is checked by its kind where
+    a request comes in, before anything acts on it: a string is never a flag ("false" would be
+    true), a number never a string, a list of paths never one path."""
+
+    kind: Literal["string", "whole", "number", "flag", "strings", "choice"]
+    low: float = 0
+    high: float = math.inf  # a number's highest value; a string's (each string's) most characters
+    choices: tuple[str, ...] = ()
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise a QueryError naming the field unless `value` is of its kind and within its limits."""
+        kind = self.kind
+        if kind == "flag":
+            if not isinstance(value, bool):
+                raise QueryError(f"{name} must be true or false, got {_shown(value)}")
+        elif kind in ("whole", "number"):
+            whole = kind == "whole"
+            number = isinstance(value, int) or (not whole and isinstance(value, float))
+            if isinstance(value, bool) or not number or not self.low <= value <= self.high:
+                what = "a whole number" if whole else "a number"
+                got = repr(value) if number and not isinstance(value, bool) else _shown(value)
+                raise QueryError(f"{name} must be {what} from {self.low:g} to {self.high:g}, got {got}")
+        elif kind == "choice":
+            if not isinstance(value, str) or value not in self.choices:
+                raise QueryError(f"{name} must be one of {', '.join(self.choices)}, got {_shown(value)}")
+        elif kind == "string":
+            if not isinstance(value, str):
+                raise QueryError(f"{name} must be a string, got {_shown(value)}")
+            self._check_length(name, value)
+        else:  # strings: a list of non-empty strings (tags, paths)
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise QueryError(f"{name} must be a list of non-empty strings, got {_shown(value)}")
+            for item in value:
+                self._check_length(name, item)
+
+    def _check_length(self, name: str, value: str) -> None:
+        if len(value) > self.high:
+            raise QueryError(f"{name} must be at most {self.high:g} characters, got {len(value):,}")
+        check_text(value, name)
+
+
+def _shown(value: Any) -> str:
+    """A refused value as the error shows it: its kind, and the value itself when short."""
+    text = repr(value)
+    kind = {bool: "a flag", str: "a string", list: "a list", dict: "an object", type(None): "null"}
+    named = kind.get(type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+    return f"{named} {text}" if len(text) <= 40 else f"{named} of {len(text):,} characters"
+
+
+_SEARCH_FIELDS: dict[str, Field] = {
+    "query": Field("string"),  # its length after trimming: SearchParams.parse
+    "selection": Field("string"),
+    "top_k": Field("whole", 1, 100),
+    "threshold": Field("number", 0, 1),
+    "mode": Field("choice", choices=SEARCH_MODES),
+    "tags": Field("strings", high=200),
+    "path_prefix": Field("string", high=MAX_PATH_CHARS),
+    "explain": Field("flag"),
+    "record_gap": Field("flag"),
+    "wait_fresh": Field("number", 0, MAX_WAIT_FRESH_S),
+}
+_NOTE = Field("string", high=MAX_PATH_CHARS)
+_HOW_MANY = Field("whole", 1, 100)
 
 
 @dataclass(frozen=True)
@@ -31,6 +102,21 @@ class Operation:
     answered_by: Literal["daemon", "writer", "service"] = "service"
     reads_store: bool = True
     fresh: bool = False
+    fields: Mapping[str, Field] = field(default_factory=dict, hash=False)  # every field it takes
+
+    def checked(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The request's fields, each checked by its kind (a null is a field left out); a field
+        the operation does not take is refused, never ignored (a misspelt `rebuild` did nothing)."""
+        fields: dict[str, Any] = {}
+        for name, value in raw.items():
+            spec = self.fields.get(name)
+            if spec is None:
+                takes = ", ".join(self.fields) or "no fields"
+                raise QueryError(f"{self.name} takes no field {name!r} (it takes {takes})")
+            if value is not None:
+                spec.check(name, value)
+                fields[name] = value
+        return fields
 
 
 # The one table of operations: the socket's validation, the daemon's dispatch, the service's
@@ -39,16 +125,42 @@ OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
         Operation("ping", answered_by="daemon", reads_store=False),
-        Operation("search", fresh=True),
+        Operation("search", fresh=True, fields=_SEARCH_FIELDS),
         Operation("status", reads_store=False),
-        Operation("reindex", answered_by="writer", reads_store=False),
-        Operation("similar"),
-        Operation("duplicates"),
-        Operation("related"),
-        Operation("context", fresh=True),
-        Operation("note"),
-        Operation("gaps", reads_store=False),  # the gap log, not the store
-        Operation("gap_status", reads_store=False),
+        Operation(
+            "reindex",
+            answered_by="writer",
+            reads_store=False,
+            fields={
+                "paths": Field("strings", high=MAX_PATH_CHARS),
+                "force": Field("flag"),
+                "rebuild": Field("flag"),
+                "stream": Field("flag"),  # progress lines before the answer
+            },
+        ),
+        Operation(
+            "similar",
+            fields={"note": _NOTE, "text": Field("string", high=MAX_DRAFT_CHARS), "k": _HOW_MANY},
+        ),
+        Operation(
+            "duplicates",
+            fields={"min_score": Field("whole", 50, 100), "limit": Field("whole", 1, 100_000)},
+        ),
+        Operation("related", fields={"note": _NOTE, "k": _HOW_MANY}),
+        Operation(
+            "context", fresh=True, fields={**_SEARCH_FIELDS, "max_tokens": Field("whole", 50, 100_000)}
+        ),
+        Operation("note", fields={"note": _NOTE}),
+        # the gap log, not the store
+        Operation("gaps", reads_store=False, fields={"status": Field("choice", choices=GAP_STATUSES)}),
+        Operation(
+            "gap_status",
+            reads_store=False,
+            fields={
+                "query": Field("string", high=MAX_QUERY_CHARS),
+                "status": Field("choice", choices=GAP_STATUSES),
+            },
+        ),
     )
 }
 
@@ -97,6 +209,9 @@ class SearchParams:
     def parse(cls, raw: dict[str, Any], defaults: SearchParams | None = None) -> SearchParams:
         """Validate a request's fields, filling what it leaves out from `defaults`."""
         base = defaults or cls(query="-")
+        for name, spec in _SEARCH_FIELDS.items():  # each field by its kind, as the socket does
+            if raw.get(name) is not None and name not in ("query", "selection"):
+                spec.check(name, raw[name])
         selection = raw.get("selection")
         if selection is not None:
             low, high = SELECTION_CHARS
@@ -110,22 +225,16 @@ class SearchParams:
             raise QueryError(f"query must be 1-{MAX_QUERY_CHARS} characters after trimming spaces")
         assert isinstance(query, str)
         check_text(query, "query")
-        top_k = raw.get("top_k", base.top_k)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
-            raise QueryError(f"top_k must be a whole number from 1 to 100, got {top_k!r}")
-        threshold = raw.get("threshold", base.threshold)
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-            raise QueryError(f"threshold must be a number from 0 to 1, got {threshold!r}")
+        top_k = raw.get("top_k")
+        top_k = base.top_k if top_k is None else top_k
+        threshold = raw.get("threshold")
+        threshold = base.threshold if threshold is None else threshold
         mode = raw.get("mode") or base.mode
         if mode not in SEARCH_MODES:
             raise QueryError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         tags = raw.get("tags") or ()
-        if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
-            raise QueryError("tags must be a list of non-empty strings")
         prefix = raw.get("path_prefix") or ""
-        if not isinstance(prefix, str):
-            raise QueryError("path_prefix must be a string")
-        explain = _flag(raw, "explain")
+        explain = raw.get("explain") is True
         return cls(
             query.strip(),
             top_k,
@@ -181,21 +290,22 @@ def check_text(value: str, name: str) -> None:
         raise QueryError(f"{name} is not valid Unicode text (an unpaired surrogate)") from None
 
 
-def _flag(raw: dict[str, Any], name: str) -> bool:
-    value = raw.get(name, False)
-    if not isinstance(value, bool):
-        raise QueryError(f"{name} must be true or false, got {value!r}")
-    return value
+def flag(raw: Mapping[str, Any], name: str) -> bool:
+    """A true/false field (false when left out), or a QueryError: a string is never a flag."""
+    value = raw.get(name)
+    if value is None:
+        return False
+    Field("flag").check(name, value)
+    return bool(value)
 
 
 def whole_number(raw: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
     """A bounded integer parameter, or a QueryError naming it."""
-    value = raw.get(name, default)
+    value = raw.get(name)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise QueryError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
-    return value
+    Field("whole", low, high).check(name, value)
+    return int(value)
 
 
 def text_param(raw: dict[str, Any], name: str, max_chars: int) -> str:

@@ -8,6 +8,7 @@ error's kind, which the client raises again as the same class (see mdrag.errors.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypedDict
 
 from mdrag.errors import MdragError, QueryError, error_kind, remote_error
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 
 PROTOCOL_VERSION = 1
 MAX_REQUEST_BYTES = 1024 * 1024
+# No request needs more than 3 levels ({"params": {"tags": [...]}}); json's decoder recurses once a
+# level, so 100,000 of them ended in a RecursionError (a traceback in the log) before this bound.
+MAX_REQUEST_DEPTH = 32
 
 
 class Request(TypedDict):
@@ -56,6 +60,12 @@ def encode(message: Message) -> bytes:
     return (json.dumps(message, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
 
+def too_large(size: int | None = None, limit: int = MAX_REQUEST_BYTES) -> str:
+    """What a request over the size limit is told, by the client before it sends or by the daemon."""
+    what = f"the request is {size:,} bytes" if size is not None else "the request is too large"
+    return f"{what}; the daemon takes requests of at most {limit:,} bytes ({limit / 2**20:g} MB)"
+
+
 def request(op: str, **params: Any) -> Request:
     return {"v": PROTOCOL_VERSION, "op": op, "params": params}
 
@@ -87,10 +97,16 @@ def raise_failure(body: ErrorBody | dict[str, Any]) -> NoReturn:
 
 
 def decode_request(line: bytes) -> tuple[str, dict[str, Any]]:
-    """(operation, params) from one request line; QueryError says what is wrong with it."""
+    """(operation, params) from one request line, every field checked by its kind (params.Field);
+    QueryError says what is wrong with it."""
+    too_deep = f"request too deep: JSON nested more than {MAX_REQUEST_DEPTH} levels is refused"
+    if _deeper_than(line, MAX_REQUEST_DEPTH):
+        raise QueryError(too_deep)
     try:
         message = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:  # never past the bound above; kept so that no nesting reaches the log
+        raise QueryError(too_deep) from None
+    except ValueError as exc:  # not UTF-8, not JSON, or a number of more digits than Python reads
         raise QueryError(f"request is not valid JSON: {exc}") from None
     if not isinstance(message, dict):
         raise QueryError("request must be a JSON object")
@@ -98,8 +114,25 @@ def decode_request(line: bytes) -> tuple[str, dict[str, Any]]:
         raise QueryError(
             f"unsupported protocol version {message.get('v')!r}; this daemon speaks {PROTOCOL_VERSION}"
         )
-    op = operation(message.get("op")).name
+    found = operation(message.get("op"))
     params = message.get("params") or {}
     if not isinstance(params, dict):
         raise QueryError("params must be a JSON object")
-    return op, params
+    return found.name, found.checked(params)
+
+
+# A JSON string, closed or running to the end of the line (so that every match attempt consumes
+# what it looked at: the scan stays linear however the quotes fall).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _deeper_than(line: bytes, limit: int) -> bool:
+    """Whether the JSON on `line` nests arrays and objects more than `limit` deep, found without
+    decoding it, in time linear in its length (C loops: a count, a regex, `limit` replaces)."""
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False  # the common case: too few brackets to be that deep
+    brackets = _STRING.sub(b"", line).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):  # each pass removes the innermost level
+        brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
+    return b"[" in brackets or b"{" in brackets

@@ -128,7 +128,7 @@ def test_status_and_search_lines_say_how_far_the_index_is():
 
 def streaming_handler(op, params):
     if op == "reindex" and params.get("stream"):
-        return stream(params.get("fail"))
+        return stream(params.get("force"))  # a field reindex takes, standing in for a failing run
     if op == "reindex":
         return {"added": 3}
     return {"pong": True}
@@ -174,5 +174,5 @@ def test_a_client_that_does_not_ask_for_progress_gets_one_answer_line_as_before(
 def test_a_run_that_fails_midway_ends_its_stream_with_the_error(socket_path):
     heard = []
     with pytest.raises(RemoteError, match="the run broke"):
-        DaemonClient(socket_path).call("reindex", on_progress=heard.append, fail=True)
+        DaemonClient(socket_path).call("reindex", on_progress=heard.append, force=True)
     assert len(heard) == 2

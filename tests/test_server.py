@@ -21,7 +21,7 @@ from mdrag.serve.server import SocketServer
 
 def handler(op, params):
     if op == "search":
-        time.sleep(float(params.get("delay", 0)))
+        time.sleep(float(params.get("wait_fresh", 0)))  # a field search takes, standing in for work
         return {"echo": params.get("query")}
     if op == "status":
         raise ZeroDivisionError("a bug in a handler")
@@ -111,7 +111,7 @@ def test_many_concurrent_clients_are_all_answered(server):
     client = DaemonClient(str(server.path))
     results: list[object] = []
     threads = [
-        threading.Thread(target=lambda i=i: results.append(client.call("search", query=f"q{i}", delay=0.2)))
+        threading.Thread(target=lambda i=i: results.append(client.call("search", query=f"q{i}", wait_fresh=0.2)))
         for i in range(40)
     ]
     started = time.monotonic()

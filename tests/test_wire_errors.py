@@ -37,7 +37,7 @@ def client() -> Iterator[DaemonClient]:
 
     def handler(op: str, params: dict) -> object:
         if op == "note":
-            raise every_error(errors.ERROR_KINDS[params["kind"]])
+            raise every_error(errors.ERROR_KINDS[params["note"]])  # the kind, named as a note
         if op == "similar":
             raise IndexBusyError("/x/milvus.db", 7, "daemon", "")
         return {"pong": True}
@@ -56,7 +56,7 @@ def client() -> Iterator[DaemonClient]:
 def test_every_error_class_round_trips_through_the_wire(client, kind, cls):
     with pytest.raises(MdragError) as raised:
         # Busy is retried by the client for a few seconds before it is raised: ask once.
-        client._call_once("note", None, None, kind=kind)
+        client._call_once("note", None, None, note=kind)
     assert isinstance(raised.value, cls), (kind, type(raised.value).__mro__)
     assert isinstance(raised.value, RemoteError)  # it came from the daemon
     # Sent on again, it keeps its kind (a bare MdragError from the daemon is simply a RemoteError).
@@ -67,13 +67,13 @@ def test_every_error_class_round_trips_through_the_wire(client, kind, cls):
 
 def test_callers_tell_a_missing_note_from_a_store_outage(client):
     with pytest.raises(NotFoundError) as missing:
-        client.call("note", kind="NotFoundError")
+        client.call("note", note="NotFoundError")
     assert not isinstance(missing.value, StoreError)
     with pytest.raises(StoreError) as down:
-        client.call("note", kind="StoreError")
+        client.call("note", note="StoreError")
     assert not isinstance(down.value, NotFoundError)
     with pytest.raises(QueryError):  # a refused argument, as if checked here (the CLI exits 2)
-        client.call("note", kind="InvalidRequest")
+        client.call("note", note="InvalidRequest")
 
 
 def test_an_error_declared_elsewhere_travels_as_its_nearest_declared_class(client):

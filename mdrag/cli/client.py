@@ -7,10 +7,10 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mdrag import protocol, trust
-from mdrag.errors import DaemonBusyError, RemoteError, ServerNotRunningError
+from mdrag.errors import DaemonBusyError, RemoteError, RequestTooLargeError, ServerNotRunningError
 from mdrag.params import OPERATIONS, SearchParams
 from mdrag.progress import OnProgress
 
@@ -71,6 +71,9 @@ class DaemonClient:
         on_progress: OnProgress | None,
         **params: Any,
     ) -> Any:
+        request = protocol.encode(protocol.request(op, **params))
+        if len(request) > protocol.MAX_REQUEST_BYTES:  # said here, not as a connection cut short
+            raise RequestTooLargeError(protocol.too_large(len(request)))
         # The folder first: a socket in a folder another user can write may be theirs.
         if not trust.check_folder(Path(self.socket_path).expanduser().parent):
             raise ServerNotRunningError(f"no mdrag daemon answers on {self.socket_path} (no such folder)")
@@ -92,7 +95,10 @@ class DaemonClient:
                 raise ServerNotRunningError(f"cannot reach the daemon on {self.socket_path}: {exc}") from None
             trust.check_server(sock, self.socket_path)  # before a word is sent or read
             sock.settimeout(timeout if timeout is not None else self.timeout)
-            sock.sendall(protocol.encode(protocol.request(op, **params)))
+            try:
+                sock.sendall(request)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the daemon stopped reading (a refusal): its answer, if it gave one, is read below
             reply = b""
             for line in _lines(sock):
                 if on_progress is not None and b'"progress"' in line:
@@ -104,6 +110,8 @@ class DaemonClient:
                 break
         except TimeoutError:
             raise RemoteError(f"the daemon did not answer '{op}' in time") from None
+        except OSError as exc:  # never a bare OSError: click ends a broken pipe silently with 1
+            raise RemoteError(f"the connection to the daemon broke during '{op}': {exc}") from None
         finally:
             sock.close()
         if not reply:
@@ -141,10 +149,47 @@ class DaemonClient:
         rebuild: bool,
         on_progress: OnProgress | None = None,
     ) -> ReindexReport:
-        result: ReindexReport = self.call(
-            "reindex", timeout=None, on_progress=on_progress, paths=paths, force=force, rebuild=rebuild
-        )
-        return result
+        """One run, or, for more paths than one request holds (a shell glob of 40,000 notes is
+        megabytes), one run per batch in turn, their reports added up; a rebuild goes with the first."""
+        reports: list[ReindexReport] = []
+        for batch in _batches(paths, protocol.MAX_REQUEST_BYTES - 4096):  # room for the rest of it
+            reports.append(
+                self.call(
+                    "reindex",
+                    timeout=None,
+                    on_progress=on_progress,
+                    paths=batch,
+                    force=force,
+                    rebuild=rebuild and not reports,
+                )
+            )
+        return _added_up(reports)
+
+
+def _batches(paths: list[str], budget: int) -> Iterator[list[str]]:
+    """`paths` in lists whose JSON takes at most `budget` bytes each (one list when they fit)."""
+    batch: list[str] = []
+    size = 0
+    for path in paths:
+        cost = len(json.dumps(path, ensure_ascii=False).encode("utf-8", "surrogateescape")) + 2
+        if batch and size + cost > budget:
+            yield batch
+            batch, size = [], 0
+        batch.append(path)
+        size += cost
+    yield batch
+
+
+def _added_up(reports: list[ReindexReport]) -> ReindexReport:
+    """One report of several runs: counts and seconds summed, failures listed together."""
+    total: dict[str, Any] = dict(reports[0])
+    for report in reports[1:]:
+        for key, value in report.items():
+            if isinstance(value, list):
+                total[key] = [*total.get(key, []), *value]
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = total.get(key, 0) + value
+    return cast("ReindexReport", total)
 
 
 def _lines(sock: socket.socket) -> Iterator[bytes]:

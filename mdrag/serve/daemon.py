@@ -15,12 +15,12 @@ from loguru import logger
 from mdrag import indexlock
 from mdrag.answers import DaemonStatus, Freshness, Live, Pong, ProgressSnapshot, StartingAnswer, StatusAnswer
 from mdrag.config import Config
-from mdrag.errors import ConfigError, QueryError, StoreError, StoreLockedError
+from mdrag.errors import ConfigError, StoreError, StoreLockedError
 from mdrag.index.workqueue import Command, WorkQueue
 from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import index_held
 from mdrag.notes.pathtext import to_text
-from mdrag.params import OPERATIONS
+from mdrag.params import OPERATIONS, flag
 from mdrag.progress import ProgressMeter, progress_line
 from mdrag.serve.gate import Gate
 from mdrag.serve.liveness import Liveness, PulsingEvent
@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # imported when the service opens: `status` answers before py
     from mdrag.index.watcher import Watcher
     from mdrag.service import Service
 
-MAX_WAIT_FRESH_S = 300.0
 STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 INDEX_HOLD_WAIT_S = 60.0  # how long start-up waits for a command that holds the index
 WRITER_THREAD = "mdrag-writer"
@@ -331,14 +330,8 @@ class Daemon:
             self._check_store()
         if operation.fresh:
             self.last_request_at = time.monotonic()  # a search waiting for freshness is activity too
-            wait = params.pop("wait_fresh", None)
+            wait = params.pop("wait_fresh", None)  # checked by its kind, as every field (params.Field)
             if wait is not None:
-                if (
-                    isinstance(wait, bool)
-                    or not isinstance(wait, (int, float))
-                    or not 0 <= wait <= MAX_WAIT_FRESH_S
-                ):
-                    raise QueryError(f"wait_fresh must be 0-{MAX_WAIT_FRESH_S:.0f} seconds")
                 self.queue.wait_idle(float(wait))  # before the gate: a reopen may be what it waits for
             # Its answer says how fresh the index it read was (taken as the read begins).
             return self._read_store(op, params, fresh=True)
@@ -346,17 +339,11 @@ class Daemon:
             status: StatusAnswer = {"daemon": self.daemon_status(), **service.status()}
             return status
         if operation.answered_by == "writer":  # reindex
-            paths = params.get("paths") or None
-            if paths is not None and (
-                not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
-            ):
-                raise QueryError("paths must be a list of strings")
+            paths = params.get("paths") or None  # a list of strings, flags true or false (params.Field)
             command = self.queue.submit(
-                Command(
-                    "reindex", paths, force=bool(params.get("force")), rebuild=bool(params.get("rebuild"))
-                )
+                Command("reindex", paths, force=flag(params, "force"), rebuild=flag(params, "rebuild"))
             )
-            if params.get("stream") is True:
+            if flag(params, "stream"):
                 return self._stream_progress(command)
             return command.wait()
         if not operation.reads_store:

@@ -179,7 +179,7 @@ class Lobby:
         if (end < 0 and len(waiting.buffer) > self.max_request_bytes) or end > self.max_request_bytes:
             self._refuse(
                 conn,
-                protocol.error("RequestTooLarge", f"requests are limited to {self.max_request_bytes} bytes"),
+                protocol.error("RequestTooLarge", protocol.too_large(limit=self.max_request_bytes)),
             )
             return
         if end >= 0:
