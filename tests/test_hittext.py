@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 
 import pytest
 
@@ -52,8 +53,8 @@ def test_a_note_read_once_serves_all_its_rows_and_a_row_with_text_is_left_alone(
     rows = [row_of(path, data, text, part, f"r{i}") for i, part in enumerate(["# Title", "## Restore"])]
     rows.append({**rows[0], "id": "kept", "section_text": "already here"})
     reads = []
-    real_open = open
-    monkeypatch.setattr("builtins.open", lambda *a, **k: reads.append(a[0]) or real_open(*a, **k))
+    real_open = os.open  # notes/regular opens a note by its descriptor
+    monkeypatch.setattr("os.open", lambda *a, **k: reads.append(a[0]) or real_open(*a, **k))
     attach_texts(rows, no_fallback)
     assert [r["section_text"] for r in rows] == ["# Title", "## Restore", "already here"]
     assert len(reads) == 1

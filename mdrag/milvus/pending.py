@@ -46,11 +46,11 @@ class _RowsIndex(KeywordIndex):
 
         self._commit(change)
 
-    def holds(self, note: str, file_hash: str) -> bool:
+    def holds(self, note: str, file_hash: str | None) -> bool:
         searcher = self._index.searcher()
         found = searcher.search(tantivy.Query.term_query(self._index.schema, "doc_id", note), 1).hits
         return any(
-            self.stored_row(searcher.doc(address))["display"]["file_hash"] == file_hash
+            file_hash is None or self.stored_row(searcher.doc(address))["display"]["file_hash"] == file_hash
             for _, address in found
         )
 
@@ -134,8 +134,9 @@ class PendingKeywords:
             self._index = None
             self._remove()
 
-    def holds(self, path: str, file_hash: str) -> bool:
-        """Whether this version of this note waits here (read by an earlier pass, unchanged)."""
+    def holds(self, path: str, file_hash: str | None = None) -> bool:
+        """Whether this version of this note waits here (read by an earlier pass, unchanged); with
+        no `file_hash`, whether any version does (so the note may be opened to compare)."""
         index = self._index
         try:
             return index is not None and index.holds(doc_id(path), file_hash)

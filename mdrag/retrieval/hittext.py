@@ -9,7 +9,7 @@ from mdrag import keys
 from mdrag.errors import DocumentError
 from mdrag.milvus import clip_bytes
 from mdrag.notes.document import decode_text
-from mdrag.notes.pathtext import to_fs
+from mdrag.notes.regular import read_regular
 
 if TYPE_CHECKING:
     from mdrag.retrieval.search import Candidate
@@ -47,9 +47,8 @@ def attach_texts(rows: Iterable[Candidate], fallback: Fallback) -> None:
 def note_text(path: str, file_hash: str) -> str | None:
     """The note's decoded text when its bytes still hash to `file_hash`, else None."""
     try:
-        with open(to_fs(path), "rb") as handle:
-            data = handle.read()  # whatever its size: the hash decides
-    except OSError:
+        data = read_regular(path)  # whatever its size: the hash decides; never a FIFO's wait
+    except DocumentError:
         return None
     if keys.file_hash(data) != file_hash:
         return None

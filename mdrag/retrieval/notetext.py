@@ -7,8 +7,9 @@ from mdrag.answers import NoteText, ResolvedLink
 from mdrag.catalog import Catalog
 from mdrag.errors import DocumentError, NotFoundError
 from mdrag.milvus import PendingKeywords
-from mdrag.notes.document import decode_text, read_bytes
+from mdrag.notes.document import decode_text
 from mdrag.notes.links import LinkResolver
+from mdrag.notes.regular import read_regular
 
 MAX_NOTE_BYTES = 5_000_000  # as index.max_file_mb's default: a preview of more helps nobody
 
@@ -17,13 +18,16 @@ def note_text(path: str, catalog: Catalog, waiting: PendingKeywords | None = Non
     """The note's text as it is on disk now, whether the index holds that version (`fresh`), and
     each link it makes with the indexed note it resolves to (None when broken).
 
-    Only an indexed note is read, or one a first index read ahead of the model that is still as
-    it was read (`waiting`, status `pending`): the operation never becomes a way to read any file."""
+    Only an indexed note is opened, or one a first index read ahead of the model (`waiting`,
+    status `pending`) and still as it was read: the operation never becomes a way to read any file,
+    nor to wait on one (a FIFO, a device: see notes/regular)."""
     record = catalog.get(path)
-    if record is None and waiting is None:
+    if record is None and (waiting is None or not waiting.holds(path)):
         raise NotFoundError(f"{path} is not an indexed note")
     try:
-        data = read_bytes(path, MAX_NOTE_BYTES)
+        data = read_regular(path, MAX_NOTE_BYTES)
+        if len(data) > MAX_NOTE_BYTES:
+            raise DocumentError(f"over {MAX_NOTE_BYTES / 1e6:g} MB; too large to preview")
         text = decode_text(data)
     except DocumentError as exc:
         if record is None:

@@ -36,6 +36,7 @@ STARTUP_WAIT_S = 120.0  # how long a request waits for a starting daemon
 INDEX_HOLD_WAIT_S = 60.0  # how long start-up waits for a command that holds the index
 WRITER_THREAD = "mdrag-writer"
 PROGRESS_STREAM_S = 0.5  # and to a client that asked for progress (reindex --stream)
+REQUESTS_STOP_WAIT_S = 5.0  # how long a stop waits for requests in hand before closing the index
 
 
 class _StopDuringStartup(BaseException):
@@ -130,7 +131,11 @@ class Daemon:
         finally:
             self.server.stop()
             if self._running is not None:
-                with self.gate.exclusive():  # never under a reopen or a request still running
+                # Never under a reopen or a request still running, but never held up for ever by
+                # one that does not end (stopped for: a request may not keep the daemon alive).
+                with self.gate.exclusive(timeout=REQUESTS_STOP_WAIT_S) as alone:
+                    if not alone:
+                        logger.warning("closing the index under requests still running after the stop")
                     self._running.service.close()
             self.notifier.close()
             logger.info("stopped")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -40,17 +41,25 @@ class Gate:
                 self._cond.notify_all()
 
     @contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self, timeout: float | None = None) -> Iterator[bool]:
+        """Alone with the store: yields True. With `timeout` (a stopping daemon), after that many
+        seconds it goes on beside the shared holders still in (yields False), new ones held back."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        alone = True
         with self._cond:
             self._waiting += 1
             try:
                 while self._exclusive or self._shared:
-                    self._cond.wait()
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        alone = False
+                        break
+                    self._cond.wait(left)
             finally:
                 self._waiting -= 1
             self._exclusive = True
         try:
-            yield
+            yield alone
         finally:
             with self._cond:
                 self._exclusive = False
