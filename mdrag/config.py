@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mdrag import configcache
+from mdrag import configcache, trust
 from mdrag.errors import ConfigError
 
 SEARCH_MODES = ("hybrid", "dense", "keyword")
@@ -35,11 +35,8 @@ def default_milvus_uri() -> str:
 
 
 def default_socket_path() -> str:
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "mdrag", "mdrag.sock")
-    # Without a login session's runtime dir, a per-user directory under /tmp (made 0700).
-    return f"/tmp/mdrag-{os.getuid()}/mdrag.sock"
+    # In $XDG_RUNTIME_DIR when usable, else /tmp/mdrag-UID (made 0700): one rule for every process.
+    return trust.default_socket_path()
 
 
 def default_cache_dir() -> Path:

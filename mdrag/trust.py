@@ -17,9 +17,51 @@ import stat
 import struct
 from pathlib import Path
 
-from mdrag.errors import UnsafePathError
+from mdrag.errors import ConfigError, UnsafePathError
 
 _FIX = "remove it, or set XDG_RUNTIME_DIR (or server.socket_path) to a folder of your own"
+
+
+def default_socket_path() -> str:
+    """The socket when the config names none: in $XDG_RUNTIME_DIR when that is a folder of this
+    user's own that it may write, else in /tmp/mdrag-UID, as without a login session. A tmux
+    session outliving its login keeps an XDG_RUNTIME_DIR that logind has removed: `serve` died
+    there making a folder it may not. `serve` and every client read this one rule, so they agree."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or ""
+    if runtime_dir_problem(runtime) is None:
+        return os.path.join(runtime, "mdrag", "mdrag.sock")
+    return f"/tmp/mdrag-{os.getuid()}/mdrag.sock"
+
+
+def runtime_fallback(socket_path: str) -> str | None:
+    """What to log when the socket went to /tmp/mdrag-UID because $XDG_RUNTIME_DIR, though set,
+    cannot hold it; None otherwise (unset, usable, or a socket path the config names)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or ""
+    problem = runtime_dir_problem(runtime)
+    if not runtime or problem is None or socket_path != default_socket_path():
+        return None
+    return f"XDG_RUNTIME_DIR={runtime} {problem}; the socket is {socket_path} instead (clients look there)"
+
+
+def runtime_dir_problem(runtime: str) -> str | None:
+    """Why $XDG_RUNTIME_DIR (`runtime`) cannot hold the socket's folder, or None when it can."""
+    if not runtime:
+        return "is not set"
+    if not os.path.isabs(runtime):
+        return "is not an absolute path"
+    try:
+        info = os.stat(runtime)
+    except FileNotFoundError:
+        return "does not exist (a login session that has ended?)"
+    except OSError as exc:
+        return f"cannot be looked at ({exc.strerror or exc})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder"
+    if info.st_uid != os.getuid():
+        return f"is owned by uid {info.st_uid}, not by you"
+    if not os.access(runtime, os.W_OK | os.X_OK):
+        return "is not writable by you"
+    return None
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -36,11 +78,16 @@ def check_folder(folder: Path, create: bool = False) -> bool:
     check raises UnsafePathError saying what is wrong and how to fix it.
     """
     if create:
-        folder.parent.mkdir(parents=True, exist_ok=True)
         try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
             os.mkdir(folder, 0o700)  # the umask can only take bits away: never more than 0700
         except FileExistsError:
             pass
+        except OSError as exc:  # a folder above that is gone, or not ours to write
+            raise ConfigError(
+                f"cannot make the socket folder {folder}: {exc.strerror or exc}; set server.socket_path "
+                "(or XDG_RUNTIME_DIR) to a folder you may write"
+            ) from None
     try:
         # O_NOFOLLOW: a symbolic link is refused, never followed into someone else's folder.
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

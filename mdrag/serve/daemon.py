@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from mdrag import indexlock
+from mdrag import indexlock, trust
 from mdrag.answers import DaemonStatus, Freshness, Live, Pong, ProgressSnapshot, StartingAnswer, StatusAnswer
 from mdrag.config import Config
 from mdrag.errors import ConfigError, StoreError, StoreLockedError
@@ -89,6 +89,8 @@ class Daemon:
     def run(self) -> int:
         """Serve until SIGTERM or SIGINT; returns the exit code."""
         self.server.claim()  # fail fast, before the model loads, if another daemon runs
+        if fallback := trust.runtime_fallback(str(self.server.path)):
+            logger.warning("{}", fallback)
         # SIGHUP (the terminal closed, or `kill -HUP`) stops it cleanly as well: there is no reload.
         # Under `nohup` SIGHUP is ignored on purpose, and stays so.
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
