@@ -14,8 +14,11 @@ import pytest
 
 HERE = Path(__file__).resolve().parent.parent / "bench" / "data" / "vaults"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-VAULTS = ("powershell", "eips", "otel", "tldr", "hugo")
-SEALED_FOLDERS = {"otel", "hugo"}  # never fitted on: every question is in the test split
+VAULTS = ("powershell", "eips", "otel", "tldr", "hugo", "obsidian-dev", "obsidian-hub")
+# Never fitted on: every question is in the test split. The two Obsidian vaults are the kind of
+# folder (file names as titles, aliases, hub pages) the others are not (#57).
+SEALED_FOLDERS = {"otel", "hugo", "obsidian-dev", "obsidian-hub"}
+FORMS = ("natural", "keyword", "identifier")  # a question without a form is a natural one
 KINDS = {"answerable", "reverse", "neighbour", "absent-detail", "off-vault"}
 
 
@@ -37,11 +40,20 @@ def test_each_vault_has_questions_with_a_kind_a_split_and_a_third_unanswerable(v
     for query in queries:
         assert query["text"].strip() and query["kind"] in KINDS and query["split"] in ("train", "test")
         assert query["answerable"] == (query["kind"] == "answerable")
+        assert query.get("form", "natural") in FORMS
     assert 3 * sum(not q["answerable"] for q in queries) >= len(queries)
 
 
+@pytest.mark.parametrize("vault", ["obsidian-dev", "obsidian-hub"])
+def test_the_obsidian_vaults_ask_in_every_form_with_near_misses_in_each(vault):
+    queries = load_queries(vault)
+    for form in FORMS:
+        asked = [q for q in queries if q["form"] == form]
+        assert len(asked) >= 15 and any(not q["answerable"] for q in asked), form
+
+
 def test_the_sealed_split_holds_a_whole_folder_and_at_least_150_questions_of_the_four():
-    four = [q for vault in VAULTS if vault != "hugo" for q in load_queries(vault)]
+    four = [q for vault in ("powershell", "eips", "otel", "tldr") for q in load_queries(vault)]
     assert sum(q["split"] == "test" for q in four) >= 150
     for vault in SEALED_FOLDERS:
         assert {q["split"] for q in load_queries(vault)} == {"test"}
