@@ -136,6 +136,7 @@ def world(tmp_path_factory, elsewhere) -> Iterator[World]:
 @pytest.fixture(scope="module")
 def serving(world) -> World:
     """The same, with the daemon running."""
+    world.serving()
     return world
 
 
@@ -345,10 +346,10 @@ def test_a_page_on_another_port_receives_nothing_that_opens_a_note(world, elsewh
 # ---- class 3: hostile headers cost the user's search nothing -------------------------------------
 
 
-def _search_seconds(world: World) -> float:
+def _search_seconds(world: World, timeout: float = 60) -> float:
     started = time.perf_counter()
-    status, text = get(world.port, f"/{world.key}/results?q=who+trims+the+wick", timeout=60)
-    assert status == 200 and "lamp.md" in text
+    status, text = get(world.port, f"/{world.key}/results?q=who+trims+the+wick", timeout=timeout)
+    assert status == 200 and "lamp.md" in text, (status, text[-500:])
     return time.perf_counter() - started
 
 
@@ -425,7 +426,10 @@ def test_connections_held_open_never_lock_the_user_out_and_are_closed(world, cap
     try:
         started = time.monotonic()
         for i in range(PAGE_FDS + 100):  # more than the page may open files
-            sock = socket.create_connection(("127.0.0.1", world.port), timeout=10)
+            try:
+                sock = socket.create_connection(("127.0.0.1", world.port), timeout=3)
+            except TimeoutError:
+                break  # the page accepts no more: the user is locked out too (asserted below)
             if i % 3 == 1:
                 sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1")  # half a request, never finished
             elif i % 3 == 2:
@@ -434,7 +438,11 @@ def test_connections_held_open_never_lock_the_user_out_and_are_closed(world, cap
             if i % 50 == 0:
                 most = max(most, _sockets_of(world.page.pid))
         opened_s = time.monotonic() - started
-        answered_s = _search_seconds(world)  # a connection of the user's, while they hold theirs
+        try:
+            answered_s = _search_seconds(world, timeout=10)  # the user's own, while they hold theirs
+        except TimeoutError:
+            answered_s = float("inf")
+        assert answered_s < 3.0, f"the user's search did not answer beside {len(held)} held connections"
         dribble = socket.create_connection(("127.0.0.1", world.port), timeout=10)
         held.append(dribble)
         dribbled_at = time.monotonic()
@@ -462,7 +470,6 @@ def test_connections_held_open_never_lock_the_user_out_and_are_closed(world, cap
             f"the user's search answered in {answered_s * 1000:.0f} ms; all closed {closed_s:.1f} s after "
             f"the first; one sent a byte each 0.5 s closed after {dribble_s:.1f} s"
         )
-    assert answered_s < 3.0
     assert not open_after, f"{len(open_after)} held connections still open"
     assert dribbled and dribble_s < 9
     assert most < PAGE_FDS * 3 // 4  # bounded, well inside its file descriptors

@@ -37,6 +37,6 @@ class PageClient(DaemonClient):
                 paths.use_roots(pong.get("roots") or ())
                 self.roots_known = True
             return super().call(op, timeout, on_progress, **params)
-        except ServerNotRunningError:
+        except ServerNotRunningError as exc:
             self.roots_known = False  # the next daemon may serve other roots
-            raise ServerNotRunningError(NO_DAEMON) from None
+            raise ServerNotRunningError(f"{NO_DAEMON} ({exc})") from None

@@ -28,7 +28,7 @@ from mdrag.ui.app import build_app
 from mdrag.ui.guard import MAX_HEAD_BYTES
 
 IDLE_S = 5.0  # to send a whole request head, from the connection or from the last answer
-BACKLOG = 64  # also how many connections one wake of the server accepts before any is served
+BACKLOG = 64  # also how many connections one wake of the server accepts, before any is served or closed
 
 
 def connection_bound() -> int:
