@@ -281,17 +281,18 @@ def test_the_pages_key_is_on_no_command_line_and_another_user_reaches_no_note(wo
         _, errors = ui.communicate(timeout=15)
         seen, _ = watcher.communicate("", timeout=60)
     watched = json.loads(seen)
-    # The browser was given a private file, not the address: it opened the page through it.
+    # The other user watched the whole run, the browser included: they never saw the key, and
+    # whatever they tried with what they saw opened no note.
+    assert any(str(browser) in line for line in watched["lines"]), "the watch missed the browser"
+    assert not [t for t in watched["tried"] if t[2]], f"another user opened the note: {watched['tried']}"
+    assert not [line for line in watched["lines"] if key in line]
+    assert watched["tried"] and watched["files"]
+    assert all(text == "PermissionError" for text in watched["files"].values()), watched["files"]
+    # The browser was given a private file, not the address, and opened the page through it.
     assert opened["argv"] == [Path(launch_file).as_uri()] and key not in opened["argv"][0]
     assert opened["mode"] == 0o600 and opened["folder_mode"] == 0o700
     assert opened["status"] == 200 and opened["page"]
     assert not Path(launch_file).exists(), "the launch file outlived the page"
-    # The other user watched the whole run, the browser included, and never saw the key.
-    assert any(str(browser) in line for line in watched["lines"]), "the watch missed the browser"
-    assert not [line for line in watched["lines"] if key in line]
-    assert watched["files"] and all(text == "PermissionError" for text in watched["files"].values())
-    # Whatever they tried, with whatever they saw, opened no note.
-    assert watched["tried"] and not [t for t in watched["tried"] if t[2]], watched["tried"]
     assert "Traceback" not in errors
 
 
