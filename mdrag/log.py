@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from loguru import logger
+
+from mdrag.termtext import visible
+
+if TYPE_CHECKING:
+    from loguru import Record
 
 _FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} {level: <7} {name}: {message}"
 _JOURNAL_FORMAT = "{level: <7} {name}: {message}"
@@ -15,6 +21,8 @@ def configure_logging(level: str = "INFO") -> None:
     import os
 
     logger.remove()
+    # A line may name a note or quote what it holds: its controls reach no terminal, shown as ?.
+    logger.configure(patcher=_clean_message)
     under_journald = bool(os.environ.get("JOURNAL_STREAM"))
     logger.add(
         sys.stderr,
@@ -23,3 +31,7 @@ def configure_logging(level: str = "INFO") -> None:
         backtrace=False,
         diagnose=False,
     )
+
+
+def _clean_message(record: Record) -> None:
+    record["message"] = visible(record["message"])

@@ -20,7 +20,7 @@ HOMES = {
     "watchdog": {"index/watcher.py"},
     "markdown_it": {"notes/sections.py", "notes/links.py", "ui/render.py"},
     "frontmatter": {"notes/document.py"},
-    "click": {"cli/main.py", "cli/explore.py"},
+    "click": {"cli/main.py", "cli/explore.py", "cli/output.py"},
     "tqdm": {"cli/route.py"},
     "pathspec": {"notes/scanner.py"},
     "mcp": {"cli/mcp_server.py"},

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from mdrag.cli.paths import shown, typed
+from mdrag.cli.output import Styled, say, say_json
+from mdrag.cli.paths import shown, typed, visible
 from mdrag.cli.route import command_config, open_route
 from mdrag.errors import QueryError
 from mdrag.params import MAX_DRAFT_CHARS
@@ -34,7 +34,7 @@ def run(ctx: click.Context, op: str, **params: Any) -> Any:
 def emit(result: object, as_json: bool) -> bool:
     """Print `result` as JSON when asked; True when done."""
     if as_json:
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        say_json(result)
     return as_json
 
 
@@ -79,9 +79,9 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
     if emit(result, as_json):
         return
     if not result["results"]:
-        click.echo(f"No similar notes (none scores {result.get('floor', 40)} or more).")
+        say(f"No similar notes (none scores {result.get('floor', 40)} or more).")
     for item in result["results"]:
-        click.echo(f"{item['score']:>3}  {item['tier']:<15} {shown(item['path'])}")
+        say(f"{item['score']:>3}  {item['tier']:<15} {shown(item['path'])}")
 
 
 @click.command()
@@ -103,23 +103,21 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
     for group in groups:
         notes = group["notes"]
         if len(notes) > 2:
-            click.echo(
-                f"{group['best_score']:>3}  {len(notes)} notes, each {min_score}+ with another of them:"
-            )
+            say(f"{group['best_score']:>3}  {len(notes)} notes, each {min_score}+ with another of them:")
         else:
-            click.echo(f"{group['best_score']:>3}  {shown(notes[0])}")
+            say(f"{group['best_score']:>3}  {shown(notes[0])}")
             notes = notes[1:]
         for path in notes[:GROUP_SHOWN]:
-            click.echo(f"     {shown(path)}")
+            say(f"     {shown(path)}")
         if len(notes) > GROUP_SHOWN:
-            click.echo(f"     … and {len(notes) - GROUP_SHOWN} more (--json lists them)")
+            say(f"     … and {len(notes) - GROUP_SHOWN} more (--json lists them)")
     if not result.get("complete", True):
-        click.echo("(the scan stopped at its limit of candidate pairs; raise --min-score to see them all)")
+        say("(the scan stopped at its limit of candidate pairs; raise --min-score to see them all)")
     total = result["total_pairs"]
     summary = f"({total} pair{'s' * (total != 1)} at {min_score} or above"
     if len(groups) != total:
         summary += f", in {len(groups)} group{'s' * (len(groups) != 1)}"
-    click.echo(summary + ")")
+    say(summary + ")")
 
 
 @click.command()
@@ -134,11 +132,11 @@ def related(ctx: click.Context, note: str, k: int, as_json: bool) -> None:
         return
     for item in result["related"]:
         score = f"  ({item['score']}, {item['tier']})" if item["score"] is not None else ""
-        click.echo(f"{', '.join(item['relations']):<28} {shown(item['path'])}{score}")
+        say(f"{', '.join(item['relations']):<28} {shown(item['path'])}{score}")
     for link in result["broken_links"]:
-        click.echo(click.style(f"broken link, line {link['line']}: {link['target']}", fg="red"))
+        say(Styled(f"broken link, line {link['line']}: {link['target']}", fg="red"))
     if not result["related"] and not result["broken_links"]:
-        click.echo("Nothing related.")
+        say("Nothing related.")
 
 
 @click.group(invoke_without_command=True)
@@ -155,11 +153,11 @@ def gaps(ctx: click.Context, status: str | None, as_json: bool) -> None:
     if emit(result, as_json):
         return
     if not result["gaps"]:
-        click.echo("No knowledge gaps recorded.")
+        say("No knowledge gaps recorded.")
     for gap in result["gaps"]:
         maybe = gap["possibly_addressed_by"]
         hint = f"  (maybe answered by {shown(maybe)})" if maybe and gap["status"] == "open" else ""
-        click.echo(f"{gap['count']:>4}x  {gap['status']:<9} {gap['query']}{hint}")
+        say(f"{gap['count']:>4}x  {gap['status']:<9} {gap['query']}{hint}")
 
 
 @gaps.command("resolve")
@@ -177,7 +175,7 @@ def resolve_gap(ctx: click.Context, query: str, status: str, as_json: bool) -> N
     """Mark the gap recorded for QUERY as addressed (or deferred, or open again)."""
     gap: Gap = run(ctx, "gap_status", query=query, status=status)
     if not emit(gap, as_json):
-        click.echo(f"{gap['query']}: {gap['status']}")
+        say(f"{gap['query']}: {gap['status']}")
 
 
 @click.command()
@@ -206,10 +204,13 @@ def context(
     )
     if not emit(result, as_json):
         if not result["sources"]:
-            click.echo(f"# No context: {result['message'] or 'nothing matched'}.", err=True)
+            say(f"# No context: {result['message'] or 'nothing matched'}.", err=True)
         else:
-            click.echo(f"Notes relevant to: {result['query']}\n")
-            click.echo(result["context"])
+            say(f"Notes relevant to: {result['query']}\n")
+            text = result["context"]
+            for source in result["sources"]:  # a cited name's controls as ?, never dropped to another name
+                text = text.replace(source["path"], visible(source["path"]))
+            say(text)
     if not result["sources"]:
         nothing_to_give()
 

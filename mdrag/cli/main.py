@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -18,6 +17,7 @@ import click
 
 from mdrag import __version__
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg
+from mdrag.cli.output import Link, Styled, say, say_json
 from mdrag.cli.paths import shown, typed
 from mdrag.cli.route import (
     command_config,
@@ -26,10 +26,11 @@ from mdrag.cli.route import (
     progress_bar,
 )
 from mdrag.errors import MdragError, QueryError
-from mdrag.notes.opener import add_uris, editor_argv, file_uri, hyperlink, hyperlinks_wanted, run_editor
+from mdrag.notes.opener import add_uris, editor_argv, run_editor
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import explain_lines, nothing_line, related_line, results_line
-from mdrag.retrieval.excerpt import excerpt, render
+from mdrag.retrieval.excerpt import excerpt, marked
+from mdrag.termtext import visible
 
 if TYPE_CHECKING:
     # the wire's shapes, for the type checker: building ~40 TypedDicts costs each search process ~3 ms
@@ -96,15 +97,15 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     with open_route(config, quiet=as_json, create=True) as route, progress_bar(quiet=as_json) as show:
         report = route.reindex(absolute, force, rebuild, show)
     if as_json:
-        click.echo(json.dumps(report, indent=2))
+        say_json(report, ascii_only=True)
         return
-    click.echo(
+    say(
         f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}, "
         f"deleted {report['deleted']}, failed {len(report['failed'])}; "
         f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
     )
     for failure in report["failed"]:
-        click.echo(f"  failed {shown(failure['file_path'])}: {failure['error']}")
+        say(f"  failed {shown(failure['file_path'])}: {failure['error']}")
 
 
 @cli.command()
@@ -173,12 +174,12 @@ def search(
             asked = dataclasses.replace(asked, path_prefix=typed(path_prefix))
         response = route.search(asked, wait_fresh)  # a local index is as fresh as it gets
     if as_json:
-        click.echo(json.dumps(add_uris(dict(response)), indent=2, ensure_ascii=False))
+        say_json(add_uris(dict(response)))
     else:
         indexing = response.get("indexing")
         if indexing and response["results"]:
             # Beside the hits; with nothing to give, the reason says how far indexing is.
-            click.echo(click.style(search_banner(indexing), fg="yellow"))
+            say(Styled(search_banner(indexing), fg="yellow"))
         if response["results"]:
             _print_hits(response)
         else:
@@ -220,7 +221,7 @@ def _open_hit(ctx: click.Context, response: SearchAnswer, n: int, print_only: bo
     line = (hit.get("snippet") or {}).get("start_line") or hit["start_line"]
     argv = editor_argv(hit["file_path"], line, ctx.obj["config"].open_command)
     if print_only:
-        click.echo("\n".join(argv))
+        say("\n".join(visible(word, keep="") for word in argv))
         return
     try:
         code = run_editor(argv, wait=True)
@@ -233,75 +234,61 @@ def _open_hit(ctx: click.Context, response: SearchAnswer, n: int, print_only: bo
 def _print_hits(response: SearchAnswer) -> None:
     results = response["results"]
     if not results:
-        click.echo(nothing_line(response))
+        say(nothing_line(response))
         related = response.get("related") or []
         for hit in related:  # close under the bar: hits to look at, not an answer
             _print_hit(hit, "yellow")
         if related:
-            click.echo(f"({related_line(response)})")
+            say(f"({related_line(response)})")
         else:
             _print_closest(response.get("closest") or [])
         _print_dropped(response)
         return
     for hit in results:
         _print_hit(hit, "green")
-    click.echo(f"({results_line(response)})")
+    say(f"({results_line(response)})")
     _print_dropped(response)
 
 
 def _print_hit(hit: Hit, colour: str) -> None:
     heading = hit["heading_path"] or hit["metadata"].get("title", "")
-    click.echo(
-        _style(f"{hit['confidence_score']:.3f}", fg=colour)
-        + _link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"])
-        + (_style(f"  {heading}", fg="cyan") if heading else "")
-        + (_style("  (found by its words; not indexed for meaning yet)", dim=True) if _waiting(hit) else "")
+    # Editors open `path:line`; a terminal that draws OSC 8 links opens the note on a click.
+    say(
+        Styled(f"{hit['confidence_score']:.3f}", fg=colour),
+        "  ",
+        Link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"]),
+        Styled(f"  {heading}" if heading else "", fg="cyan"),
+        Styled("  (found by its words; not indexed for meaning yet)" if _waiting(hit) else "", dim=True),
     )
     explain = hit.get("explain")
     for line in explain_lines(explain) if explain else []:
-        click.echo("       " + line)
-    click.echo("       " + _snippet_line(hit))
+        say("       " + line)
+    say("       ", *_snippet_parts(hit))
 
 
 def _waiting(hit: Hit) -> bool:
     return bool(hit["metadata"].get("waiting"))  # absent from an older daemon's hits
 
 
-def _snippet_line(hit: Hit) -> str:
+def _snippet_parts(hit: Hit) -> list[str | Styled]:
     """The window that matched, on one line around the query's words, marked bold on a terminal."""
     shown_part = hit.get("snippet")
     if shown_part is None:  # a daemon from before snippets: the section, under its heading line
         text = hit["section_text"]
         shown_part = {"text": text.partition("\n")[2] if text.startswith("#") else text, "highlights": []}
     text, spans = excerpt(shown_part["text"], [(a, b) for a, b in shown_part["highlights"]])
-    if not _colour():
-        return text
-    return render(text, spans, lambda word: click.style(word, bold=True, fg="yellow"))
-
-
-def _colour() -> bool:
-    """Colour and bold only for a person at a terminal, and not when NO_COLOR asks for none."""
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _link(text: str, path: str) -> str:
-    """Two spaces, then `text` (editors open path:line), a clickable link to the note on a
-    terminal that draws OSC 8 links."""
-    return "  " + (hyperlink(text, file_uri(path)) if hyperlinks_wanted() else text)
-
-
-def _style(text: str, **style: Any) -> str:
-    return click.style(text, **style) if _colour() else text
+    return marked(text, spans, lambda word: Styled(word, bold=True, fg="yellow"))
 
 
 def _print_closest(closest: list[ClosestNote]) -> None:
     """Never a bare "nothing": the nearest notes, so a user sees what the index does hold."""
     for note in closest:
         heading = f"  {note['heading_path']}" if note["heading_path"] else ""
-        click.echo(
-            _style(f"{note['score']:.3f}", fg="yellow")
-            + _link(shown(note["path"]), note["path"])
-            + _style(heading, fg="cyan")
+        say(
+            Styled(f"{note['score']:.3f}", fg="yellow"),
+            "  ",
+            Link(shown(note["path"]), note["path"]),
+            Styled(heading, fg="cyan"),
         )
 
 
@@ -310,9 +297,9 @@ def _print_dropped(response: SearchAnswer) -> None:
     if not explain:
         return
     dropped = explain["dropped_by_threshold"]
-    click.echo(f"below the threshold {explain['threshold']}: {len(dropped)} candidates")
+    say(f"below the threshold {explain['threshold']}: {len(dropped)} candidates")
     for c in dropped[:10]:
-        click.echo(
+        say(
             f"  {c['score']:.3f} (similarity {c['similarity']})  {shown(c['file_path'])}"
             f"  (score rank {c['score_rank']})"
         )
@@ -327,7 +314,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     with open_route(config, quiet=True) as route:
         report = route.status()
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        say_json(report)
         return
     _print_status(report)
 
@@ -337,8 +324,8 @@ def _print_status(report: StatusAnswer | StartingAnswer) -> None:
 
     if is_starting(report):
         starting = report["daemon"]
-        click.echo(f"daemon:    starting (pid {starting['pid']}, up {_duration(starting['uptime_s'])})")
-        click.echo(f"state:     {starting['loading']}; what the index holds is shown once it is open")
+        say(f"daemon:    starting (pid {starting['pid']}, up {_duration(starting['uptime_s'])})")
+        say(f"state:     {starting['loading']}; what the index holds is shown once it is open")
         return
     _print_index_status(cast("StatusAnswer", report))  # not starting: the whole answer
 
@@ -346,18 +333,18 @@ def _print_status(report: StatusAnswer | StartingAnswer) -> None:
 def _print_index_status(report: StatusAnswer) -> None:
     daemon = report.get("daemon")
     if daemon:
-        click.echo(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
-        click.echo(f"state:     {_state(daemon)}")
-        click.echo(f"queue:     {daemon['queue_depth']} pending")
+        say(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
+        say(f"state:     {_state(daemon)}")
+        say(f"queue:     {daemon['queue_depth']} pending")
         indexing = daemon.get("indexing")
         if indexing:
-            click.echo(f"progress:  {progress_line(indexing)}")
+            say(f"progress:  {progress_line(indexing)}")
     else:
-        click.echo("daemon:    not running (read the index directly)")
-    click.echo(f"roots:     {', '.join(report['roots']) or '(none configured)'}")
+        say("daemon:    not running (read the index directly)")
+    say(f"roots:     {', '.join(report['roots']) or '(none configured)'}")
     for away in report.get("unavailable_roots") or []:
-        click.echo(
-            click.style(
+        say(
+            Styled(
                 f"           UNAVAILABLE: {away['root']} ({away['reason']}); "
                 f"its {away['notes_kept']} note(s) are kept until it returns",
                 fg="yellow",
@@ -365,42 +352,36 @@ def _print_index_status(report: StatusAnswer) -> None:
         )
     unshown = report.get("unshown")
     if unshown:
-        click.echo(
-            click.style(
+        say(
+            Styled(
                 f"           NOT SHOWN: {unshown['notes']} note(s) whose search rows were lost, until "
                 f"they can be read again (e.g. {shown(unshown['example'])})",
                 fg="yellow",
             )
         )
     docs = report["documents"]
-    click.echo(
-        f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")"
-    )
-    click.echo(f"sections:  {report['sections']}")
+    say(f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")")
+    say(f"sections:  {report['sections']}")
     if report.get("open_gaps"):
-        click.echo(f"gaps:      {report['open_gaps']} open (`mdrag gaps` lists them)")
+        say(f"gaps:      {report['open_gaps']} open (`mdrag gaps` lists them)")
     last = report.get("last_indexed_at")
-    click.echo(
-        f"last indexed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last)) if last else 'never'}"
-    )
-    click.echo(f"model:     {report['model']}")
+    say(f"last indexed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last)) if last else 'never'}")
+    say(f"model:     {report['model']}")
     store = report["store"]
     shards = store.get("shards", 1)
-    click.echo(f"store:     {store['uri']}" + (f" ({shards} shards)" if shards > 1 else ""))
+    say(f"store:     {store['uri']}" + (f" ({shards} shards)" if shards > 1 else ""))
     if daemon and not daemon.get("store_available", True):
-        click.echo(
-            click.style(f"           UNAVAILABLE: {daemon['store_error']} (changes are queued)", fg="red")
-        )
+        say(Styled(f"           UNAVAILABLE: {daemon['store_error']} (changes are queued)", fg="red"))
     if daemon and daemon.get("index_full"):
-        click.echo(click.style(f"           FULL: {daemon['index_full']}", fg="red"))
+        say(Styled(f"           FULL: {daemon['index_full']}", fg="red"))
     if report["failed"]:
-        click.echo(f"failed files ({len(report['failed'])}):")
+        say(f"failed files ({len(report['failed'])}):")
         for failure in report["failed"]:
-            click.echo(f"  {shown(failure['file_path'])}: {failure['error']}")
+            say(f"  {shown(failure['file_path'])}: {failure['error']}")
     if report.get("warnings"):
-        click.echo(f"warnings ({len(report['warnings'])}):")
+        say(f"warnings ({len(report['warnings'])}):")
         for warning in report["warnings"]:
-            click.echo(f"  {shown(warning['file_path'])}: {warning['warning']}")
+            say(f"  {shown(warning['file_path'])}: {warning['warning']}")
 
 
 def _state(daemon: DaemonStatus) -> str:
@@ -491,16 +472,16 @@ def main() -> None:
     try:
         code = cli.main(standalone_mode=False)  # click returns an Exit's code here
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
+        say("Aborted.", err=True)
         sys.exit(130)
     except click.exceptions.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except QueryError as exc:  # an argument out of its limits (-k 0, an empty query): a usage error
-        click.echo(f"Error: {exc}", err=True)
+        say(f"Error: {visible(str(exc))}", err=True)  # it may name a file: its controls as ?
         sys.exit(2)
     except MdragError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        say(f"Error: {visible(str(exc))}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

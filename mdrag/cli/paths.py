@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from mdrag import termtext
+
 _roots: list[str] = []  # the roots of the index this command reads, longest first
 
 
@@ -33,9 +35,15 @@ def typed(path: str) -> str:
 def shown(path: str) -> str:
     """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under no
     root is shown relative to the working directory when under it, else as it is. Text output
-    only: `--json` keeps absolute paths for scripts."""
+    only: `--json` keeps absolute paths for scripts. A control character in a name shows as `?`,
+    as `ls` shows it: never sent to the terminal, nor dropped to show another file's name."""
     for root in _roots:
         if path.startswith(root + os.sep) and os.path.basename(root):
-            return os.path.join(os.path.basename(root), path[len(root) + 1 :])
+            return visible(os.path.join(os.path.basename(root), path[len(root) + 1 :]))
     cwd = os.getcwd() + os.sep
-    return path[len(cwd) :] if path.startswith(cwd) else path
+    return visible(path[len(cwd) :] if path.startswith(cwd) else path)
+
+
+def visible(path: str) -> str:
+    """`path` with each control character as `?` (a name's escape shows, and goes nowhere)."""
+    return termtext.visible(path, keep="")

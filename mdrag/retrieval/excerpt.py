@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
+
+Mark = TypeVar("Mark")
 
 EXCERPT_CHARS = 240  # what the text output shows of a window
 
@@ -62,8 +65,14 @@ def _best_start(flat: str, spans: list[tuple[int, int]], width: int) -> int:
 
 
 def render(text: str, spans: list[tuple[int, int]], mark: Callable[[str], str]) -> str:
-    """The text with each span passed through `mark` (bold on a terminal)."""
-    out, last = [], 0
+    """The text with each span passed through `mark`."""
+    return "".join(marked(text, spans, mark))
+
+
+def marked(text: str, spans: list[tuple[int, int]], mark: Callable[[str], Mark]) -> list[str | Mark]:
+    """The text in pieces, each span's passed through `mark` (a bold part on a terminal)."""
+    out: list[str | Mark] = []
+    last = 0
     for a, b in sorted(spans):
         if a < last:
             continue
@@ -71,4 +80,4 @@ def render(text: str, spans: list[tuple[int, int]], mark: Callable[[str], str]) 
         out.append(mark(text[a:b]))
         last = b
     out.append(text[last:])
-    return "".join(out)
+    return out
