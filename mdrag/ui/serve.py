@@ -32,10 +32,11 @@ BACKLOG = 64  # also how many connections one wake of the server accepts, before
 
 
 def connection_bound() -> int:
-    """How many connections the page keeps open: a quarter of its file descriptors, at most 256
-    (the rest are for the daemon's socket, the static files and the server itself)."""
+    """How many connections the page keeps open: an eighth of its file descriptors, at most 256
+    (the rest are for the BACKLOG a wake of the server accepts before any is closed, the
+    daemon's socket, the static files and the server itself)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return max(8, min(256, soft // 4)) if soft != resource.RLIM_INFINITY else 256
+    return max(8, min(256, soft // 8)) if soft != resource.RLIM_INFINITY else 256
 
 
 class BoundedH11(H11Protocol):
@@ -127,7 +128,7 @@ def serve(route: Route, config: Config, open_browser: bool, port: int = 0) -> No
             timeout_keep_alive=int(IDLE_S),
             timeout_graceful_shutdown=2,
             backlog=BACKLOG,
-            log_level="warning",
+            log_level="error",  # not a warning per malformed request: anyone can send those
             access_log=False,  # the log would hold every address, and so the key
             server_header=False,
         )
