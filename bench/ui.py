@@ -42,10 +42,9 @@ def measure(work: harness.Work, count: int) -> dict[str, Any]:
             url = page.stdout.readline().split(": ", 1)[1].strip()
             browser = Browser()
             driver = browser.driver
-            driver.get(url)  # the token, swapped for a cookie
             loads = []
             for _ in range(5):
-                driver.get(url.split("/?")[0] + "/")
+                driver.get(url)  # the address as printed: the key is its first segment
                 loads.append(
                     driver.execute_script("return performance.getEntriesByType('navigation')[0].loadEventEnd")
                 )
