@@ -33,10 +33,15 @@ class PageClient(DaemonClient):
     ) -> Any:
         try:
             if not self.roots_known and op != "ping":
-                pong = super().call("ping", timeout=CONNECT_TIMEOUT_S)
-                paths.use_roots(pong.get("roots") or ())
-                self.roots_known = True
-            return super().call(op, timeout, on_progress, **params)
+                self._take_roots(super().call("ping", timeout=CONNECT_TIMEOUT_S))
+            answer = super().call(op, timeout, on_progress, **params)
+            if op == "ping":
+                self._take_roots(answer)
+            return answer
         except ServerNotRunningError as exc:
             self.roots_known = False  # the next daemon may serve other roots
             raise ServerNotRunningError(f"{NO_DAEMON} ({exc})") from None
+
+    def _take_roots(self, pong: dict[str, Any]) -> None:
+        paths.use_roots(pong.get("roots") or ())
+        self.roots_known = True
