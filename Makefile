@@ -48,9 +48,11 @@ run: install-run
 check: lint compose-tool
 	$(PY) -m pytest -q -m "not slow and not server"
 
-# CI: lint, then every test (the real model, Milvus Lite and server, daemon processes).
+# CI: lint, then every test (the real model, Milvus Lite and server, daemon processes), in three
+# pytest-xdist workers: the suite mostly waits on the processes it starts (tests/conftest.py keeps
+# the Milvus server's tests, and a module's tests sharing a daemon, in one worker).
 test: lint compose-tool browser-tool
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n 3 --durations=25
 
 # The compose file is validated by Debian's docker-compose (no Docker engine needed).
 compose-tool:

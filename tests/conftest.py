@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 # The suite never touches the real home: HOME and every XDG dir point into one temporary home
 # for the whole session, set before anything imports mdrag (its defaults read them). This
@@ -26,9 +27,40 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bundled model must never need the network
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # The leak guard counts every process of its process group as its own (a killed daemon's
+    # Lite servers stay in it): pytest-xdist's workers share the controller's, so each takes one of
+    # its own, or one worker would end another's processes.
+    os.setpgrp()
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     mark_by_what_tests_start(items)
+
+
+# `make test` runs the suite in pytest-xdist workers (it waits on processes far more than it
+# computes). What must not be split between them: the Milvus server's tests (one server on fixed
+# ports), and a module's tests that share a module-scoped fixture (a daemon started once). Every
+# other test goes wherever a worker is free. (xdist's own `loadgroup` marks do not reach its
+# scheduler under pytest 9: the node ids it suffixes are not the ones reported.)
+MODULES_SHARING_FIXTURES = frozenset(
+    path.name for path in Path(__file__).parent.glob("test_*.py") if 'scope="module"' in path.read_text()
+)
+SERVER_TEST = re.compile(r"\[server[\]-]")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedWhereNeeded(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if SERVER_TEST.search(nodeid) or module.endswith("test_milvus_server.py"):
+                return "the Milvus server"
+            return module if Path(module).name in MODULES_SHARING_FIXTURES else nodeid
+
+    return SharedWhereNeeded(config, log)
 
 
 # Where ONNX Runtime keeps its telemetry (device id, events for upload) unless mdrag turns it off.

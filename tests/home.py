@@ -56,13 +56,17 @@ def isolate_home() -> Path:
     in from the real cache when there is one (read, never written), so a session need not
     export it again.
     """
-    if os.environ.get("MDRAG_TEST_HOME"):  # already isolated (a pytest run inside a test)
+    # A pytest run inside a test shares its parent's home; a pytest-xdist worker (which inherits
+    # the controller's environment) makes one of its own, so no two workers share an index path.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if os.environ.get("MDRAG_TEST_HOME") and os.environ.get("MDRAG_TEST_HOME_WORKER", "") == worker:
         return Path(os.environ["MDRAG_TEST_HOME"])
     # A short path under /tmp: the runtime dir holds unix sockets (~107 bytes at most).
     home = Path(tempfile.mkdtemp(prefix="mdh", dir="/tmp"))
     _created.append(home)
     os.environ["MDRAG_TEST_REAL_HOME"] = str(REAL_HOME)
     os.environ["MDRAG_TEST_HOME"] = str(home)
+    os.environ["MDRAG_TEST_HOME_WORKER"] = worker
     os.environ["HOME"] = str(home)
     for variable, relative in XDG_HOMES.items():
         (home / relative).mkdir(parents=True, exist_ok=True)
