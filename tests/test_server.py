@@ -111,7 +111,9 @@ def test_many_concurrent_clients_are_all_answered(server):
     client = DaemonClient(str(server.path))
     results: list[object] = []
     threads = [
-        threading.Thread(target=lambda i=i: results.append(client.call("search", query=f"q{i}", wait_fresh=0.2)))
+        threading.Thread(
+            target=lambda i=i: results.append(client.call("search", query=f"q{i}", wait_fresh=0.2))
+        )
         for i in range(40)
     ]
     started = time.monotonic()
