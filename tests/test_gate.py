@@ -61,3 +61,25 @@ def test_a_reopen_waits_for_the_requests_in_hand_and_new_requests_wait_for_it():
     for thread in threads:
         thread.join(5)
     assert events == ["request done", "reopen", "reopen done", "late request"]
+
+
+def test_a_stopping_daemon_waits_for_a_request_that_never_ends_only_as_long_as_it_said():
+    gate = Gate()
+    inside = threading.Event()
+    never = threading.Event()
+
+    def stuck_request() -> None:
+        with gate.shared():
+            inside.set()
+            never.wait(30)
+
+    in_thread(stuck_request)
+    assert inside.wait(5)
+    started = time.monotonic()
+    with gate.exclusive(timeout=0.3) as alone:
+        waited = time.monotonic() - started
+        assert not alone  # it goes on beside the request still in
+    assert 0.3 <= waited < 2
+    never.set()
+    with gate.exclusive(timeout=5) as alone:
+        assert alone

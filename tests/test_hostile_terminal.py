@@ -166,3 +166,13 @@ def test_a_no_color_pipe_gets_no_escape_at_all_and_json_stays_exact(daemon):
     hits = json.loads(answer.stdout)["results"]
     assert any(CLIPBOARD.strip("\x07") in hit["heading_path"] for hit in hits)  # exact, escaped by JSON
     assert "\x1b" not in answer.stdout and "\x9b" not in answer.stdout
+
+
+def test_the_cleaning_drops_each_sequence_whole_and_keeps_tabs_newlines_and_plain_text():
+    from mdrag.termtext import clean, json_safe, visible
+
+    assert clean(f"a{CLIPBOARD}b{TITLE}c{CLEAR}d{HIDDEN}e{C1}f{BELL}g\r\nh\ti") == "abcdefg\nh\ti"
+    assert clean("unterminated \x1b]0;title\nnext line") == "unterminated \nnext line"
+    assert clean("café — ok") == "café — ok"
+    assert visible("a\x1b[2J\n.md") == "a?[2J\n.md" and visible("a\n.md", keep="") == "a?.md"
+    assert json.loads(json_safe(json.dumps("x\x9by", ensure_ascii=False))) == "x\x9by"

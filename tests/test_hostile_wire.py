@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from mdrag.cli.client import DaemonClient
-from mdrag.errors import NotFoundError
+from mdrag.errors import NotFoundError, QueryError
 from mdrag.params import OPERATIONS
 from mdrag.protocol import MAX_REQUEST_BYTES
 from tests.conftest import write
@@ -361,3 +361,18 @@ def test_fifos_and_devices_named_as_notes_answer_at_once_and_the_daemon_then_sto
     started = time.monotonic()
     assert daemon.stop(signal.SIGTERM, timeout=30) == 0
     assert time.monotonic() - started < 10
+
+
+def test_the_depth_scan_reads_strings_as_text_and_takes_linear_time():
+    from mdrag.protocol import MAX_REQUEST_DEPTH, decode_request
+
+    inside = json.dumps({"v": 1, "op": "search", "params": {"query": "[" * 900 + '"\\\\'}}).encode()
+    assert decode_request(inside)[1]["query"].startswith("[[[")
+    started = time.monotonic()
+    for line in (b'"\\"' * 300_000 + b"[" * 40, b"[]" * 500_000, b'"' + b'\\"[' * 300_000):
+        with pytest.raises(QueryError):
+            decode_request(line)
+    assert time.monotonic() - started < 2
+    nested = b"[" * MAX_REQUEST_DEPTH + b"]" * MAX_REQUEST_DEPTH
+    with pytest.raises(QueryError, match="must be a JSON object"):  # deep enough, not too deep
+        decode_request(nested)

@@ -182,6 +182,7 @@ def state_files(home: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def readme_env():
     home = Path(tempfile.mkdtemp(prefix="mdr", dir="/tmp"))  # short: the socket lives under it
+    (home / "run").mkdir(mode=0o700)  # as a login session's: one that is not there is not used
     env = {k: v for k, v in os.environ.items() if not k.startswith("MDRAG_") or k.startswith("MDRAG_TEST_")}
     env.update(
         XDG_DATA_HOME=str(home / "data"),
