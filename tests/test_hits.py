@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -131,21 +133,25 @@ def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_th
         upgraded.close()
 
 
-def test_marks_are_bold_only_on_a_terminal_without_no_color(monkeypatch):
+def _said_snippet(hit, capsys) -> str:
     from mdrag.cli import main as cli
+    from mdrag.cli.output import say
 
+    say(*cli._snippet_parts(hit))
+    return capsys.readouterr().out.rstrip("\n")
+
+
+def test_marks_are_bold_only_on_a_terminal_without_no_color(monkeypatch, capsys):
     hit = {"snippet": {"text": "use restore now", "highlights": [[4, 11]]}}
-    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
-    assert "\x1b[1m" in cli._snippet_line(hit)
+    assert "\x1b[1m" in _said_snippet(hit, capsys)
     monkeypatch.setenv("NO_COLOR", "1")
-    assert cli._snippet_line(hit) == "use restore now"
+    assert _said_snippet(hit, capsys) == "use restore now"
     monkeypatch.delenv("NO_COLOR")
-    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: False, raising=False)
-    assert cli._snippet_line(hit) == "use restore now"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
+    assert _said_snippet(hit, capsys) == "use restore now"
 
 
-def test_a_hit_from_a_daemon_without_snippets_shows_its_section_under_the_heading():
-    from mdrag.cli import main as cli
-
-    assert cli._snippet_line({"section_text": "## Head\n\nbody  text"}) == "body text"
+def test_a_hit_from_a_daemon_without_snippets_shows_its_section_under_the_heading(capsys):
+    assert _said_snippet({"section_text": "## Head\n\nbody  text"}, capsys) == "body text"
