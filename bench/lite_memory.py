@@ -7,7 +7,7 @@ Each collection (a primary key and one vector column) is created in a fresh Milv
 of its own, filled with random vectors, and its server's resident set read before and after; then
 SEARCHES searches (30 nearest, FLAT) are timed, median in ms. Milvus Lite
 keeps a collection as one growing segment whose fixed-size columns are allocated 32,768 rows at
-a time, so the cost moves in steps, not per row (docs/design.md, "Where Milvus Lite's memory
+a time, so the cost moves in steps, not per row (docs/design/milvus.md, "Where Milvus Lite's memory
 goes"). Takes about a minute.
 """
 

@@ -158,8 +158,8 @@ was due (the 13x run above measured one). The goals are the 5x ones, shown for c
 
 KEYWORD_METHOD = """\
 The measurement that chose the keyword index (schema 5, when the store's keyword search was Milvus
-Lite's BM25; since schema 6 it is tantivy's, see docs/design.md, "Keyword index"). A run at schema
-6 or later compares the store's keyword search, tantivy's, in the Milvus column.
+Lite's BM25; since schema 6 it is tantivy's, see docs/design/notes-to-vectors.md, "Data model").
+A run at schema 6 or later compares the store's keyword search, tantivy's, in the Milvus column.
 `python -m bench.keyword_engines --scale 5 --lite-work DIR`
 puts every row of each judged set's eval index into SQLite FTS5 and tantivy and asks each the
 daemon's keyword query for every judged question (100 rows; the note ranking is each note's best

@@ -162,7 +162,7 @@ def _database_files(uri: str) -> list[Path]:
 # Milvus Lite scans a collection on one core and runs one request at a time per database, so
 # one database leaves every other core idle during a search. Each shard is a database of its own
 # with its own server, and a search asks them all at once: on 2 cores two shards answer a few ms
-# faster than one at 100k sections, for one more server's memory (~90 MB; docs/design.md, "Two
+# faster than one at 100k sections, for one more server's memory (~90 MB; docs/design/milvus.md, "Two
 # shards on Milvus Lite").
 LITE_SHARDS = 2
 

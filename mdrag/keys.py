@@ -12,8 +12,8 @@ import hashlib
 
 KEY_HEX = 32  # a key's length in hex digits (128 bits): the id columns hold 64 at most
 # A vector row's key is 64 bits, so Milvus keeps it as an INT64 primary key: a VARCHAR one cost
-# Milvus Lite ~0.3 KB of memory a row more (docs/design.md, "Data model"). Two rows of a vault
-# of a million share one with a chance of about 3 in 100 million.
+# Milvus Lite ~0.3 KB of memory a row more (docs/design/notes-to-vectors.md, "Data model"). Two
+# rows of a vault of a million share one with a chance of about 3 in 100 million.
 ROW_KEY_HEX = 16
 
 

@@ -211,3 +211,18 @@ def test_the_milvus_public_face_is_what_the_architecture_allows():
 
     assert set(mdrag.milvus.__all__) == PUBLIC_MILVUS
     assert all(getattr(mdrag.milvus, public) for public in PUBLIC_MILVUS)
+
+
+DESIGN_PAGE_LINES = 250  # a design page is read at one sitting
+
+
+def test_the_design_is_split_into_pages_short_enough_to_read_and_the_index_names_each():
+    docs = PACKAGE.parent / "docs"
+    index = (docs / "design.md").read_text()
+    pages = sorted((docs / "design").glob("*.md"))
+    assert pages
+    for page in [docs / "design.md", *pages]:
+        lines = page.read_text().count("\n")
+        assert lines <= DESIGN_PAGE_LINES, f"{page.name}: {lines} lines (at most {DESIGN_PAGE_LINES})"
+    for page in pages:
+        assert f"(design/{page.name})" in index, f"docs/design.md does not link {page.name}"

@@ -6,7 +6,7 @@ thread per model call. glibc gives each thread an arena of its own (up to 8 per 
 keeps each arena's free top, up to 64 MB once large blocks have come and gone, while
 `malloc_trim` hands back only the main arena's top; so a daemon kept most of its first index's
 peak for its whole life. With every thread on the main arena it gives it back (figures:
-docs/design.md, "Memory after indexing"; `python -m bench.first_serve`). Elsewhere than glibc
+docs/design/daemon.md, "Memory after indexing"; `python -m bench.first_serve`). Elsewhere than glibc
 both calls do nothing.
 """
 

@@ -73,7 +73,8 @@ class OnnxRunner:
     Each text is a run of its own. The int8 model quantizes a run's activations together, so a
     text run beside others got another vector than alone or as a query (cosine down to 0.985 on
     real sections) and moved whenever its companions did; alone, a text always gets the same
-    vector, and real sections embed as fast (bench numbers in docs/design.md, "Model back-ends").
+    vector, and real sections embed as fast (bench numbers in docs/design/notes-to-vectors.md,
+    "Model back-ends").
     A call's runs go several at once, one per lane (a core), each on one thread: one run on two
     threads kept both cores busy only ~65% of its time (the small operators between the matrix
     products run on one); two single-threaded runs side by side embed ~1.15x the texts/s of one

@@ -295,7 +295,7 @@ def allocator_settings() -> dict[str, str]:
     MALLOC_* variables do nothing to it). Without a background thread jemalloc returns freed
     pages to the system only while the process goes on allocating, so a server that idles after
     loading an index or absorbing bulk writes (a daemon's, for weeks) keeps part of what those
-    freed (docs/design.md, "Engine", has the figures). A MALLOC_CONF of the user's own is left
+    freed (docs/design/milvus.md, "Engine", has the figures). A MALLOC_CONF of the user's own is left
     as it is.
     """
     return {} if "MALLOC_CONF" in os.environ else {"MALLOC_CONF": LITE_ALLOCATOR}
