@@ -127,7 +127,7 @@ def thread_names(pid: int) -> set[str]:
 def test_each_lite_server_gives_back_what_it_frees(tmp_path, monkeypatch):
     # The engine's allocator is jemalloc, which without its background thread purges freed pages
     # only while the process allocates: an idle server kept what loading and bulk writes freed
-    # (docs/design.md, "Engine"). The settings must reach every server, a twin's included,
+    # (docs/design/milvus.md, "Engine"). The settings must reach every server, a twin's included,
     # and take effect: jemalloc names the purging thread it starts.
     from mdrag.milvus.store import Store
 
