@@ -5,7 +5,7 @@ the web, a vault shared by a colleague); printed raw, an OSC 52 in them writes t
 OSC 0 the window's title, a CSI 2J clears the screen, an SGR 8 hides what follows and a carriage
 return writes over a line. So every escape sequence (CSI, OSC, DCS, SOS, PM, APC, and the 8-bit
 C1 forms) goes whole, payload and all, and every other control character but the tab and the
-newline goes too. A `--json` answer is not passed through here: JSON escapes its own.
+newline goes too, with Unicode's bidirectional overrides (they reorder what a line shows). A `--json` answer is not passed through here: JSON escapes its own.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ _SEQUENCE = re.compile(
     r"|\x1b[ -/]*[0-~]",  # any other escape: two or three characters
     re.MULTILINE,
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
-_CONTROL_OR_LAYOUT = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Unicode's bidirectional embeddings, overrides and isolates reorder what follows them on screen
+# ("Trojan Source"): a name `evil\u202egnp.md` shows as `evildm.png`. They go like controls.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}]")  # C0 but tab and newline, DEL, C1
+_CONTROL_OR_LAYOUT = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
 
 
 def clean(text: str) -> str:

@@ -174,5 +174,9 @@ def test_the_cleaning_drops_each_sequence_whole_and_keeps_tabs_newlines_and_plai
     assert clean(f"a{CLIPBOARD}b{TITLE}c{CLEAR}d{HIDDEN}e{C1}f{BELL}g\r\nh\ti") == "abcdefg\nh\ti"
     assert clean("unterminated \x1b]0;title\nnext line") == "unterminated \nnext line"
     assert clean("café — ok") == "café — ok"
+    # Bidirectional overrides and isolates (Trojan Source) would show `evildm.png` for this name.
+    assert clean("evil\u202egnp.md \u2066x\u2069") == "evilgnp.md x"
+    assert visible("evil\u202egnp.md") == "evil?gnp.md"
+    assert clean("עברית and عربي") == "עברית and عربي"  # right-to-left text itself is kept
     assert visible("a\x1b[2J\n.md") == "a?[2J\n.md" and visible("a\n.md", keep="") == "a?.md"
     assert json.loads(json_safe(json.dumps("x\x9by", ensure_ascii=False))) == "x\x9by"
