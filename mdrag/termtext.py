@@ -5,7 +5,8 @@ the web, a vault shared by a colleague); printed raw, an OSC 52 in them writes t
 OSC 0 the window's title, a CSI 2J clears the screen, an SGR 8 hides what follows and a carriage
 return writes over a line. So every escape sequence (CSI, OSC, DCS, SOS, PM, APC, and the 8-bit
 C1 forms) goes whole, payload and all, and every other control character but the tab and the
-newline goes too, with Unicode's bidirectional overrides (they reorder what a line shows). A `--json` answer is not passed through here: JSON escapes its own.
+newline goes too, with Unicode's bidirectional overrides (they reorder what a line shows). A
+`--json` answer is not passed through here: JSON escapes its own.
 """
 
 from __future__ import annotations
