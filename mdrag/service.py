@@ -22,6 +22,7 @@ from mdrag import __version__, indexlock, private
 from mdrag.answers import (
     ContextPack,
     DuplicatesAnswer,
+    FailedNote,
     IndexStatus,
     Live,
     RelatedAnswer,
@@ -462,13 +463,25 @@ class Service:
         logger.info("switched to the rebuilt index")
         return report
 
+    def _failed(self) -> list[FailedNote]:
+        """Notes that failed, with their reasons, then places the scan could not read (a folder
+        past the system's path length): their notes are on no list but this one."""
+        failed: list[FailedNote] = [
+            {"file_path": r.file_path, "error": r.error_message} for r in self.catalog.failed()
+        ]
+        for place, why in sorted(self.filter.unlisted.copy().items()):  # a copy: the writer scans
+            failed.append(
+                {"file_path": to_text(place), "error": f"cannot read: {why}; notes under it are not indexed"}
+            )
+        return failed
+
     def status(self) -> IndexStatus:
         unshown = sorted(self.indexer.unshown.copy())  # a copy is one step: the indexer may add to it
         return {
             "version": __version__,
             "documents": self.catalog.status_counts(),
             "sections": self.catalog.section_count(),
-            "failed": [{"file_path": r.file_path, "error": r.error_message} for r in self.catalog.failed()],
+            "failed": self._failed(),
             "warnings": [
                 {"file_path": r.file_path, "warning": r.warning} for r in self.catalog.records() if r.warning
             ],

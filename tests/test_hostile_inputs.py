@@ -6,6 +6,7 @@ import ctypes
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -547,3 +548,40 @@ def test_reindex_of_a_path_as_a_hit_shows_it_refreshes_that_note_and_deletes_not
     assert (report["updated"], report["deleted"], report["failed"]) == (1, 0, [])
     report = reindex(env, "--force", os.fsdecode(path))  # as the shell passes the real bytes
     assert (report["updated"], report["deleted"], report["failed"]) == (1, 0, [])
+
+
+def make_deep_note(top: Path, levels: int = 22, name_length: int = 200) -> Path:
+    """A note under folders nested past the system's path length (22 x 201 bytes > 4,096): made a
+    folder at a time through descriptors, as no one path to it can be opened."""
+    top.mkdir()
+    parent = os.open(top, os.O_DIRECTORY)
+    path = top
+    try:
+        for level in range(levels):
+            name = f"{level:02d}" + "d" * (name_length - 2)
+            os.mkdir(name, dir_fd=parent)
+            child = os.open(name, os.O_DIRECTORY, dir_fd=parent)
+            os.close(parent)
+            parent, path = child, path / name
+        note = os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=parent)
+        os.write(note, b"# Deep\n\nThe spelunker maps the lowest cave.\n")
+        os.close(note)
+    finally:
+        os.close(parent)
+    return path / "deep.md"
+
+
+@pytest.mark.slow
+def test_a_note_past_the_systems_path_length_is_listed_in_status_with_its_reason_until_it_is_gone(daemon):
+    top = daemon.notes / "cave"
+    deep = make_deep_note(top)
+    assert len(bytes(deep)) > os.pathconf("/", "PC_PATH_MAX")
+    assert mdrag_cli(daemon.env, "reindex", timeout=120).returncode == 0
+    failed = {f["file_path"]: f["error"] for f in daemon.status()["failed"]}
+    (place,) = [p for p in failed if p.startswith(str(top))]
+    assert "longer than the system allows" in failed[place] and "not indexed" in failed[place]
+    shown = mdrag_cli(daemon.env, "status", timeout=60)
+    assert "longer than the system allows" in shown.stdout
+    shutil.rmtree(top)  # by descriptors: no path too long for it
+    assert mdrag_cli(daemon.env, "reindex", timeout=120).returncode == 0
+    assert not [f for f in daemon.status()["failed"] if f["file_path"].startswith(str(top))]

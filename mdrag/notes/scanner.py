@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -19,6 +20,7 @@ SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 IGNORE_FILES = (".gitignore", ".mdragignore")
 OBSIDIAN_SETTINGS = (".obsidian", "app.json")  # its `userIgnoreFilters`: Settings > Files > Excluded
 RULES_CHECK_S = 1.0  # how often a folder's ignore files are looked at again for changes
+PATH_MAX = os.pathconf("/", "PC_PATH_MAX")  # the longest path the system opens, in bytes (4096)
 
 
 class FolderRules:
@@ -106,6 +108,9 @@ class NoteFilter:
         # Folders (or entries) the last scan could not read, with the reason: their notes are
         # neither listed nor gone, and the indexer keeps what it has of them.
         self.unreadable: dict[Path, str] = {}
+        # The same, kept across scans until a scan of their place reads them (`status` lists them:
+        # a folder past the system's path length holds notes nobody would otherwise hear of).
+        self.unlisted: dict[Path, str] = {}
 
     def rules(self, folder: Path, is_root: bool, fresh: bool = False) -> FolderRules:
         """A folder's rules, read again when one of its ignore files changed (checked once a
@@ -168,6 +173,8 @@ class NoteFilter:
         self.unreadable = {}
         for start in paths if paths is not None else self.roots:
             start = Path(start).expanduser().resolve()
+            for place in [p for p in self.unlisted if p == start or start in p.parents]:
+                del self.unlisted[place]  # this scan says again what it cannot read there
             if start.is_file():
                 if self.accepts(start):
                     yield start
@@ -199,7 +206,7 @@ class NoteFilter:
         except FileNotFoundError:
             return  # vanished meanwhile: its notes are gone
         except OSError as exc:
-            self.unreadable[directory] = exc.strerror or str(exc)
+            self._cannot_read(directory, exc)
             return
         for entry in entries:
             name = entry.name
@@ -217,7 +224,15 @@ class NoteFilter:
             except FileNotFoundError:
                 continue
             except OSError as exc:  # a folder listed but not searchable (r-- permissions)
-                self.unreadable[Path(entry.path)] = exc.strerror or str(exc)
+                self._cannot_read(Path(entry.path), exc)
+
+    def _cannot_read(self, place: Path, exc: OSError) -> None:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ENAMETOOLONG:
+            reason = (
+                f"its path is longer than the system allows ({len(bytes(place))} bytes, at most {PATH_MAX})"
+            )
+        self.unreadable[place] = self.unlisted[place] = reason
 
 
 def _said_out(chain: tuple[tuple[int, FolderRules], ...], path: Path, root: Path, is_dir: bool) -> bool:
