@@ -4,7 +4,7 @@
 
 200 realistic queries, three passes 15 s apart (the median pass is reported, with the min-max)
 (the example headings of the notes, "Example 3: Get the ..." without the
-"Example 3:", and cmdlet titles), seeded, each through mdrag.cli.client.DaemonClient with the
+"Example 3:", and cmdlet titles), seeded, each through mdrag.client.connection.DaemonClient with the
 daemon's default search (hybrid, top 10, threshold 0.7); latency is the client's wall time.
 Then the index grows to --sections by copies of the corpus in further folders under the root:
 section ids come from content, so their vectors are reused from the store and nothing is

@@ -40,7 +40,7 @@ from typing import Any
 
 from bench import harness, memory, query
 from bench.session import Daemon
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 
 POLL_S = 0.05

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 
 

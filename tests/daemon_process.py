@@ -13,7 +13,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 
 

@@ -21,7 +21,7 @@ HOMES = {
     "markdown_it": {"notes/sections.py", "notes/links.py", "ui/render.py"},
     "frontmatter": {"notes/document.py"},
     "click": {"cli/main.py", "cli/explore.py", "cli/output.py"},
-    "tqdm": {"cli/route.py"},
+    "tqdm": {"cli/command.py"},
     "pathspec": {"notes/scanner.py"},
     "mcp": {"cli/mcp_server.py"},
     "pydantic": {"cli/mcp_server.py"},
@@ -54,15 +54,25 @@ ROOT = "service"
 LOWER = {"notes", "embedding", "milvus"}  # what notes, models and the engine are: import only the base
 # What each wing may never import (beyond the rules for every wing below).
 NEVER = {
-    BASE: {"notes", "embedding", "milvus", "index", "retrieval", "serve", "cli", "ui", ROOT},
-    "retrieval": {"index", "serve", "cli", "ui", ROOT},  # read features never import the writer's side
-    "index": {"retrieval", "serve", "cli", "ui", ROOT},
-    "serve": {"cli", "ui"},
+    BASE: {"notes", "embedding", "milvus", "index", "retrieval", "serve", "client", "cli", "ui", ROOT},
+    "retrieval": {
+        "index",
+        "serve",
+        "client",
+        "cli",
+        "ui",
+        ROOT,
+    },  # read features never import the writer's side
+    "index": {"retrieval", "serve", "client", "cli", "ui", ROOT},
+    "serve": {"client", "cli", "ui"},
+    # Under the fronts, what they share: it reaches the daemon, or opens the index in this process.
+    "client": {"serve", "cli", "ui"},
     "cli": {"serve"},  # a front reaches the daemon over its socket; only `serve` starts one (below)
-    "ui": {"serve", "index", "milvus", "embedding", ROOT},  # the page is a client of the daemon
+    # The page is a client of the daemon, and a front beside the CLI: it shares `client`, never `cli`.
+    "ui": {"serve", "index", "milvus", "embedding", "cli", ROOT},
 }
-# Only the serving and CLI wings speak the socket protocol; the core takes `params`.
-WIRE_WINGS = {"serve", "cli"}
+# Only the daemon and the client wing speak the socket protocol; the core takes `params`.
+WIRE_WINGS = {"serve", "client"}
 # The one place a front starts the daemon itself: `mdrag serve` (lazily, inside the command).
 STARTS_THE_DAEMON = {"cli/main.py"}
 
@@ -139,7 +149,7 @@ def test_no_wing_imports_what_lies_above_it():
         assert not forbidden, f"{name(module)} imports {sorted(forbidden)}"
 
 
-def test_only_the_serving_and_cli_wings_import_the_protocol():
+def test_only_the_daemon_and_the_client_wing_import_the_protocol():
     for module in modules():
         if wing(module) not in WIRE_WINGS and name(module) != "protocol.py":
             assert "mdrag.protocol" not in imported_modules(module), f"{name(module)} imports the wire module"
@@ -148,7 +158,7 @@ def test_only_the_serving_and_cli_wings_import_the_protocol():
 def test_the_rules_see_every_module():
     """A rule by folder holds only if the folders are the wings it names: a new folder joins a rule."""
     folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
-    assert folders == LOWER | {"index", "retrieval", "serve", "cli", "ui"}
+    assert folders == LOWER | {"index", "retrieval", "serve", "client", "cli", "ui"}
 
 
 def test_nothing_outside_the_milvus_wing_imports_its_internals():
@@ -177,7 +187,7 @@ def test_importing_the_cli_loads_only_what_a_client_needs():
         "mdrag.indexlock",
         "mdrag.indexfiles",
     )
-    code = f"import sys, mdrag.cli.main, mdrag.cli.client; print([m for m in {heavy!r} if m in sys.modules])"
+    code = f"import sys, mdrag.cli.main, mdrag.client.connection; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

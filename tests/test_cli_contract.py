@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.cli import paths
 from mdrag.cli.main import main
+from mdrag.client import paths
 
 READ_COMMANDS = [
     ["search", "how do I restore the database"],
@@ -155,7 +155,7 @@ def test_serve_and_reindex_share_one_arena_before_any_thread_starts(home, monkey
         raise SystemExit(8)  # the index opened, or a daemon started, before the call
 
     monkeypatch.setattr(heap, "share_one_arena", stop_here)
-    monkeypatch.setattr("mdrag.cli.route.lock_index_for_daemon", too_late)
+    monkeypatch.setattr("mdrag.client.route.lock_index_for_daemon", too_late)
     monkeypatch.setattr("mdrag.cli.main.open_route", too_late)
     before = threading.active_count()
     assert run("serve", "--root", str(notes)) == 7

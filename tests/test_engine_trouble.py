@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import RemoteError
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, wait_until

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, mdrag_cli, stored_vector_ids, wait_until
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.params import OPERATIONS
 from mdrag.protocol import MAX_REQUEST_BYTES

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from mdrag import protocol
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import RemoteError
 from mdrag.progress import ProgressMeter, early_message, eta_text, progress_line, search_banner
 from mdrag.serve.server import SocketServer

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import RemoteError, ServerNotRunningError
 from mdrag.notes.scanner import NoteFilter
 

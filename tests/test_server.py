@@ -14,7 +14,7 @@ import time
 import pytest
 
 from mdrag import protocol
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import AlreadyRunningError, RemoteError
 from mdrag.serve.server import SocketServer
 

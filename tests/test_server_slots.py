@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mdrag.cli import client as client_module
-from mdrag.cli.client import DaemonClient
-from mdrag.cli.route import open_route
+from mdrag.client import connection as client_module
+from mdrag.client.connection import DaemonClient
+from mdrag.client.route import open_route
 from mdrag.config import Config
 from mdrag.errors import DaemonBusyError
 from mdrag.serve.server import SocketServer

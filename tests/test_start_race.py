@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 # A command that holds the index until the file argv[1] appears, then argv[2] seconds more.
 HOLDER = """
 import os, sys, time
-from mdrag.cli.route import LocalRoute
+from mdrag.client.route import LocalRoute
 from mdrag.config import load_config
 route = LocalRoute(load_config())
 print("held", flush=True)
@@ -183,8 +183,8 @@ DAEMON_HOLDER = (
 def refusal(tmp_path: Path, holder_socket: str) -> tuple[str, float, int]:
     """(the error a command gets, the seconds it took, the holder's pid) while a process holds
     the index as a daemon that will serve `holder_socket` and never answers there."""
-    from mdrag.cli import route
-    from mdrag.cli.client import DaemonClient
+    from mdrag.client import route
+    from mdrag.client.connection import DaemonClient
     from mdrag.config import Config
     from mdrag.errors import StoreLockedError
     from mdrag.indexfiles import IndexFiles
@@ -208,7 +208,7 @@ def refusal(tmp_path: Path, holder_socket: str) -> tuple[str, float, int]:
 
 
 def test_a_command_waits_for_a_starting_daemon_then_says_it_never_answered(tmp_path, monkeypatch):
-    from mdrag.cli import route
+    from mdrag.client import route
 
     monkeypatch.setattr(route, "DAEMON_START_WAIT_S", 2.0)
     error, seconds, pid = refusal(tmp_path, "")

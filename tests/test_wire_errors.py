@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mdrag import errors
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import (
     DaemonBusyError,
     MdragError,

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mdrag.cli.command import command_config
 from mdrag.cli.output import Styled, say, say_json
-from mdrag.cli.paths import shown, typed, visible
-from mdrag.cli.route import command_config, open_route
+from mdrag.client.paths import shown, typed, visible
+from mdrag.client.route import open_route
 from mdrag.errors import QueryError
 from mdrag.params import MAX_DRAFT_CHARS
 

@@ -16,15 +16,11 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from mdrag import __version__
+from mdrag.cli.command import command_config, progress_bar
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg
 from mdrag.cli.output import Link, Styled, say, say_json
-from mdrag.cli.paths import shown, typed
-from mdrag.cli.route import (
-    command_config,
-    configure_command_logging,
-    open_route,
-    progress_bar,
-)
+from mdrag.client.paths import shown, typed
+from mdrag.client.route import configure_command_logging, open_route
 from mdrag.errors import MdragError, QueryError
 from mdrag.notes.opener import add_uris, editor_argv, run_editor
 from mdrag.progress import progress_line, search_banner
@@ -70,7 +66,7 @@ def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> 
 
     heap.share_one_arena()  # before any thread starts: what indexing frees goes back to the system
     configure_logging(config.log_level)
-    from mdrag.cli.route import lock_index_for_daemon
+    from mdrag.client.route import lock_index_for_daemon
 
     lock = lock_index_for_daemon(config)  # before the heavy imports: a second writer is refused at once
     from mdrag.serve.daemon import Daemon  # heavy: loads the model and opens the index

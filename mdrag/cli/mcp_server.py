@@ -15,7 +15,7 @@ from pydantic import Field
 
 from mdrag import __version__
 from mdrag.answers import ContextPack
-from mdrag.cli.client import DaemonClient
+from mdrag.client.connection import DaemonClient
 from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
 
 Tool = TypeVar("Tool", bound=Callable[..., Any])  # a tool function, registered as it is

@@ -32,8 +32,8 @@ from mdrag.answers import (
     StatusAnswer,
     is_starting,
 )
-from mdrag.cli.paths import shown, typed
-from mdrag.cli.route import Route as IndexRoute  # not starlette's Route
+from mdrag.client.paths import shown, typed
+from mdrag.client.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
 from mdrag.errors import MdragError, NotFoundError, QueryError, ServerNotRunningError
 from mdrag.notes.opener import editor_argv, run_editor, uris

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdrag.cli import paths
-from mdrag.cli.client import CONNECT_TIMEOUT_S, DaemonClient
+from mdrag.client import paths
+from mdrag.client.connection import CONNECT_TIMEOUT_S, DaemonClient
 from mdrag.errors import ServerNotRunningError
 from mdrag.progress import OnProgress
 

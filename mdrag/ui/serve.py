@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from mdrag.cli.route import Route
+from mdrag.client.route import Route
 from mdrag.config import Config
 from mdrag.ui import launch
 from mdrag.ui.app import build_app

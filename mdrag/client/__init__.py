@@ -1,0 +1,1 @@
+"""Client: what the fronts (the CLI, the page, the MCP server) share to reach the index."""
