@@ -69,12 +69,17 @@ def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
         return []
     tags = [clip_bytes(t, 500) for t in p.document.fm_list("tags")[:MAX_TAGS]]
     rows = []
-    heading_title = _heading_title(p)
+    heading_title = _clip(_heading_title(p), 8000)
+    title = _clip(p.title, 4000)
     for ordinal, (section, sid, windows) in enumerate(zip(p.sections, p.section_ids, p.windows, strict=True)):
         positions = _window_positions(
             section, p.spans[ordinal] if ordinal < len(p.spans) else [], len(windows)
         )
-        heading_path = " > ".join(titled_path(heading_title, section.heading_path))
+        # Once a section, each part cut before it is joined: a heading of megabytes has thousands
+        # of windows, and clipping it whole for each cost the square of its length.
+        path = titled_path(heading_title, [_clip(h, 8000) for h in section.heading_path])
+        heading_path, heading = _clip(" > ".join(path), 8000), _clip(section.heading, 4000)
+        anchor = _clip(section.anchor, 1000)
         for w, text in enumerate(windows):
             window_start, window_end = positions[w]
             display = {
@@ -82,9 +87,9 @@ def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
                 "file_path": p.path,
                 "file_hash": p.file_hash,
                 "window_index": w,
-                "section_heading": clip_bytes(section.heading, 4000),
+                "section_heading": heading,
                 "heading_level": section.heading_level,
-                "heading_path": clip_bytes(heading_path, 8000),
+                "heading_path": heading_path,
                 "section_type": section.section_type,
                 "chunk_index": section.chunk_index,
                 "token_count": section.token_count,
@@ -94,8 +99,8 @@ def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
                 "window_end": window_end,
                 "start_line": section.start_line,
                 "end_line": section.end_line,
-                "anchor": clip_bytes(section.anchor, 1000),
-                "title": clip_bytes(p.title, 4000),
+                "anchor": anchor,
+                "title": title,
                 "tags": tags,
             }
             rows.append(
@@ -112,6 +117,12 @@ def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+def _clip(text: str, limit: int) -> str:
+    """clip_bytes(text, limit), looking at no more of the text than can be kept (a character is a
+    byte or more)."""
+    return clip_bytes(text[:limit], limit)
 
 
 def _heading_title(p: PreparedNote) -> str:

@@ -11,44 +11,75 @@ from urllib.parse import unquote, urlsplit
 from markdown_it.token import Token
 
 from mdrag.answers import Link
+from mdrag.notes.inline import code_spans
 from mdrag.notes.scanner import NOTE_SUFFIXES
 
 # [[target]], [[target#heading]], [[target|alias]], [[target#heading|alias]]; ![[embeds]] count too.
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
-# A code span: a backtick run, then the same-length run; anchored at run edges so a long run
-# of backticks cannot make the engine backtrack through every split of it.
-_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
 MAX_LINKS = 500  # per note: a generated index page must not make one metadata row huge
 MAX_TARGET_CHARS = 1000
 
 
-def extract_links(tokens: list[Token], first_line: int) -> list[Link]:
-    """The links a note's body makes, in order; `first_line` is the 1-based file line of the body."""
+def extract_links(tokens: Iterable[Token], first_line: int) -> list[Link]:
+    """The links a note's body makes, in order (the first MAX_LINKS); `first_line` is the 1-based
+    file line of the body. Linear in the text: each link's line is counted on from the last's."""
     links: list[Link] = []
     for token in tokens:
         if token.type != "inline" or token.map is None:
             continue  # code blocks are never inline tokens, so their [[...]] are not links
-        line = first_line + token.map[0]
-        # Code spans blanked out, not removed, so offsets still give each link's line.
-        content = _INLINE_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), token.content)
+        content = _without_code(token.content)  # blanked, not removed: offsets still give lines
+        lines = _Lines(content, first_line + token.map[0])
         for match in _WIKILINK.finditer(content):
             target, anchor, alias = (g.strip() if g else "" for g in match.groups())
             target = target.rstrip("\\")  # [[X\|alias]]: the escaped pipe of a link inside a table
             if (target or anchor) and _is_note(target):
-                links.append(
-                    _link("wikilink", target, anchor, alias, line + content.count("\n", 0, match.start()))
-                )
-        cursor = 0
+                links.append(_link("wikilink", target, anchor, alias, lines.at(match.start())))
+        lines = _Lines(content, first_line + token.map[0])
+        cursor, exhausted = 0, False
         for child in token.children or []:
             if child.type == "link_open":
-                cursor = max(content.find("](", cursor), cursor) + 1  # where this link's target sits
+                # Where this link's target sits; once no "](" is left, none is looked for again
+                # (a page of reference links would scan to its end from each).
+                found = -1 if exhausted else content.find("](", cursor)
+                exhausted = found == -1
+                cursor = max(found, cursor) + 1
                 href = str(child.attrs.get("href", ""))
                 parts = urlsplit(href)
                 if parts.scheme or parts.netloc or not parts.path or not _is_note(unquote(parts.path)):
                     continue  # web links, mailto:, same-page #anchors, images and files are not notes
-                at = line + content.count("\n", 0, cursor)
-                links.append(_link("markdown", unquote(parts.path), unquote(parts.fragment), "", at))
+                links.append(
+                    _link("markdown", unquote(parts.path), unquote(parts.fragment), "", lines.at(cursor))
+                )
+        if len(links) >= MAX_LINKS:
+            break
     return links[:MAX_LINKS]
+
+
+def _without_code(content: str) -> str:
+    """The text with each code span's characters but newlines blanked: no [[...]] in code is a link."""
+    spans = code_spans(content)
+    if not spans:
+        return content
+    parts, last = [], 0
+    for start, end in spans:
+        parts.append(content[last:start])
+        parts.append(re.sub(r"[^\n]", " ", content[start:end]))
+        last = end
+    parts.append(content[last:])
+    return "".join(parts)
+
+
+class _Lines:
+    """The file line of offsets into a text, asked in increasing order: each count goes on from the last."""
+
+    def __init__(self, text: str, first_line: int) -> None:
+        self.text, self.offset, self.line = text, 0, first_line
+
+    def at(self, offset: int) -> int:
+        if offset > self.offset:
+            self.line += self.text.count("\n", self.offset, offset)
+            self.offset = offset
+        return self.line
 
 
 def _is_note(target: str) -> bool:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import html
+import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,14 +14,15 @@ from markdown_it.token import Token
 
 from mdrag.answers import Link
 from mdrag.notes.anchors import Slugger
+from mdrag.notes.counting import TokenCounter, counted, pieces
 from mdrag.notes.document import Document
+from mdrag.notes.inline import decode_entities, split_attributes
+from mdrag.notes.lines import LineIndex
 from mdrag.notes.links import extract_links
 
 # Bump when the splitting rules change: it is part of every section_id, so a new
 # version re-embeds what it sections differently and nothing else.
 SECTIONING_VERSION = 1
-
-TokenCounter = Callable[[Sequence[str]], list[int]]
 
 _BLOCK_TYPES = {
     "paragraph_open": "paragraph",
@@ -34,13 +36,11 @@ _BLOCK_TYPES = {
     "hr": "paragraph",
 }
 _WORD = re.compile(r"\S+\s*")
-# A trailing attribute list, as Hugo (Goldmark), Pandoc, kramdown and PHP Markdown Extra write
-# it: `{#id}`, `{.class}`, `{key=val}`, `{: #id .class key="a b"}`. A brace group of other words
-# (`## Using {braces}`) is heading text and stays.
-_ATTRIBUTE = r"""(?:#[^\s{}#.]+|\.[\w-]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s"'{}]+)|-)"""
-_ATTRIBUTES = re.compile(r"\s*\{:?\s*(" + _ATTRIBUTE + r"(?:\s+" + _ATTRIBUTE + r")*)\s*\}\s*$")
-_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
+_NONBLANK = re.compile(r"\S")
+# Bounds that keep a hostile note's cost linear in its size and its memory a few times it:
+INLINE_LIMIT = 32_768  # inline markup is parsed in pieces this long (one piece holds a heading)
+WORD_RUN = 32  # words of an over-long line counted as one text
+PREFIX_CHARS = 2000  # of the heading path that leads each window (cut to half the window anyway)
 _GroupKey = tuple[str, int, tuple[str, ...], str]  # heading, level, heading path, anchor
 
 
@@ -94,160 +94,187 @@ class _Unit:
     start: int  # offsets into the file text
     end: int
     tokens: int
+    words: bool = False  # a run of words of one long line: packed whole, or word by word
 
 
 class Sectioner:
-    """Turns a note's text into sections no longer than `max_tokens` model tokens."""
+    """Turns a note's text into sections no longer than `max_tokens` model tokens.
+
+    Its cost is linear in the note and its memory a few times the note, whatever the text: the
+    markup is parsed block by block (inline markup in pieces of INLINE_LIMIT), texts are counted
+    in bounded batches, and the units a long block is cut into stream into sections as they come.
+    """
 
     def __init__(self, count_tokens: TokenCounter, max_tokens: int = 1000) -> None:
         self.count_tokens = count_tokens
         self.max_tokens = max_tokens
         self._md = MarkdownIt("commonmark").enable("table")
+        self._md.core.ruler.disable("inline")  # done here, a block at a time (see _inline)
 
     def split(self, text: str, body_offset: int = 0) -> Outline:
-        body = text[body_offset:]
-        lines = _LineIndex(text, body_offset)
-        tokens = self._md.parse(body)
-        blocks = _blocks(tokens)
+        lines = LineIndex(text, body_offset)
+        env: dict[str, object] = {}  # the link reference definitions the blocks hold
+        tokens = self._md.parse(text[body_offset:], env)
+        blocks = _blocks(tokens, lambda inline: self._plain(inline, env))
         first_h1 = next((b.heading for b in blocks if b.kind == "heading" and b.level == 1), "")
         groups = _group_by_heading(blocks)
-        # One tokenizer call per note for every block, instead of one per block.
-        ranges = [lines.chars(b.first_line, b.end_line) for g in groups for b in g[1]]
-        counts = iter(self.count_tokens([text[s:e] for s, e in ranges]))
+        # Every block counted in a few tokenizer calls per note, not one per block.
+        block_counts = counted(
+            self.count_tokens, text, (lines.chars(b.first_line, b.end_line) for g in groups for b in g[1])
+        )
         sections: list[Section] = []
-        for (heading, level, path, anchor), group in groups:
-            units = []
-            for block in group:
-                start, end = lines.chars(block.first_line, block.end_line)
-                units.extend(self._units(text, lines, block, _Unit(block.kind, start, end, next(counts))))
-            sections.extend(self._pack(text, lines, (heading, level, path, anchor), units))
-        links = extract_links(tokens, lines.first_file_line + 1)
+        for key, group in groups:
+            units = (
+                unit
+                for block in group
+                for unit in self._units(text, lines, block, _Unit(block.kind, *next(block_counts)))
+            )
+            sections.extend(self._pack(text, lines, key, units))
+        links = extract_links(self._inline(tokens, env), lines.first_file_line + 1)
         return Outline(_drop_empty(sections), first_h1, links)
 
-    def _units(self, text: str, lines: _LineIndex, block: _Block, whole: _Unit) -> list[_Unit]:
+    def _plain(self, inline: Token, env: dict[str, object]) -> str:
+        """A heading as rendered (its markup dropped); one too long to parse is taken as written."""
+        if len(inline.content) > INLINE_LIMIT:
+            return inline.content
+        return _rendered(self._md.inline.parse(inline.content, self._md, env, []))
+
+    def _inline(self, tokens: list[Token], env: dict[str, object]) -> Iterator[Token]:
+        """The inline tokens with their children, one at a time (a long one in pieces of whole
+        lines, or cut at white space), each let go once the next is asked for."""
+        for token in tokens:
+            if token.type != "inline" or token.map is None:
+                continue
+            line = token.map[0]
+            for start, end in pieces(token.content, INLINE_LIMIT):
+                piece = Token("inline", "", 0, content=token.content[start:end], map=[line, token.map[1]])
+                piece.children = self._md.inline.parse(piece.content, self._md, env, [])
+                yield piece
+                line += piece.content.count("\n")
+
+    def _units(self, text: str, lines: LineIndex, block: _Block, whole: _Unit) -> Iterator[_Unit]:
         """The block as one unit, or, when over budget, split at its natural boundaries."""
         if whole.tokens <= self.max_tokens:
-            return [whole]
+            yield whole
+            return
         parts = block.parts or [(n, n + 1) for n in range(block.first_line, block.end_line)]
-        pieces = [lines.chars(a, b) for a, b in parts]
-        pieces = [(s, e) for s, e in pieces if text[s:e].strip()]
-        counts = self.count_tokens([text[s:e] for s, e in pieces])
-        units: list[_Unit] = []
-        for (start, end), tokens in zip(pieces, counts, strict=True):
+        ranges = (lines.chars(a, b) for a, b in parts)
+        nonblank = ((s, e) for s, e in ranges if _NONBLANK.search(text, s, e))
+        for start, end, tokens in counted(self.count_tokens, text, nonblank):
             unit = _Unit(block.kind, start, end, tokens)
             if tokens <= self.max_tokens:
-                units.append(unit)
+                yield unit
             elif end - start > 0 and text.count("\n", start, end) > 0:
                 first = lines.line_of(start)
                 sub = _Block(block.kind, first, lines.line_of(end - 1) + 1, [])
-                units.extend(self._units(text, lines, sub, unit))
+                yield from self._units(text, lines, sub, unit)
             else:
-                units.extend(self._words(text, unit))
-        return units
+                yield from self._words(text, unit)
 
-    def _words(self, text: str, unit: _Unit) -> list[_Unit]:
-        """Split one over-long line between words; only a single giant word is cut inside."""
-        words = [
-            (m.start() + unit.start, m.end() + unit.start)
-            for m in _WORD.finditer(text[unit.start : unit.end])
-        ]
-        counts = self.count_tokens([text[s:e] for s, e in words])
-        units: list[_Unit] = []
-        for (start, end), tokens in zip(words, counts, strict=True):
+    def _words(self, text: str, unit: _Unit) -> Iterator[_Unit]:
+        """One over-long line in runs of WORD_RUN words, counted a run at a time (a word's pieces
+        never cross white space, so a run's count is its words' sum): a line of a million words
+        is a few thousand texts to count, and only a run that does not fit whole is counted again,
+        word by word (see _pack)."""
+        words = _WORD.finditer(text, unit.start, unit.end)
+        runs = ((run[0].start(), run[-1].end()) for run in _batched(words, WORD_RUN))
+        for start, end, tokens in counted(self.count_tokens, text, runs):
+            yield _Unit(unit.kind, start, end, tokens, words=True)
+
+    def _each_word(self, text: str, run: _Unit) -> Iterator[_Unit]:
+        """A run of words word by word; only a single giant word is cut inside."""
+        words = ((m.start(), m.end()) for m in _WORD.finditer(text, run.start, run.end))
+        for start, end, tokens in counted(self.count_tokens, text, words):
             if tokens <= self.max_tokens:
-                units.append(_Unit(unit.kind, start, end, tokens))
+                yield _Unit(run.kind, start, end, tokens)
                 continue
             # A "word" longer than the whole budget (a base64 blob, a minified line):
             # cutting it is the only way to keep every part of it in the index.
             step = max(1, (end - start) * self.max_tokens // (tokens * 2))
-            for cut in range(start, end, step):
-                piece_end = min(end, cut + step)
-                units.append(_Unit(unit.kind, cut, piece_end, self.count_tokens([text[cut:piece_end]])[0]))
-        return units
+            cuts = ((cut, min(end, cut + step)) for cut in range(start, end, step))
+            yield from (_Unit(run.kind, s, e, t) for s, e, t in counted(self.count_tokens, text, cuts))
 
-    def _pack(
-        self,
-        text: str,
-        lines: _LineIndex,
-        group: _GroupKey,
-        units: list[_Unit],
-    ) -> list[Section]:
-        heading, level, path, anchor = group
-        chunks: list[list[_Unit]] = []
-        budget = 0
-        for unit in units:
-            if chunks and budget + unit.tokens <= self.max_tokens:
-                chunks[-1].append(unit)
-                budget += unit.tokens
+    def _pack(self, text: str, lines: LineIndex, group: _GroupKey, units: Iterable[_Unit]) -> list[Section]:
+        """Units into sections of at most `max_tokens`, greedily in order, each let go once packed.
+        A run of words goes in whole where each of its words would have, else word by word."""
+        sections: list[Section] = []
+        chunk: _Chunk | None = None
+        waiting: deque[_Unit] = deque()
+        stream = iter(units)
+        while (unit := waiting.popleft() if waiting else next(stream, None)) is not None:
+            if chunk is not None and chunk.tokens + unit.tokens <= self.max_tokens:
+                chunk.add(unit)
+            elif unit.words and (chunk is not None or unit.tokens > self.max_tokens):
+                waiting.extendleft(reversed(list(self._each_word(text, unit))))
             else:
-                chunks.append([unit])
-                budget = unit.tokens
-        sections = []
-        for index, chunk in enumerate(chunks):
-            start, end = chunk[0].start, _rstrip(text, chunk[0].start, chunk[-1].end)
-            body_start = 0
-            if chunk[0].kind == "heading":
-                body_start = min(chunk[0].end, end) - start
-            sections.append(
-                Section(
-                    heading=heading,
-                    heading_level=level,
-                    heading_path=path,
-                    section_type=_dominant(chunk),
-                    chunk_index=index,
-                    start_position=start,
-                    end_position=end,
-                    start_line=lines.line_of(start) + lines.first_file_line + 1,
-                    end_line=lines.line_of(max(start, end - 1)) + lines.first_file_line + 1,
-                    text=text[start:end],
-                    body_start=body_start,
-                    token_count=sum(u.tokens for u in chunk),
-                    anchor=anchor,
-                )
-            )
+                if chunk is not None:
+                    sections.append(chunk.section(text, lines, group, len(sections)))
+                chunk = _Chunk(unit)
+        if chunk is not None:
+            sections.append(chunk.section(text, lines, group, len(sections)))
         return sections
 
 
-class _LineIndex:
-    """Maps body line numbers (markdown-it's token.map) to character offsets in the file text."""
+class _Chunk:
+    """The units packed into one section so far: where it starts and ends, its tokens, its kinds."""
 
-    def __init__(self, text: str, body_offset: int) -> None:
-        self.text = text
-        self.first_file_line = text.count("\n", 0, body_offset)
-        tail = re.finditer("\n", text[body_offset:])
-        self.starts = [body_offset] + [body_offset + m.end() for m in tail]
+    def __init__(self, first: _Unit) -> None:
+        self.first, self.end, self.tokens = first, first.end, 0
+        self.weights: dict[str, int] = {}
+        self.add(first)
 
-    def chars(self, first_line: int, end_line: int) -> tuple[int, int]:
-        start = self.starts[min(first_line, len(self.starts) - 1)]
-        end = self.starts[end_line] - 1 if end_line < len(self.starts) else len(self.text)
-        return start, max(start, end)
+    def add(self, unit: _Unit) -> None:
+        self.end = unit.end
+        self.tokens += unit.tokens
+        if unit.kind != "heading":
+            self.weights[unit.kind] = self.weights.get(unit.kind, 0) + max(unit.tokens, 1)
 
-    def line_of(self, offset: int) -> int:
-        """The body line holding a file offset (binary search over line starts)."""
-        lo, hi = 0, len(self.starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+    def section(self, text: str, lines: LineIndex, group: _GroupKey, index: int) -> Section:
+        heading, level, path, anchor = group
+        start, end = self.first.start, _rstrip(text, self.first.start, self.end)
+        head_end = self.first.end
+        if self.first.words:  # a heading cut into runs of words: its first word is its heading line
+            first_word = _WORD.match(text, start, self.first.end)
+            head_end = first_word.end() if first_word else head_end
+        body_start = min(head_end, end) - start if self.first.kind == "heading" else 0
+        return Section(
+            heading=heading,
+            heading_level=level,
+            heading_path=path,
+            section_type=max(self.weights, key=lambda k: self.weights[k]) if self.weights else "heading",
+            chunk_index=index,
+            start_position=start,
+            end_position=end,
+            start_line=lines.line_of(start) + lines.first_file_line + 1,
+            end_line=lines.line_of(max(start, end - 1)) + lines.first_file_line + 1,
+            text=text[start:end],
+            body_start=body_start,
+            token_count=self.tokens,
+            anchor=anchor,
+        )
 
 
-def _blocks(tokens: list[Token]) -> list[_Block]:
-    """The top-level blocks of the token stream, with their line ranges and split points."""
+def _blocks(tokens: list[Token], plain: Callable[[Token], str]) -> list[_Block]:
+    """The top-level blocks of the token stream, with their line ranges and split points; `plain`
+    gives a heading's inline token as rendered."""
     blocks: list[_Block] = []
     for index, token in enumerate(tokens):
         if token.map is None:
             continue
         if token.level == 0 and token.type == "heading_open":
-            inline = tokens[index + 1] if index + 1 < len(tokens) else None
-            title, anchor_id = split_attributes(" ".join((inline.content if inline else "").split()))
-            plain = split_attributes(_rendered(inline))[0]
+            inline = tokens[index + 1] if index + 1 < len(tokens) else Token("inline", "", 0)
+            title, anchor_id = split_attributes(" ".join(inline.content.split()))
             level = int(token.tag[1:])
             blocks.append(
                 _Block(
-                    "heading", token.map[0], token.map[1], [], decode_entities(title), level, plain, anchor_id
+                    "heading",
+                    token.map[0],
+                    token.map[1],
+                    [],
+                    decode_entities(title),
+                    level,
+                    split_attributes(plain(inline))[0],
+                    anchor_id,
                 )
             )
         elif token.level == 0 and token.type in _BLOCK_TYPES:
@@ -259,29 +286,9 @@ def _blocks(tokens: list[Token]) -> list[_Block]:
     return blocks
 
 
-def split_attributes(heading: str) -> tuple[str, str]:
-    """A heading's text without its trailing attribute list, and the `#id` that list names ("" if none).
-
-    A heading that is nothing but an attribute list keeps its text: an empty heading says less.
-    """
-    match = _ATTRIBUTES.search(heading)
-    if match is None or not heading[: match.start()].strip():
-        return heading, ""
-    ids = [a[1:] for a in re.findall(_ATTRIBUTE, match.group(1)) if a.startswith("#")]
-    return heading[: match.start()].rstrip(), ids[-1] if ids else ""
-
-
-def decode_entities(text: str) -> str:
-    """HTML entities (`&ndash;`, `&amp;`, `&#8212;`) as the characters they stand for, as a page
-    shows them; inside `code spans` they are literal text and stay."""
-    parts = []
-    last = 0
-    for code in _CODE_SPAN.finditer(text):
-        parts.append(_ENTITY.sub(lambda m: html.unescape(m.group()), text[last : code.start()]))
-        parts.append(code.group())
-        last = code.end()
-    parts.append(_ENTITY.sub(lambda m: html.unescape(m.group()), text[last:]))
-    return "".join(parts)
+def _batched(items: Iterator[re.Match[str]], size: int) -> Iterator[tuple[re.Match[str], ...]]:
+    while run := tuple(itertools.islice(items, size)):
+        yield run
 
 
 def titled_path(title: str, heading_path: Sequence[str]) -> list[str]:
@@ -297,10 +304,10 @@ def _same_words(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))
 
 
-def _rendered(inline: Token | None) -> str:
-    """An inline token's text as a reader sees it: link labels and code kept, markup and HTML dropped."""
+def _rendered(children: list[Token]) -> str:
+    """Inline tokens' text as a reader sees it: link labels and code kept, markup and HTML dropped."""
     parts = []
-    for child in inline.children or [] if inline else []:
+    for child in children:
         if child.type in ("text", "code_inline", "text_special"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
@@ -325,14 +332,6 @@ def _group_by_heading(blocks: list[_Block]) -> list[tuple[_GroupKey, list[_Block
         else:
             groups.append((("", 0, (), ""), [block]))
     return groups
-
-
-def _dominant(chunk: list[_Unit]) -> str:
-    weights: dict[str, int] = {}
-    for unit in chunk:
-        if unit.kind != "heading":
-            weights[unit.kind] = weights.get(unit.kind, 0) + max(unit.tokens, 1)
-    return max(weights, key=lambda k: weights[k]) if weights else "heading"
 
 
 def _drop_empty(sections: list[Section]) -> list[Section]:
@@ -368,6 +367,17 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
     inputs = []
     for section in outline.sections:
-        prefix = " > ".join(titled_path(title, section.heading_path))
+        # Each part cut first: a heading of megabytes leads every one of its sections, and joining
+        # or counting it whole for each of them cost the square of its length.
+        path = titled_path(title[:PREFIX_CHARS], [h[:PREFIX_CHARS] for h in section.heading_path])
+        prefix = _cut(" > ".join(path), PREFIX_CHARS)
         inputs.append((prefix, section.body_text or section.heading))
     return outline, title, inputs
+
+
+def _cut(text: str, limit: int) -> str:
+    """The text, or its first `limit` characters cut back to a space when it has one."""
+    if len(text) <= limit:
+        return text
+    space = text.rfind(" ", 0, limit + 1)
+    return text[: space if space > 0 else limit].rstrip()
