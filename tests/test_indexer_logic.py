@@ -7,16 +7,23 @@ real model and Milvus Lite cover the same paths end to end in test_indexer.py.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Any
 
+import numpy as np
 import pytest
 
 from mdrag import keys
 from mdrag.catalog import Catalog
 from mdrag.index.indexer import Indexer
+from mdrag.index.reading import LARGE_NOTE_BYTES, NoteReader
+from mdrag.index.rows import PreparedNote
 from mdrag.notes.scanner import NoteFilter
+from mdrag.notes.sections import Outline, Sectioner
 from tests.conftest import write
-from tests.fakes import MemoryStore
+from tests.fakes import HashingRunner, MemoryStore
+from tests.fakes import fake_embedder as make_embedder
 
 SOURDOUGH = "# Sourdough\n\nFeed the starter daily with flour and water.\n\n## Proofing\n\nLet it rise for five hours.\n"
 GIT = "# Git\n\nCreate a feature branch for every change and rebase before merging.\n"
@@ -229,3 +236,62 @@ def test_a_reconcile_indexes_the_most_recently_modified_notes_first(indexer, not
     order = [os.path.relpath(path, notes) for path in indexer.store.metadata]
     # Newest first; beta and delta were modified at the same moment: the scan's order between them.
     assert order == ["sub/epsilon.md", "beta.md", "delta.md", "gamma.md", "alpha.md"]
+
+
+class StopsAfter(HashingRunner):
+    """A model that asks its run to stop once it has embedded `texts` texts, as a save does while
+    a large note is embedded (serve/writer.py's _Turn)."""
+
+    def __init__(self, texts: int) -> None:
+        super().__init__()
+        self.texts, self.stop = texts, threading.Event()
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        vectors = super().encode(texts, batch_size)
+        if self.texts_encoded >= self.texts:
+            self.stop.set()
+        return vectors
+
+
+def test_a_large_note_that_steps_aside_is_sectioned_once_and_no_text_is_embedded_twice(notes, monkeypatch):
+    runner = StopsAfter(texts=128)
+    indexer = Indexer(make_embedder(runner=runner), MemoryStore(), Catalog(), NoteFilter([notes]))
+    split = indexer.sectioner.split
+    splits = []
+    monkeypatch.setattr(indexer.sectioner, "split", lambda *a: splits.append(1) or split(*a))
+    paragraph = " ".join(f"Soundings of the estuary reach, fathom {i}." for i in range(60))
+    large = write(notes / "estuary.md", "".join(f"## Reach {i}\n\n{paragraph}\n\n" for i in range(120)))
+    assert large.stat().st_size > LARGE_NOTE_BYTES
+    first = indexer.index_files([str(large)], cancel=runner.stop)
+    assert first.added == 0 and runner.texts_encoded >= 128  # stopped after some model batches
+    second = indexer.index_files([str(large)])
+    assert second.added == 1
+    windows = len(indexer.store.vectors)
+    assert runner.texts_encoded == windows  # what the first turn embedded was kept for the second
+    assert len(splits) == 1  # and what it read and sectioned
+
+
+def test_a_reader_of_a_large_note_waits_for_one_already_sectioning_it_and_takes_its_work(
+    fake_embedder, notes
+):
+    calls = []
+
+    class Slow(Sectioner):
+        def split(self, text: str, body_offset: int = 0) -> Outline:
+            calls.append(1)
+            time.sleep(0.3)  # a reader the last turn left behind, still at work
+            return super().split(text, body_offset)
+
+    reader = NoteReader(Slow(fake_embedder.count_tokens), fake_embedder)
+    data = ("# Big\n\n" + "A long ledger line about the harbour. " * 8000).encode()
+    notes_read = [
+        PreparedNote(path="/n/big.md", is_new=True, file_hash="h1", size=len(data)) for _ in range(2)
+    ]
+    threads = [threading.Thread(target=reader.read, args=(note, data)) for note in notes_read]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1
+    assert notes_read[0].windows == notes_read[1].windows and notes_read[1].windows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -36,6 +37,21 @@ def test_closing_the_read_ahead_stops_the_reader_thread():
     reader.close()
     assert not any(t.name == "mdrag-reader" for t in threading.enumerate())
     assert len(produced) < 20  # it stopped, rather than reading the whole corpus
+
+
+def test_read_ahead_holds_no_more_than_its_budget_of_weight_beside_the_item_in_hand():
+    produced = []
+
+    def items():
+        for i in range(50):
+            produced.append(i)
+            yield i
+
+    reader = read_ahead(items(), depth=100, weigh=lambda i: 10 if i else 100, budget=30)
+    assert next(reader) == 0  # heavier than the whole budget: it goes alone
+    time.sleep(0.3)
+    assert len(produced) <= 5  # 0 in hand, 1-3 waiting (30), 4 read and held back
+    assert list(reader) == list(range(1, 50))
 
 
 def test_a_stop_request_ends_embedding_before_the_model_loads():

@@ -50,7 +50,12 @@ def resolve_model(name: str) -> tuple[str, str]:
 
 
 class EmbedCancelled(Exception):
-    """embed() was asked to stop (between model batches); nothing it computed is returned."""
+    """embed() was asked to stop (between model batches); `done` holds the vectors it computed
+    before, by the text's index in the call, for a caller to keep."""
+
+    def __init__(self, done: dict[int, np.ndarray] | None = None) -> None:
+        super().__init__("embedding stopped")
+        self.done = done or {}
 
 
 class Embedder:
@@ -180,6 +185,8 @@ class Embedder:
         similar length, so little is padding) and run one model batch at a time, letting a
         waiting query go between batches; a set `cancel` raises EmbedCancelled between them,
         and `done` is told how many texts each batch embedded (for progress and its rate).
+        A stop keeps the batches embedded before it (EmbedCancelled.done): a large note that steps
+        aside every few seconds lost them all, and never got past its first slice.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -188,7 +195,7 @@ class Embedder:
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             if cancel is not None and cancel.is_set():
-                raise EmbedCancelled
+                raise EmbedCancelled({i: vectors[i] for i in order[:start]})
             chunk = order[start : start + self.batch_size]
             vectors[chunk] = self._encode([texts[i] for i in chunk], query=False)
             heap.give_back()

@@ -21,20 +21,14 @@ from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError
 from mdrag.index import prepass
 from mdrag.index.readahead import ReadCancelled, read_ahead
+from mdrag.index.reading import NoteReader
 from mdrag.index.roots import Roots, under
 from mdrag.index.rows import PreparedNote, store_each, store_notes
 from mdrag.milvus import CarriedVectors, PendingKeywords, Store
-from mdrag.notes.document import (
-    MAX_FILE_BYTES,
-    Document,
-    FileUnreadable,
-    FileVanished,
-    parse_document,
-    read_bytes,
-)
+from mdrag.notes.document import MAX_FILE_BYTES, FileUnreadable, FileVanished, parse_document, read_bytes
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
-from mdrag.notes.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
+from mdrag.notes.sections import Sectioner
 from mdrag.progress import ProgressMeter
 
 # Texts per write batch: the model sorts a batch by length, and the larger the batch the less
@@ -46,6 +40,7 @@ BATCH_TEXTS = 2048
 FIRST_BATCH_TEXTS = 64
 BATCH_FILES = 512  # and never more files than this per batch, so each write stays bounded
 READ_AHEAD = 256  # files read and sectioned ahead of the model by the reader thread
+READ_AHEAD_BYTES = 32_000_000  # and at most this much of their text (the one in hand aside)
 RUN_VECTORS = 100_000  # vectors one run keeps for reuse (384 float32 each: ~150 MB at most)
 
 Listener = Callable[[list[dict[str, Any]]], None]  # told of each batch's new vector rows once visible
@@ -116,6 +111,7 @@ class Indexer:
         # Which roots are there: an unavailable one's notes are kept, never taken as deleted.
         self.roots = roots or Roots(note_filter.roots, lambda root: len(catalog.paths_under(to_text(root))))
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
+        self.reader = NoteReader(self.sectioner, embedder)  # a large note is sectioned once a version
         self.listeners: list[Listener] = []
         self.max_file_bytes = max_file_bytes  # `index.max_file_mb`: larger notes are refused
         self._resume: tuple[RunVectors, set[str]] | None = None  # a stopped run's vectors, its files
@@ -204,9 +200,8 @@ class Indexer:
         run = self._resumed(present) or RunVectors(store_had_notes=len(self.catalog) > 0)
         # A reader thread reads, hashes and sections the next files while the model embeds.
         vanished: list[str] = []
-        prepared_files = read_ahead(
-            self._prepare(present, force, report, vanished, meter), READ_AHEAD, cancel
-        )
+        notes = self._prepare(present, force, report, vanished, meter)
+        prepared_files = read_ahead(notes, READ_AHEAD, cancel, lambda p: p.size, READ_AHEAD_BYTES)
         finished = False
         ahead = None
         try:
@@ -269,7 +264,7 @@ class Indexer:
             prepared.file_hash, prepared.size = keys.file_hash(data), len(data)
             if self.waiting is not None and self.waiting.holds(path, prepared.file_hash):
                 return prepass.Read(prepared, held=True)  # read by a run before this one: kept
-            self._section(prepared, parse_document(path, data, prepared.file_hash))
+            self.reader.section(prepared, parse_document(path, data, prepared.file_hash))
         except Exception:  # any failure is the model's pass to report
             return None
         return prepass.Read(prepared)
@@ -318,6 +313,7 @@ class Indexer:
 
     def remove(self, paths: list[str]) -> int:
         """Forget these files: catalog first (search stops showing them), then rows, then metadata."""
+        self.reader.done(paths)  # read by a run that stopped, maybe never written
         paths = [p for p in paths if self.catalog.get(p) is not None]
         if not paths:
             return 0
@@ -413,7 +409,7 @@ class Indexer:
                 continue
             self.catalog.mark([path], "processing")
             try:
-                self._section(prepared, parse_document(path, data, prepared.file_hash))
+                self.reader.read(prepared, data)
             except DocumentError as exc:
                 prepared.error = str(exc)
             except Exception as exc:  # a parser bug on one strange file must not stop the run
@@ -421,18 +417,6 @@ class Indexer:
                 prepared.error = f"internal error while parsing: {exc!r}"
             meter.read(prepared.text_count)
             yield prepared
-
-    def _section(self, prepared: PreparedNote, document: Document) -> None:
-        outline, title, inputs = embedding_inputs(self.sectioner, document)
-        prepared.document, prepared.sections, prepared.title = document, outline.sections, title
-        prepared.links = outline.links
-        for prefix, body in inputs:
-            lead, spans = self.embedder.window_spans(prefix, body)
-            prepared.windows.append([f"{lead}{body[start:end]}" for start, end in spans])
-            prepared.spans.append(spans)
-            prepared.section_ids.append(
-                keys.section_id(self.embedder.model_id, SECTIONING_VERSION, prefix, body)
-            )
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -467,6 +451,7 @@ class Indexer:
             else:
                 report.updated += 1
         meter.written(len(batch))
+        self.reader.done(p.path for p in batch)
         for listener in self.listeners:
             listener(written.rows)
         # 3. the old version's rows, now unreachable
@@ -548,13 +533,14 @@ class Indexer:
         # is done: a stopped run loses at most one slice.
         for start in range(0, len(missing), BATCH_TEXTS):
             part = missing[start : start + BATCH_TEXTS]
-            embedded = dict(
-                zip(
-                    part,
-                    self.embedder.embed([wanted[k] for k in part], cancel=cancel, done=meter.texts_done),
-                    strict=True,
+            try:
+                computed = self.embedder.embed(
+                    [wanted[k] for k in part], cancel=cancel, done=meter.texts_done
                 )
-            )
+            except EmbedCancelled as stop:  # what the model did before the stop waits for the next run
+                run.add({part[i]: vector for i, vector in stop.done.items()})
+                raise
+            embedded = dict(zip(part, computed, strict=True))
             vectors.update(embedded)
             run.add(embedded)
         run.add(vectors)

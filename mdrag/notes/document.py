@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ MAX_FRONTMATTER_CHARS = 64 * 1024
 MAX_FRONTMATTER_DEPTH = 64
 MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_WORD = re.compile(r"\S+")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class Document:
 
     @property
     def word_count(self) -> int:
-        return len(self.body.split())
+        """The body's words, counted without a list of them (a 5 MB note's was 50 MB)."""
+        return sum(1 for _ in _WORD.finditer(self.text, self.body_offset))
 
 
 class FileVanished(DocumentError):
