@@ -66,6 +66,9 @@ class Catalog:
         self._holders = _holders(self._records)
         self._last_indexed_at = _latest(self._records)
         self._lock = threading.Lock()
+        # Notes the index cannot hold (a path too long to open or to store), with why: failed
+        # notes that no stored row can name, so kept here alone and found again by each scan.
+        self._unheld: dict[str, str] = {}
 
     def get(self, path: str) -> FileRecord | None:
         return self._records.get(path)
@@ -133,9 +136,20 @@ class Catalog:
     def records(self) -> list[FileRecord]:
         return list(self._records.values())
 
+    def unheld(self, found: dict[str, str], scope: Iterable[str] | None = None) -> None:
+        """What a scan of `scope` (folders or notes; None: everywhere) found the index cannot
+        hold, with why: it replaces what was known there."""
+        with self._lock:
+            places = None if scope is None else {place.rstrip("/") or "/" for place in scope}
+            for path in list(self._unheld):
+                if places is None or places.intersection(_with_folders(path)):
+                    del self._unheld[path]
+            self._unheld.update(found)
+
     def status_counts(self) -> dict[str, int]:
         with self._lock:
             counts = Counter(r.status for r in self._records.values())
+            counts["failed"] += len(self._unheld)
             for path, state in self._transient.items():
                 previous = self._records.get(path)
                 if previous is not None:
@@ -157,13 +171,24 @@ class Catalog:
         return self._last_indexed_at
 
     def failed(self) -> list[FileRecord]:
+        """Every note that failed, with its reason: those recorded, and those the index cannot hold."""
+        unheld = [FileRecord(path, "", "failed", why) for path, why in self._unheld.copy().items()]
         return sorted(
-            (r for r in list(self._records.values()) if r.status == "failed"),
+            [*(r for r in list(self._records.values()) if r.status == "failed"), *unheld],
             key=lambda r: r.file_path,
         )
 
     def __len__(self) -> int:
         return len(self._records)
+
+
+def _with_folders(path: str) -> list[str]:
+    """The path and each folder above it, as stored."""
+    found = [path]
+    while (cut := path.rfind("/")) > 0:
+        path = path[:cut]
+        found.append(path)
+    return [*found, "/"]
 
 
 def _holds(record: FileRecord) -> bool:

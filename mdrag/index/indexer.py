@@ -24,6 +24,7 @@ from mdrag.index.readahead import ReadCancelled, read_ahead
 from mdrag.index.reading import NoteReader
 from mdrag.index.roots import Roots, under
 from mdrag.index.rows import PreparedNote, store_each, store_notes
+from mdrag.index.unheld import sort_out
 from mdrag.milvus import CarriedVectors, PendingKeywords, Store
 from mdrag.notes.document import MAX_FILE_BYTES, FileUnreadable, FileVanished, parse_document, read_bytes
 from mdrag.notes.pathtext import to_fs, to_text
@@ -144,6 +145,7 @@ class Indexer:
         reachable = [t for t in (self.filter.roots if scope is None else scope) if not _in(t, away)]
         # Paths as stored: valid UTF-8 whatever bytes the names hold (see pathtext).
         files = [to_text(p) for p in self.filter.scan(reachable)]
+        files = sort_out(files, map(to_text, reachable), self.catalog, report.failed, self.filter.unheld)
         seen = set(files)
         if scope is None:
             gone = [p for p in self.catalog.paths() if p not in seen]
@@ -190,7 +192,7 @@ class Indexer:
         missing = [p for p in paths if not _may_be_note(p) or not self.filter.accepts(to_fs(p))]
         report.deleted += self.remove(self._kept_while_away(missing))
         gone = set(missing)
-        present = [p for p in paths if p not in gone]
+        present = sort_out([p for p in paths if p not in gone], paths, self.catalog, report.failed)
         present = list(dict.fromkeys(present))  # read-ahead must never see one path twice
         meter = progress or ProgressMeter()
         meter.begin(len(present))

@@ -111,6 +111,9 @@ class NoteFilter:
         # The same, kept across scans until a scan of their place reads them (`status` lists them:
         # a folder past the system's path length holds notes nobody would otherwise hear of).
         self.unlisted: dict[Path, str] = {}
+        # Notes the last scan found whose path is past the system's length, with the reason: no
+        # call opens them, and no index row could name them (the indexer lists them as failed).
+        self.unheld: dict[Path, str] = {}
 
     def rules(self, folder: Path, is_root: bool, fresh: bool = False) -> FolderRules:
         """A folder's rules, read again when one of its ignore files changed (checked once a
@@ -170,7 +173,7 @@ class NoteFilter:
 
     def scan(self, paths: Iterable[Path] | None = None) -> Iterator[Path]:
         """Every accepted note under `paths` (files or directories; default: the roots)."""
-        self.unreadable = {}
+        self.unreadable, self.unheld = {}, {}
         for start in paths if paths is not None else self.roots:
             start = Path(start).expanduser().resolve()
             for place in [p for p in self.unlisted if p == start or start in p.parents]:
@@ -193,38 +196,74 @@ class NoteFilter:
                     chain.append((depth, rules))
             yield from self._walk(start, root, tuple(chain))
 
-    def _walk(
+    def _walk(self, start: Path, root: Path, chain: tuple[tuple[int, FolderRules], ...]) -> Iterator[Path]:
+        """Depth first in name order, on a stack of its own: a tree a thousand folders deep
+        overflowed Python's recursion, and the scan with it. `chain`: the rules with something to
+        say from the root down to `start`'s parent, each with its folder's depth; the walk carries
+        them so a file costs no lookups."""
+        stack = [self._enter(start, root, chain)]
+        while stack:
+            directory, chain, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
+            name, kind = entry
+            path = directory / name
+            if kind == "dir":
+                if name not in SKIPPED_DIRS and not _said_out(chain, path, root, is_dir=True):
+                    stack.append(self._enter(path, root, chain))
+            elif not _said_out(chain, path, root, is_dir=False):
+                size = len(bytes(path))
+                if size < PATH_MAX:
+                    yield path
+                else:  # listed by its folder's descriptor, but no call can open it by its path
+                    self.unheld[path] = too_long(size)
+
+    def _enter(
         self, directory: Path, root: Path, chain: tuple[tuple[int, FolderRules], ...]
-    ) -> Iterator[Path]:
-        """`chain`: the rules with something to say from the root down to `directory`'s parent,
-        each with its folder's depth; the walk carries them so a file costs no lookups."""
+    ) -> tuple[Path, tuple[tuple[int, FolderRules], ...], Iterator[tuple[str, str]]]:
         rules = self.rules(directory, is_root=directory == root, fresh=True)  # edited since the last scan?
         if rules.active:
             chain = (*chain, (len(directory.relative_to(root).parts), rules))
+        return directory, chain, iter(self._list(directory))
+
+    def _list(self, directory: Path) -> list[tuple[str, str]]:
+        """A folder's folders ("dir") and notes ("note"), in name order, hidden names left out. A
+        folder whose path is past the system's length is listed through descriptors (its notes are
+        found, to be named as failed: else nobody would hear of them)."""
+        found: list[tuple[str, str]] = []
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            fd = _open_folder(bytes(directory)) if len(bytes(directory)) >= PATH_MAX else None
         except FileNotFoundError:
-            return  # vanished meanwhile: its notes are gone
+            return found
         except OSError as exc:
             self._cannot_read(directory, exc)
-            return
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue  # hidden names cover editor droppings too: .note.md.swp, .#note.md
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    path = Path(entry.path)
-                    if name not in SKIPPED_DIRS and not _said_out(chain, path, root, is_dir=True):
-                        yield from self._walk(path, root, chain)
-                elif name.lower().endswith(NOTE_SUFFIXES) and entry.is_file():
-                    path = Path(entry.path)
-                    if not _said_out(chain, path, root, is_dir=False):
-                        yield path
-            except FileNotFoundError:
-                continue
-            except OSError as exc:  # a folder listed but not searchable (r-- permissions)
-                self._cannot_read(Path(entry.path), exc)
+            return found
+        try:
+            with os.scandir(directory if fd is None else fd) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue  # hidden names cover editor droppings too: .note.md.swp, .#note.md
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append((name, "dir"))
+                    elif name.lower().endswith(NOTE_SUFFIXES) and entry.is_file():
+                        found.append((name, "note"))
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:  # a folder listed but not searchable (r-- permissions)
+                    self._cannot_read(directory / name, exc)
+        except FileNotFoundError:
+            pass  # vanished meanwhile: its notes are gone
+        except OSError as exc:
+            self._cannot_read(directory, exc)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return found
 
     def _cannot_read(self, place: Path, exc: OSError) -> None:
         reason = exc.strerror or str(exc)
@@ -233,6 +272,34 @@ class NoteFilter:
                 f"its path is longer than the system allows ({len(bytes(place))} bytes, at most {PATH_MAX})"
             )
         self.unreadable[place] = self.unlisted[place] = reason
+
+
+def too_long(size: int) -> str:
+    """Why a note whose path is `size` bytes is not indexed."""
+    return (
+        f"its path is longer than the system allows ({size:,} bytes, at most {PATH_MAX - 1:,}), so it is "
+        "not indexed: move it to a shallower folder or shorten its folders' names"
+    )
+
+
+def _open_folder(path: bytes) -> int:
+    """A descriptor of a folder whose path is too long to open at once: opened in hops, each a
+    path under the system's length relative to the last."""
+    fd: int | None = None
+    try:
+        while len(path) >= PATH_MAX:
+            cut = path.rfind(b"/", 1, PATH_MAX - 1)
+            if cut <= 0:
+                raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+            hop = os.open(path[:cut], os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            if fd is not None:
+                os.close(fd)
+            fd, path = hop, path[cut + 1 :]
+        last = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return last
 
 
 def _said_out(chain: tuple[tuple[int, FolderRules], ...], path: Path, root: Path, is_dir: bool) -> bool:
