@@ -7,6 +7,7 @@ import logging
 import os
 import threading
 import time
+import types
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from watchdog.observers import Observer
 
 from mdrag.index.workqueue import WorkQueue
 from mdrag.notes.pathtext import to_text
-from mdrag.notes.scanner import NOTE_SUFFIXES, NoteFilter, hidden, ignore_settings_scope
+from mdrag.notes.scanner import NOTE_SUFFIXES, NoteFilter, hidden, ignore_settings_scope, walk
 
 # Quiet time after the last folder arrived before the watches are renewed (see Watcher).
 RENEW_AFTER_S = 1.0
@@ -125,6 +126,21 @@ def _count_refusals() -> None:
 
     setattr(InotifyFD, "add_callback", add_callback)  # noqa: B010 - a method replaced, as mypy allows
     setattr(InotifyFD, "_mdrag_counted", True)  # noqa: B010
+
+
+def _walk_on_a_stack() -> None:
+    """Give watchdog's inotify module an os whose walk keeps a stack of its own.
+
+    watchdog walks each new folder with os.walk to watch its subfolders, and before Python 3.12
+    os.walk recursed once a folder: a tree 1,200 folders deep overflowed it in watchdog's thread,
+    which died, and no save anywhere under that root was seen again. Patched once per process.
+    """
+    try:
+        from watchdog.observers import inotify
+    except ImportError:
+        return
+    if not isinstance(getattr(inotify, "os"), types.SimpleNamespace):  # noqa: B009
+        setattr(inotify, "os", types.SimpleNamespace(**{**vars(os), "walk": walk}))  # noqa: B010
 
 
 def watch_limit() -> int | None:
@@ -235,6 +251,7 @@ class Watcher:
         warnings.filterwarnings("ignore", message=DOUBLE_WATCH, category=RuntimeWarning)
         logging.getLogger("watchdog").addHandler(self._overflow)
         _count_refusals()
+        _walk_on_a_stack()
         self._observer.start()
         for root in self.filter.roots:  # on the running observer: a root that fails is the only one lost
             self.watch_root(root)
@@ -324,7 +341,7 @@ def _note_stats(folders: list[str]) -> dict[str, tuple[int, int]]:
     """(mtime_ns, size) of every file named like a note under these folders."""
     found: dict[str, tuple[int, int]] = {}
     for folder in folders:
-        for where, _, files in os.walk(folder):
+        for where, _, files in walk(folder):
             for name in files:
                 if name.lower().endswith(NOTE_SUFFIXES):
                     path = os.path.join(where, name)

@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import AnyStr
 
 import pathspec
 
@@ -129,18 +130,27 @@ class NoteFilter:
         self._rules[folder] = (now, cached[1], cached[2])
         return cached[2]
 
-    def _excluded(self, root: Path, relative: Path, is_dir: bool) -> bool:
-        """git's answer for `relative` (under `root`): the last rule that speaks, from the root's
-        files down to those of the path's own folder, decides."""
-        decision: bool | None = None
+    def _chain(self, root: Path, folders: tuple[str, ...]) -> tuple[tuple[int, FolderRules], ...]:
+        """The rules with something to say at the root and in each of `folders` below it, in
+        turn, each with its folder's depth (a folder's rules looked up once, not once an ancestor:
+        a note 1,200 folders deep took a minute to be accepted)."""
+        chain = []
         folder = root
-        parts = relative.parts
-        for depth in range(len(parts)):
-            said = self.rules(folder, is_root=depth == 0).verdict("/".join(parts[depth:]), is_dir)
-            if said is not None:
-                decision = said
-            folder = folder / parts[depth]
-        return bool(decision)
+        for depth in range(len(folders) + 1):
+            rules = self.rules(folder, is_root=depth == 0)
+            if rules.active:
+                chain.append((depth, rules))
+            if depth < len(folders):
+                folder = folder / folders[depth]
+        return tuple(chain)
+
+    def _left_out(self, root: Path, parts: tuple[str, ...], is_dir: bool) -> bool:
+        """As git: the path under `root` is excluded, or a folder above it is (whatever a later
+        `!pattern` says of the path)."""
+        chain = self._chain(root, parts[:-1])
+        return any(_verdict(chain, parts[:end], True) for end in range(1, len(parts))) or _verdict(
+            chain, parts, is_dir
+        )
 
     def root_of(self, path: Path) -> Path | None:
         for root in self.roots:
@@ -158,18 +168,13 @@ class NoteFilter:
             return False
         relative = path.relative_to(root)
         # Hidden names cover editor droppings too: .note.md.swp, .#note.md, .~lock files.
-        if hidden(relative.parts):
-            return False
-        # As git: a note in an excluded folder stays out, whatever a later `!pattern` says.
-        for parent in reversed(relative.parents[:-1]):
-            if self._excluded(root, parent, is_dir=True):
-                return False
-        return not self._excluded(root, relative, is_dir=False)
+        return not hidden(relative.parts) and not self._left_out(root, relative.parts, is_dir=False)
 
     def accepts_dir(self, path: Path, root: Path) -> bool:
         if hidden((path.name,)):
             return False
-        return not self._excluded(root, path.relative_to(root), is_dir=True)
+        parts = path.relative_to(root).parts
+        return not _verdict(self._chain(root, parts[:-1]), parts, is_dir=True)
 
     def scan(self, paths: Iterable[Path] | None = None) -> Iterator[Path]:
         """Every accepted note under `paths` (files or directories; default: the roots)."""
@@ -185,16 +190,11 @@ class NoteFilter:
             root = self.root_of(start)
             if root is None or not start.is_dir():
                 continue
-            relative = start.relative_to(root)
-            folders = [relative, *relative.parents[:-1]] if relative.parts else []
-            if any(not self.accepts_dir(root / folder, root) for folder in folders):
+            parts = start.relative_to(root).parts
+            if parts and (hidden(parts) or self._left_out(root, parts, is_dir=True)):
                 continue  # a folder left out (or inside one): none of its notes are
-            chain = []
-            for depth in range(len(relative.parts)):  # the rules of the folders above `start`
-                rules = self.rules(root.joinpath(*relative.parts[:depth]), is_root=depth == 0)
-                if rules.active:
-                    chain.append((depth, rules))
-            yield from self._walk(start, root, tuple(chain))
+            # The rules of the folders above `start` (its own are read as the walk enters it).
+            yield from self._walk(start, root, self._chain(root, parts[:-1]) if parts else ())
 
     def _walk(self, start: Path, root: Path, chain: tuple[tuple[int, FolderRules], ...]) -> Iterator[Path]:
         """Depth first in name order, on a stack of its own: a tree a thousand folders deep
@@ -274,6 +274,32 @@ class NoteFilter:
         self.unreadable[place] = self.unlisted[place] = reason
 
 
+def walk(top: AnyStr, followlinks: bool = False) -> Iterator[tuple[AnyStr, list[AnyStr], list[AnyStr]]]:
+    """os.walk, top-down, on a stack: before Python 3.12 it recursed once a folder, and a tree a
+    thousand folders deep overflowed it (a folder it cannot list is left out, as os.walk does)."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        folders: list[AnyStr] = []
+        files: list[AnyStr] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (folders if is_dir else files).append(entry.name)
+        yield folder, folders, files
+        for name in reversed(folders):
+            path = os.path.join(folder, name)
+            if followlinks or not os.path.islink(path):
+                stack.append(path)
+
+
 def too_long(size: int) -> str:
     """Why a note whose path is `size` bytes is not indexed."""
     return (
@@ -302,14 +328,19 @@ def _open_folder(path: bytes) -> int:
     return last
 
 
-def _said_out(chain: tuple[tuple[int, FolderRules], ...], path: Path, root: Path, is_dir: bool) -> bool:
-    """The last rule along the chain that speaks about `path` excludes it."""
-    if not chain:
-        return False
-    parts = path.relative_to(root).parts
+def _verdict(chain: tuple[tuple[int, FolderRules], ...], parts: tuple[str, ...], is_dir: bool) -> bool:
+    """Whether the last rule along the chain above the path `parts` (under the root) that speaks
+    about it excludes it."""
     decision: bool | None = None
     for depth, rules in chain:
+        if depth >= len(parts):
+            break
         said = rules.verdict("/".join(parts[depth:]), is_dir)
         if said is not None:
             decision = said
     return bool(decision)
+
+
+def _said_out(chain: tuple[tuple[int, FolderRules], ...], path: Path, root: Path, is_dir: bool) -> bool:
+    """The last rule along the chain that speaks about `path` excludes it."""
+    return bool(chain) and _verdict(chain, path.relative_to(root).parts, is_dir)
