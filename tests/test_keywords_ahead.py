@@ -390,14 +390,14 @@ def test_notes_read_ahead_stay_searchable_across_a_restart_until_the_next_run_in
         hits = _ask(reopened, f"{word} field notes")
         assert not any(h["file_path"].endswith(gone) for h in hits), (word, hits)
     sectioned_ahead: list[str] = []
-    real_section = reopened.indexer._section
+    real_section = reopened.indexer.reader.section
 
     def section(prepared, document):
         if threading.current_thread().name == "mdrag-keywords-ahead":
             sectioned_ahead.append(prepared.path)
         return real_section(prepared, document)
 
-    monkeypatch.setattr(reopened.indexer, "_section", section)
+    monkeypatch.setattr(reopened.indexer.reader, "section", section)
     monkeypatch.setattr(indexer, "READ_AHEAD", 1)  # the model's reader stays a note or two ahead
     monkeypatch.setattr(indexer, "FIRST_BATCH_TEXTS", 1)  # of a model held at its first note
     meter = ProgressMeter()
