@@ -18,7 +18,7 @@ HOMES = {
     "onnxruntime": {"embedding/runners.py", "embedding/export_model.py"},
     "tokenizers": {"embedding/embedder.py", "embedding/runners.py"},
     "watchdog": {"index/watcher.py"},
-    "markdown_it": {"notes/sections.py", "notes/links.py", "ui/render.py"},
+    "markdown_it": {"notes/sections.py", "notes/blocks.py", "notes/links.py", "ui/render.py"},
     "frontmatter": {"notes/document.py"},
     "click": {"cli/main.py", "cli/explore.py", "cli/output.py"},
     "tqdm": {"cli/command.py"},

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -98,6 +100,38 @@ def test_the_links_of_a_long_paragraph_are_found_in_time_linear_in_its_length(na
     large = min(seconds(128_000) for _ in range(3))
     print(f"\n{name}: 16 KB {small * 1000:.0f} ms, 128 KB {large * 1000:.0f} ms")
     assert large < 16 * small + 0.1  # 8 times the text: ~8 times the time, not 64
+
+
+BLOCK_HEAVY = {
+    "one-word paragraphs": lambda n: "a\n\n" * (n // 3),
+    "a list of one-word items": lambda n: "- a\n" * (n // 4),
+    "a table of one-word rows": lambda n: "| a | b |\n|---|---|\n" + "| c | d |\n" * (n // 10),
+    "a paragraph of one-word lines": lambda n: "a\n" * (n // 2),
+}
+SECTION_IN_A_PROCESS = """
+import resource, sys
+from mdrag.embedding.embedder import Embedder
+from mdrag.notes.document import parse_document
+from mdrag.notes.sections import Sectioner
+tokenizer = Embedder()
+document = parse_document("/notes/blocks.md", sys.stdin.buffer.read())
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+Sectioner(tokenizer.count_tokens, 1000).split(document.text, document.body_offset)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+"""
+
+
+@pytest.mark.parametrize("name", list(BLOCK_HEAVY))
+def test_sectioning_a_note_of_many_small_blocks_holds_a_few_times_its_size(name):
+    # markdown-it holds ~450 bytes a block or item and arrays for each line: a note of 1.6 million
+    # one-word paragraphs (4.9 MB) held 2.2 GB at once, and a list or table of them 1.4-2.3 GB.
+    text = BLOCK_HEAVY[name](400_000)
+    found = subprocess.run(
+        [sys.executable, "-c", SECTION_IN_A_PROCESS], input=text.encode(), capture_output=True, check=True
+    )
+    grown = float(found.stdout)
+    print(f"\n{name}, 400 KB: its sectioning's peak +{grown:.0f} MB")
+    assert grown < 100
 
 
 # ---- end to end through a daemon ---------------------------------------------------------------

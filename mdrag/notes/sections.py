@@ -5,41 +5,29 @@ from __future__ import annotations
 import itertools
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
 from mdrag.answers import Link
 from mdrag.notes.anchors import Slugger
-from mdrag.notes.counting import TokenCounter, counted, pieces
+from mdrag.notes.blocks import Block, Blocks
+from mdrag.notes.counting import TokenCounter, counted
 from mdrag.notes.document import Document
-from mdrag.notes.inline import decode_entities, split_attributes
+from mdrag.notes.inline import decode_entities
 from mdrag.notes.lines import LineIndex
-from mdrag.notes.links import extract_links
 
 # Bump when the splitting rules change: it is part of every section_id, so a new
 # version re-embeds what it sections differently and nothing else.
 SECTIONING_VERSION = 1
 
-_BLOCK_TYPES = {
-    "paragraph_open": "paragraph",
-    "bullet_list_open": "list",
-    "ordered_list_open": "list",
-    "table_open": "table",
-    "fence": "code_block",
-    "code_block": "code_block",
-    "blockquote_open": "paragraph",
-    "html_block": "paragraph",
-    "hr": "paragraph",
-}
 _WORD = re.compile(r"\S+\s*")
 _NONBLANK = re.compile(r"\S")
 # Bounds that keep a hostile note's cost linear in its size and its memory a few times it:
-INLINE_LIMIT = 32_768  # inline markup is parsed in pieces this long (one piece holds a heading)
 WORD_RUN = 32  # words of an over-long line counted as one text
+COUNT_BLOCKS = 512  # blocks counted at a time
 PREFIX_CHARS = 2000  # of the heading path that leads each window (cut to half the window anyway)
 _GroupKey = tuple[str, int, tuple[str, ...], str]  # heading, level, heading path, anchor
 
@@ -77,18 +65,6 @@ class Outline:
 
 
 @dataclass
-class _Block:
-    kind: str  # heading or one of _BLOCK_TYPES' values
-    first_line: int  # body lines, end exclusive
-    end_line: int
-    parts: list[tuple[int, int]]  # line ranges to split at when the block is too long
-    heading: str = ""
-    level: int = 0
-    plain: str = ""  # the heading as rendered, without markup: what its anchor is made from
-    anchor_id: str = ""  # the id its attribute list gives (`{#id}`), which the page uses as anchor
-
-
-@dataclass
 class _Unit:
     kind: str
     start: int  # offsets into the file text
@@ -97,68 +73,49 @@ class _Unit:
     words: bool = False  # a run of words of one long line: packed whole, or word by word
 
 
+_Counted = tuple[Block, _Unit]  # a block, and its text as one unit with its tokens
+
+
 class Sectioner:
     """Turns a note's text into sections no longer than `max_tokens` model tokens.
 
     Its cost is linear in the note and its memory a few times the note, whatever the text: the
-    markup is parsed block by block (inline markup in pieces of INLINE_LIMIT), texts are counted
-    in bounded batches, and the units a long block is cut into stream into sections as they come.
+    markup is parsed a window at a time (notes/blocks.py), texts are counted in bounded batches,
+    and blocks and the units a long block is cut into stream into sections as they come.
     """
 
     def __init__(self, count_tokens: TokenCounter, max_tokens: int = 1000) -> None:
         self.count_tokens = count_tokens
         self.max_tokens = max_tokens
         self._md = MarkdownIt("commonmark").enable("table")
-        self._md.core.ruler.disable("inline")  # done here, a block at a time (see _inline)
+        self._md.core.ruler.disable("inline")  # done a block at a time (see Blocks)
 
     def split(self, text: str, body_offset: int = 0) -> Outline:
+        """The note's sections, streamed from its blocks: no list of every block is kept (a note
+        of a million one-line paragraphs is a million blocks)."""
         lines = LineIndex(text, body_offset)
-        env: dict[str, object] = {}  # the link reference definitions the blocks hold
-        tokens = self._md.parse(text[body_offset:], env)
-        blocks = _blocks(tokens, lambda inline: self._plain(inline, env))
-        first_h1 = next((b.heading for b in blocks if b.kind == "heading" and b.level == 1), "")
-        groups = _group_by_heading(blocks)
-        # Every block counted in a few tokenizer calls per note, not one per block.
-        block_counts = counted(
-            self.count_tokens, text, (lines.chars(b.first_line, b.end_line) for g in groups for b in g[1])
-        )
+        blocks = Blocks(self._md, text, lines)
         sections: list[Section] = []
-        for key, group in groups:
-            units = (
-                unit
-                for block in group
-                for unit in self._units(text, lines, block, _Unit(block.kind, *next(block_counts)))
-            )
+        for key, members in _by_heading(self._counted(text, lines, iter(blocks))):
+            units = (unit for block, whole in members for unit in self._units(text, lines, block, whole))
             sections.extend(self._pack(text, lines, key, units))
-        links = extract_links(self._inline(tokens, env), lines.first_file_line + 1)
-        return Outline(_drop_empty(sections), first_h1, links)
+        return Outline(_drop_empty(sections), blocks.first_h1, blocks.links)
 
-    def _plain(self, inline: Token, env: dict[str, object]) -> str:
-        """A heading as rendered (its markup dropped); one too long to parse is taken as written."""
-        if len(inline.content) > INLINE_LIMIT:
-            return inline.content
-        return _rendered(self._md.inline.parse(inline.content, self._md, env, []))
+    def _counted(self, text: str, lines: LineIndex, blocks: Iterator[Block]) -> Iterator[_Counted]:
+        """Each block with its text as one unit, counted a batch of blocks to a tokenizer call."""
+        while batch := list(itertools.islice(blocks, COUNT_BLOCKS)):
+            ranges = [lines.chars(b.first_line, b.end_line) for b in batch]
+            for block, (start, end, tokens) in zip(
+                batch, counted(self.count_tokens, text, ranges), strict=True
+            ):
+                yield block, _Unit(block.kind, start, end, tokens)
 
-    def _inline(self, tokens: list[Token], env: dict[str, object]) -> Iterator[Token]:
-        """The inline tokens with their children, one at a time (a long one in pieces of whole
-        lines, or cut at white space), each let go once the next is asked for."""
-        for token in tokens:
-            if token.type != "inline" or token.map is None:
-                continue
-            line = token.map[0]
-            for start, end in pieces(token.content, INLINE_LIMIT):
-                piece = Token("inline", "", 0, content=token.content[start:end], map=[line, token.map[1]])
-                piece.children = self._md.inline.parse(piece.content, self._md, env, [])
-                yield piece
-                line += piece.content.count("\n")
-
-    def _units(self, text: str, lines: LineIndex, block: _Block, whole: _Unit) -> Iterator[_Unit]:
+    def _units(self, text: str, lines: LineIndex, block: Block, whole: _Unit) -> Iterator[_Unit]:
         """The block as one unit, or, when over budget, split at its natural boundaries."""
         if whole.tokens <= self.max_tokens:
             yield whole
             return
-        parts = block.parts or [(n, n + 1) for n in range(block.first_line, block.end_line)]
-        ranges = (lines.chars(a, b) for a, b in parts)
+        ranges = (lines.chars(a, b) for a, b in block.ranges())
         nonblank = ((s, e) for s, e in ranges if _NONBLANK.search(text, s, e))
         for start, end, tokens in counted(self.count_tokens, text, nonblank):
             unit = _Unit(block.kind, start, end, tokens)
@@ -166,7 +123,7 @@ class Sectioner:
                 yield unit
             elif end - start > 0 and text.count("\n", start, end) > 0:
                 first = lines.line_of(start)
-                sub = _Block(block.kind, first, lines.line_of(end - 1) + 1, [])
+                sub = Block(block.kind, first, lines.line_of(end - 1) + 1)
                 yield from self._units(text, lines, sub, unit)
             else:
                 yield from self._words(text, unit)
@@ -254,38 +211,6 @@ class _Chunk:
         )
 
 
-def _blocks(tokens: list[Token], plain: Callable[[Token], str]) -> list[_Block]:
-    """The top-level blocks of the token stream, with their line ranges and split points; `plain`
-    gives a heading's inline token as rendered."""
-    blocks: list[_Block] = []
-    for index, token in enumerate(tokens):
-        if token.map is None:
-            continue
-        if token.level == 0 and token.type == "heading_open":
-            inline = tokens[index + 1] if index + 1 < len(tokens) else Token("inline", "", 0)
-            title, anchor_id = split_attributes(" ".join(inline.content.split()))
-            level = int(token.tag[1:])
-            blocks.append(
-                _Block(
-                    "heading",
-                    token.map[0],
-                    token.map[1],
-                    [],
-                    decode_entities(title),
-                    level,
-                    split_attributes(plain(inline))[0],
-                    anchor_id,
-                )
-            )
-        elif token.level == 0 and token.type in _BLOCK_TYPES:
-            blocks.append(_Block(_BLOCK_TYPES[token.type], token.map[0], token.map[1], []))
-        elif blocks and token.level == 1 and token.type in ("list_item_open",):
-            blocks[-1].parts.append((token.map[0], token.map[1]))
-        elif blocks and token.type == "tr_open":
-            blocks[-1].parts.append((token.map[0], token.map[1]))
-    return blocks
-
-
 def _batched(items: Iterator[re.Match[str]], size: int) -> Iterator[tuple[re.Match[str], ...]]:
     while run := tuple(itertools.islice(items, size)):
         yield run
@@ -304,34 +229,35 @@ def _same_words(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))
 
 
-def _rendered(children: list[Token]) -> str:
-    """Inline tokens' text as a reader sees it: link labels and code kept, markup and HTML dropped."""
-    parts = []
-    for child in children:
-        if child.type in ("text", "code_inline", "text_special"):
-            parts.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-    return "".join(parts)
-
-
-def _group_by_heading(blocks: list[_Block]) -> list[tuple[_GroupKey, list[_Block]]]:
-    groups: list[tuple[_GroupKey, list[_Block]]] = []
+def _by_heading(stream: Iterator[_Counted]) -> Iterator[tuple[_GroupKey, Iterator[_Counted]]]:
+    """The blocks in groups, each led by its heading (the text before the first heading is one
+    too), with its heading, level, heading path and anchor; a group's blocks stream as it is read."""
     stack: list[tuple[int, str]] = []
     slugger = Slugger()  # every heading takes its slug in order, as GitHub numbers repeats
-    for block in blocks:
+    ahead = [next(stream, None)]  # the first block of the next group
+
+    def members(lead: _Counted) -> Iterator[_Counted]:
+        yield lead
+        for item in stream:
+            if item[0].kind == "heading":
+                ahead[0] = item
+                return
+            yield item
+        ahead[0] = None
+
+    while (lead := ahead[0]) is not None:
+        block = lead[0]
+        key: _GroupKey = ("", 0, (), "")
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.heading))
             anchor = slugger.claim(block.anchor_id) if block.anchor_id else slugger.slug(block.plain)
             key = (block.heading, block.level, tuple(t for _, t in stack), anchor)
-            groups.append((key, [block]))
-        elif groups:
-            groups[-1][1].append(block)
-        else:
-            groups.append((("", 0, (), ""), [block]))
-    return groups
+        group = members(lead)
+        yield key, group
+        for _ in group:  # what the caller left unread
+            pass
 
 
 def _drop_empty(sections: list[Section]) -> list[Section]:

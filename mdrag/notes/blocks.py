@@ -1,0 +1,240 @@
+"""Blocks: a note's top-level markdown blocks and links, parsed a window at a time (markdown-it-py)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from mdrag.answers import Link
+from mdrag.notes.counting import pieces
+from mdrag.notes.inline import decode_entities, split_attributes
+from mdrag.notes.lines import LineIndex
+from mdrag.notes.links import MAX_LINKS, extract_links
+
+BLOCK_TYPES = {
+    "paragraph_open": "paragraph",
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "table_open": "table",
+    "fence": "code_block",
+    "code_block": "code_block",
+    "blockquote_open": "paragraph",
+    "html_block": "paragraph",
+    "hr": "paragraph",
+}
+# markdown-it holds a token of ~450 bytes for each block and item, and arrays for each line: a note
+# of 1.6 million one-word paragraphs held 2.2 GB at once. It parses this much text at a time.
+WINDOW_CHARS = 65_536
+INLINE_LIMIT = 32_768  # inline markup is parsed in pieces this long (one piece holds a heading)
+_CONTAINERS = ("bullet_list_open", "ordered_list_open", "blockquote_open", "table_open")
+_PLAIN = re.compile(r"[A-Za-z]|[0-9]+(?![0-9.)])")  # a line only a paragraph can hold
+_QUOTED_PLAIN = re.compile(r"> ?(?:[A-Za-z]|[0-9]+(?![0-9.)]))")
+
+
+@dataclass
+class Block:
+    """A top-level block: its body lines (end exclusive) and the line ranges to split it at."""
+
+    kind: str  # heading or one of BLOCK_TYPES' values
+    first_line: int
+    end_line: int
+    # The first and end line of each list item or table row, flat: 16 bytes a part, not ~100 as
+    # tuples (a list of a million items).
+    parts: array[int] = field(default_factory=lambda: array("q"))
+    heading: str = ""
+    level: int = 0
+    plain: str = ""  # the heading as rendered, without markup: what its anchor is made from
+    anchor_id: str = ""  # the id its attribute list gives (`{#id}`), which the page uses as anchor
+
+    def ranges(self) -> Iterator[tuple[int, int]]:
+        """Its parts' (first line, end line), or, with none, its lines one by one."""
+        if not self.parts:
+            return ((n, n + 1) for n in range(self.first_line, self.end_line))
+        return ((self.parts[i], self.parts[i + 1]) for i in range(0, len(self.parts), 2))
+
+
+class Blocks:
+    """The blocks of one note's body, in order, as markdown-it reads them, a window at a time; its
+    first H1 and its links are known once they are all read.
+
+    A window ends before its last top-level block, which the next window reads whole (every block
+    before it ends inside the window, so it is read as in the whole note). A lone block longer than
+    the window is read in a window twice as long, unless it is a list, quote or table of several
+    items: those are cut before their last item, and the rest read as a block of its own.
+    """
+
+    def __init__(self, md: MarkdownIt, text: str, lines: LineIndex) -> None:
+        self.md, self.text, self.lines = md, text, lines
+        self.env: dict[str, object] = {}  # the link reference definitions read so far
+        self.first_h1 = ""
+        self.links: list[Link] = []
+
+    def __iter__(self) -> Iterator[Block]:
+        starts, size = self.lines.starts, len(self.text)
+        line, window = 0, WINDOW_CHARS
+        held: Block | None = None  # a list, quote or table longer than a window, read on in the next
+        windows: list[tuple[int, int, str, int]] = []  # each window's first line, end, header, cut
+        known = -1  # link definitions known when the first window's links were read
+        while line < len(starts) and starts[line] < size:
+            end_line = bisect.bisect_left(starts, starts[line] + window)
+            end = starts[end_line] if end_line < len(starts) else size
+            header = self._header(held)  # a table's rows read as rows only under its header
+            skip = header.count("\n")  # window lines that are the header, not this window's text
+            tokens = self.md.parse(header + self.text[starts[line] : end], self.env)
+            found = _cut(tokens, skip, skip + end_line - line, last=end >= size)
+            if found is None:
+                found = self._plain_line(tokens, line, end_line, skip)
+            if found is None:
+                window *= 2
+                continue
+            cut, continues = found
+            blocks = list(self._blocks(tokens, line - skip, cut))
+            if held is not None:
+                if blocks and blocks[0].kind == held.kind and blocks[0].first_line <= line:
+                    held.end_line = blocks[0].end_line
+                    rows = blocks[0].parts  # a table's header rows, read again above, are its own
+                    held.parts.extend(
+                        n for i in range(0, len(rows), 2) if rows[i] >= line for n in rows[i : i + 2]
+                    )
+                    blocks[0] = held
+                else:
+                    blocks.insert(0, held)
+            held = blocks.pop() if continues else None
+            yield from blocks
+            self._links(tokens, line - skip, skip, cut)
+            known = self._definitions() if known < 0 else known
+            windows.append((line, end, header, cut))
+            line, window = line + cut - skip, WINDOW_CHARS
+        if held is not None:
+            yield held
+        if self._definitions() > known >= 0:
+            # A link may name a definition further down (docs keep them at the end): read again.
+            self.links = []
+            for first, end, header, cut in windows:
+                tokens = self.md.parse(header + self.text[starts[first] : end], self.env)
+                self._links(tokens, first - header.count("\n"), header.count("\n"), cut)
+
+    def _plain_line(
+        self, tokens: list[Token], line: int, end_line: int, skip: int
+    ) -> tuple[int, bool] | None:
+        """For a lone paragraph or quote past the window (a log pasted as a note: one paragraph of
+        a million lines), the last of its lines that starts as plain text (a letter, or digits not
+        ending a list marker; `> ` before it in a quote) and holds no `|`: read on from there, it
+        goes on as the same paragraph or quote. None when there is none."""
+        quoted = tokens[0].type == "blockquote_open"
+        if skip or tokens[0].type not in ("paragraph_open", "blockquote_open"):
+            return None
+        starts, first = self.lines.starts, line + (tokens[0].map or [0])[0]
+        for at in range(end_line - 1, first, -1):
+            start, stop = starts[at], starts[at + 1] if at + 1 < len(starts) else len(self.text)
+            plain = (_QUOTED_PLAIN if quoted else _PLAIN).match(self.text, start, stop)
+            if plain is not None and self.text.find("|", start, stop) == -1:
+                return at - line, True
+        return None
+
+    def _header(self, held: Block | None) -> str:
+        """A table's header and delimiter rows, to read its next rows under; else nothing."""
+        if held is None or held.kind != "table":
+            return ""
+        start, end = self.lines.chars(held.first_line, held.first_line + 2)
+        return self.text[start:end] + "\n"
+
+    def _links(self, tokens: list[Token], offset: int, skip: int, cut: int) -> None:
+        """The links of the window's inline tokens from line `skip` to `cut`, up to MAX_LINKS."""
+        if len(self.links) < MAX_LINKS:
+            inline = (
+                t for t in tokens if t.type == "inline" and t.map is not None and skip <= t.map[0] < cut
+            )
+            found = extract_links(self._inline(inline), self.lines.first_file_line + 1 + offset)
+            self.links.extend(found[: MAX_LINKS - len(self.links)])
+
+    def _definitions(self) -> int:
+        references = self.env.get("references")
+        return len(references) if isinstance(references, dict) else 0
+
+    def _blocks(self, tokens: list[Token], offset: int, cut: int) -> Iterator[Block]:
+        """The window's blocks that begin before `cut` (window lines), in note lines."""
+        block: Block | None = None
+        for index, token in enumerate(tokens):
+            if token.map is None or token.map[0] >= cut:
+                continue
+            first, end = offset + token.map[0], offset + min(token.map[1], cut)
+            if token.level == 0 and token.type == "heading_open":
+                if block is not None:
+                    yield block
+                inline = tokens[index + 1] if index + 1 < len(tokens) else Token("inline", "", 0)
+                title, anchor_id = split_attributes(" ".join(inline.content.split()))
+                level, plain = int(token.tag[1:]), split_attributes(self._plain(inline))[0]
+                block = Block(
+                    "heading", first, end, array("q"), decode_entities(title), level, plain, anchor_id
+                )
+                if level == 1 and not self.first_h1:
+                    self.first_h1 = block.heading
+            elif token.level == 0 and token.type in BLOCK_TYPES:
+                if block is not None:
+                    yield block
+                block = Block(BLOCK_TYPES[token.type], first, end)
+            elif block is not None and token.level == 1 and token.type == "list_item_open":
+                block.parts.extend((first, end))
+            elif block is not None and token.type == "tr_open":
+                block.parts.extend((first, end))
+        if block is not None:
+            yield block
+
+    def _plain(self, inline: Token) -> str:
+        """A heading as rendered (its markup dropped); one too long to parse is taken as written."""
+        if len(inline.content) > INLINE_LIMIT:
+            return inline.content
+        return _rendered(self.md.inline.parse(inline.content, self.md, self.env, []))
+
+    def _inline(self, tokens: Iterator[Token]) -> Iterator[Token]:
+        """The inline tokens with their children, one at a time (a long one in pieces of whole
+        lines, or cut at white space), each let go once the next is asked for."""
+        for token in tokens:
+            assert token.map is not None
+            line = token.map[0]
+            for start, end in pieces(token.content, INLINE_LIMIT):
+                piece = Token("inline", "", 0, content=token.content[start:end], map=[line, token.map[1]])
+                piece.children = self.md.inline.parse(piece.content, self.md, self.env, [])
+                yield piece
+                line += piece.content.count("\n")
+
+
+def _cut(tokens: list[Token], skip: int, lines: int, last: bool) -> tuple[int, bool] | None:
+    """The window line before which its blocks are read as in the whole note, and whether the block
+    before it goes on: the start of its last top-level block; or of a lone list, quote or table's
+    last item past line `skip`, the block going on; its end when it is the note's last window or
+    holds no block (blank lines, link definitions). None for a lone block to read whole."""
+    tops = [i for i, t in enumerate(tokens) if t.level == 0 and t.nesting >= 0 and t.map is not None]
+    if last or not tops:
+        return lines, False
+    top = tokens[tops[-1]]
+    assert top.map is not None
+    if len(tops) > 1:
+        return (top.map[0] if top.map[0] > skip else lines), False
+    if len(tops) == 1 and top.type in _CONTAINERS:
+        items = [t.map[0] for t in tokens[tops[-1] + 1 :] if _is_item(t) and t.map is not None]
+        if items and items[-1] > max(skip, top.map[0]):
+            return items[-1], True
+    return None
+
+
+def _is_item(token: Token) -> bool:
+    return token.nesting >= 0 and (token.type == "tr_open" or (token.level == 1 and token.type != "inline"))
+
+
+def _rendered(children: list[Token]) -> str:
+    """Inline tokens' text as a reader sees it: link labels and code kept, markup and HTML dropped."""
+    parts = []
+    for child in children:
+        if child.type in ("text", "code_inline", "text_special"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return "".join(parts)
