@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mdrag.answers import Link
+from mdrag.answers.notes import Link
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mdrag import configcache, trust
 from mdrag.errors import ConfigError
+from mdrag.files import configcache, trust
 
 SEARCH_MODES = ("hybrid", "dense", "keyword")
 EMBEDDING_BACKENDS = (

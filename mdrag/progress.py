@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from mdrag.answers import ProgressSnapshot
+    from mdrag.answers.status import ProgressSnapshot
 
 
 # The rate is measured over this many recent seconds of embedding, so a run whose texts grow

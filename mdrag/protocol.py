@@ -16,7 +16,7 @@ from mdrag.params import OPERATIONS as OPERATIONS  # re-exported: the wire's ope
 from mdrag.params import operation
 
 if TYPE_CHECKING:
-    from mdrag.answers import ProgressSnapshot
+    from mdrag.answers.status import ProgressSnapshot
 
 PROTOCOL_VERSION = 1
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -39,7 +39,7 @@ class ErrorBody(TypedDict):
 class OkAnswer(TypedDict):
     v: int
     ok: Literal[True]
-    result: Any  # the operation's answer (mdrag.answers)
+    result: Any  # the operation's answer (mdrag.answers.*)
 
 
 class ErrorAnswer(TypedDict):

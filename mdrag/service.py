@@ -18,28 +18,21 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from mdrag import __version__, indexlock, private
-from mdrag.answers import (
-    ContextPack,
-    DuplicatesAnswer,
-    FailedNote,
-    IndexStatus,
-    Live,
-    RelatedAnswer,
-    SearchAnswer,
-    ServiceAnswer,
-    SimilarAnswer,
-)
+from mdrag import __version__
+from mdrag.answers.notes import ContextPack, DuplicatesAnswer, RelatedAnswer, ServiceAnswer, SimilarAnswer
+from mdrag.answers.search import Live, SearchAnswer
+from mdrag.answers.status import FailedNote, IndexStatus
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config
 from mdrag.embedding.embedder import Embedder
 from mdrag.errors import ConfigError, IndexFullError, QueryError
+from mdrag.files import indexlock, private
+from mdrag.files.indexfiles import IndexFiles
 from mdrag.index.indexer import Indexer, IndexReport
 from mdrag.index.rebuild import remove_leftovers, switch_in
 from mdrag.index.roots import Roots
 from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import WorkQueue
-from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import CarriedVectors, PendingKeywords, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter

@@ -161,7 +161,7 @@ def stored_vector_ids(uri: str) -> list[str]:
     checked to be the keyword index's rows too (a server's lies in the daemon's data dir, which
     the daemons here share with this process: the same environment)."""
     from mdrag.config import default_data_dir
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.milvus.store import Store
 
     keywords = IndexFiles.at(uri, default_data_dir()).keyword_index

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from mdrag import configcache
 from mdrag.config import load_config
 from mdrag.errors import ConfigError
+from mdrag.files import configcache
 
 
 @pytest.fixture()

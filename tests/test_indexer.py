@@ -280,7 +280,7 @@ def stray_row(path: str, vector: list[float]) -> dict:
 
 
 def test_rows_left_by_a_crash_are_removed_at_the_next_open(make_service, make_config, embedder, notes):
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.service import Service
 
     path = str(write(notes / "bread.md", SOURDOUGH))
@@ -306,7 +306,7 @@ def texts_hits(service, query):
 
 def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embedder, notes):
     from mdrag.errors import SchemaMismatchError
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.milvus.store import Store
 
     config = make_config([notes])
@@ -317,7 +317,7 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
 
 
 def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.milvus import schema
     from mdrag.service import Service
 
@@ -349,7 +349,7 @@ def test_an_index_whose_rows_keep_their_sections_in_milvus_is_rebuilt_without_em
     from pymilvus import DataType, MilvusClient
 
     from mdrag import keys
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.milvus import schema
     from mdrag.service import Service
 
@@ -410,7 +410,7 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
     # of embedding.backend): rebuilt with no person needed, every section embedded again, since
     # the other back-end's vectors are close to these but not the same.
     from mdrag.embedding.embedder import Embedder
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.service import Service
 
     write(notes / "bread.md", SOURDOUGH)

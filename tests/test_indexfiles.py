@@ -1,5 +1,5 @@
 """The files kept beside an index keep their names (an index, its lock and its gap log must be
-found again), and every one of them is named by mdrag.indexfiles."""
+found again), and every one of them is named by mdrag.files.indexfiles."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mdrag.indexfiles import IndexFiles, lite_homes, lite_lock, lite_log, normalized
+from mdrag.files.indexfiles import IndexFiles, lite_homes, lite_lock, lite_log, normalized
 
 
 def test_a_lite_index_keeps_its_files_beside_its_database(tmp_path):
@@ -85,7 +85,7 @@ def test_present_finds_the_index_files_and_never_a_users_note_beside_them(tmp_pa
 
 def test_naming_the_files_loads_no_pymilvus():
     code = (
-        "import sys; from mdrag.indexfiles import IndexFiles; "
+        "import sys; from mdrag.files.indexfiles import IndexFiles; "
         "IndexFiles.at('/tmp/x/milvus.db', '/tmp').rebuild_files(); print('pymilvus' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

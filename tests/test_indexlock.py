@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mdrag import indexlock
-from mdrag.indexfiles import IndexFiles
-from mdrag.indexlock import IndexBusyError
+from mdrag.files import indexlock
+from mdrag.files.indexfiles import IndexFiles
+from mdrag.files.indexlock import IndexBusyError
 
 
 def held_by_anyone(path: Path) -> bool:

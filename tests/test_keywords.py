@@ -357,8 +357,8 @@ def test_after_an_unclean_stop_the_keyword_index_holds_exactly_the_vector_rows(
 
 
 def test_a_rebuild_switches_its_keyword_index_in_with_its_databases_and_leaves_nothing(tmp_path):
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.index.rebuild import remove_leftovers, switch_in
-    from mdrag.indexfiles import IndexFiles
 
     files = IndexFiles.at(str(tmp_path / "milvus.db"), tmp_path / "unused")
     for db in (*files.databases, *files.rebuild_databases):

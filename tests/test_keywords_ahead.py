@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mdrag import indexfiles
 from mdrag.errors import NotFoundError, StoreError
+from mdrag.files import indexfiles
 from mdrag.index import indexer, prepass
 from mdrag.index.rows import PreparedNote
 from mdrag.milvus import PendingKeywords, pending

@@ -304,7 +304,7 @@ def test_a_word_only_notes_outside_the_filters_hold_is_one_no_note_mentions_amon
 
 def test_while_notes_are_still_being_indexed_a_word_no_note_holds_is_said_of_those_indexed_so_far(service):
     """A word no indexed note holds may be in a note not read yet: the reason says "so far"."""
-    from mdrag.answers import Live
+    from mdrag.answers.search import Live
 
     indexing = {
         "state": "indexing",

@@ -187,7 +187,7 @@ def refusal(tmp_path: Path, holder_socket: str) -> tuple[str, float, int]:
     from mdrag.client.connection import DaemonClient
     from mdrag.config import Config
     from mdrag.errors import StoreLockedError
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
 
     config = Config().with_overrides(
         milvus_uri=str(tmp_path / "milvus.db"), server_socket_path=str(tmp_path / "mdrag.sock")

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from mdrag.errors import UnsafePathError
-from mdrag.trust import check_folder
+from mdrag.files.trust import check_folder
 
 
 def test_a_missing_folder_is_no_daemon_for_a_client_and_is_made_0700_by_the_daemon_whatever_the_umask(
@@ -49,7 +49,7 @@ def test_a_folder_owned_by_another_uid_is_refused_naming_the_uid_and_xdg_runtime
 
 
 def test_only_mdrags_own_files_beside_an_index_are_tightened_never_a_note_named_like_it(tmp_path):
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
 
     for name in (
         "index.db", "index.db.log", ".index.db.lock", "index.shard1.db", "index.gaps.sqlite",

@@ -21,7 +21,7 @@ from mdrag.errors import (
     StoreError,
     StoreLockedError,
 )
-from mdrag.indexlock import IndexBusyError
+from mdrag.files.indexlock import IndexBusyError
 from mdrag.serve.server import SocketServer
 
 KINDS = sorted(errors.ERROR_KINDS.items())

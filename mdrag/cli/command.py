@@ -13,7 +13,7 @@ from mdrag.errors import ConfigError
 from mdrag.progress import OnProgress, progress_line, short_eta
 
 if TYPE_CHECKING:
-    from mdrag.answers import ProgressSnapshot
+    from mdrag.answers.status import ProgressSnapshot
 
 
 def command_config(ctx: Any, need_roots: bool = False, **overrides: Any) -> Config:

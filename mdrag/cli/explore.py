@@ -16,7 +16,14 @@ from mdrag.errors import QueryError
 from mdrag.params import MAX_DRAFT_CHARS
 
 if TYPE_CHECKING:
-    from mdrag.answers import ContextPack, DuplicatesAnswer, Gap, GapsAnswer, RelatedAnswer, SimilarAnswer
+    from mdrag.answers.notes import (
+        ContextPack,
+        DuplicatesAnswer,
+        Gap,
+        GapsAnswer,
+        RelatedAnswer,
+        SimilarAnswer,
+    )
 
 GROUP_SHOWN = 5  # notes of a duplicate group listed in text; --json has them all
 

@@ -30,7 +30,8 @@ from mdrag.termtext import visible
 
 if TYPE_CHECKING:
     # the wire's shapes, for the type checker: building ~40 TypedDicts costs each search process ~3 ms
-    from mdrag.answers import ClosestNote, DaemonStatus, Hit, SearchAnswer, StartingAnswer, StatusAnswer
+    from mdrag.answers.search import ClosestNote, Hit, SearchAnswer
+    from mdrag.answers.status import DaemonStatus, StartingAnswer, StatusAnswer
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,7 +53,7 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 @click.pass_context
 def serve(ctx: click.Context, roots: tuple[str, ...], log_level: str | None) -> None:
     """Run the daemon in the foreground: watch the roots, keep the index fresh, answer on the socket."""
-    from mdrag import private
+    from mdrag.files import private
 
     private.restrict_umask()  # before anything is made: the index, its logs, the socket's folder
     config = command_config(
@@ -316,7 +317,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 def _print_status(report: StatusAnswer | StartingAnswer) -> None:
-    from mdrag.answers import is_starting  # here: only `status` needs the answers module
+    from mdrag.answers.status import is_starting  # here: only `status` needs the answers module
 
     if is_starting(report):
         starting = report["daemon"]

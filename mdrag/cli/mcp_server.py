@@ -14,7 +14,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from mdrag import __version__
-from mdrag.answers import ContextPack
+from mdrag.answers.notes import ContextPack
 from mdrag.client.connection import DaemonClient
 from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
 

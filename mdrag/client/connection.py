@@ -9,13 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from mdrag import protocol, trust
+from mdrag import protocol
 from mdrag.errors import DaemonBusyError, RemoteError, RequestTooLargeError, ServerNotRunningError
+from mdrag.files import trust
 from mdrag.params import OPERATIONS, SearchParams
 from mdrag.progress import OnProgress
 
 if TYPE_CHECKING:
-    from mdrag.answers import ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
+    from mdrag.answers.search import SearchAnswer
+    from mdrag.answers.status import ReindexReport, StartingAnswer, StatusAnswer
 
 CONNECT_TIMEOUT_S = 2.0
 BUSY_RETRY_S = 3.0  # how long a call retries a daemon that answers "busy" before saying so

@@ -22,8 +22,9 @@ from mdrag.params import SearchParams
 from mdrag.progress import OnProgress
 
 if TYPE_CHECKING:
-    from mdrag.answers import ReindexReport, SearchAnswer, StartingAnswer, StatusAnswer
-    from mdrag.indexlock import IndexLock
+    from mdrag.answers.search import SearchAnswer
+    from mdrag.answers.status import ReindexReport, StartingAnswer, StatusAnswer
+    from mdrag.files.indexlock import IndexLock
 
 # The index's own modules (its lock, its files, the engine's helpers) are imported where a command
 # opens the index in this process: a search through the daemon never needs them, and its start
@@ -48,8 +49,8 @@ class LocalRoute:
     """Opens the index in this process (only when no daemon holds it)."""
 
     def __init__(self, config: Config) -> None:
-        from mdrag import indexlock, private
-        from mdrag.indexfiles import IndexFiles
+        from mdrag.files import indexlock, private
+        from mdrag.files.indexfiles import IndexFiles
         from mdrag.milvus import start_early
 
         private.restrict_umask()  # what this command (and the Lite servers it starts) makes is private
@@ -102,7 +103,7 @@ def open_route(config: Config, quiet: bool, create: bool = False) -> Iterator[Ro
     if _answers(client):
         yield client
         return
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files.indexfiles import IndexFiles
     from mdrag.milvus import index_exists
 
     if not create and not index_exists(config.milvus_uri):
@@ -132,7 +133,7 @@ def _local_unless_daemon(config: Config, client: Any) -> LocalRoute | None:
     once), so a command may find the lock held by a daemon that does not answer yet: it waits for
     it (bounded, polling the socket) rather than fail a `status` polled while the daemon starts.
     A command holding the index, or a daemon that never answers, gets the lock's clear error."""
-    from mdrag import indexlock
+    from mdrag.files import indexlock
 
     deadline = time.monotonic() + DAEMON_START_WAIT_S
     while True:
@@ -177,8 +178,8 @@ def lock_index_for_daemon(config: Config) -> IndexLock | None:
     socket is named as such, another daemon by its pid. A short-lived command holding the index
     (a `status` polled while the daemon starts) is not refused: None, and the daemon takes the
     lock once its socket is bound, waiting for the command to let go (the daemon wins the race)."""
-    from mdrag import indexlock
-    from mdrag.indexfiles import IndexFiles
+    from mdrag.files import indexlock
+    from mdrag.files.indexfiles import IndexFiles
 
     try:
         return indexlock.acquire(

@@ -15,7 +15,7 @@ import numpy as np
 from loguru import logger
 
 from mdrag import keys
-from mdrag.answers import ReindexReport
+from mdrag.answers.status import ReindexReport
 from mdrag.catalog import Catalog, record_from_row
 from mdrag.embedding.embedder import EmbedCancelled, Embedder
 from mdrag.errors import DocumentError, RowsRejectedError

@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from mdrag.indexfiles import IndexFiles
+from mdrag.files.indexfiles import IndexFiles
 
 
 def switch_in(files: IndexFiles) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from mdrag.answers import UnavailableRoot
+from mdrag.answers.status import UnavailableRoot
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of the folder at a root's path
 EMPTY = "empty where the index holds notes of it"

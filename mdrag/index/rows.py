@@ -12,7 +12,7 @@ import numpy as np
 from loguru import logger
 
 from mdrag import keys
-from mdrag.answers import Link
+from mdrag.answers.notes import Link
 from mdrag.errors import RowsRejectedError
 from mdrag.milvus import MAX_TAGS, Store, clip_bytes
 from mdrag.notes.document import Document

@@ -11,9 +11,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdrag import private
 from mdrag.config import is_lite_uri
-from mdrag.indexfiles import lite_homes, lite_lock, lite_log, normalized
+from mdrag.files import private
+from mdrag.files.indexfiles import lite_homes, lite_lock, lite_log, normalized
 from mdrag.milvus.shards import LITE_SHARDS, shard_paths
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ def server_class() -> Any:
     class LoggedServer(lite_server.Server):  # type: ignore[misc]
         def start(self) -> bool:
             # milvus-lite 2.5.1's Server.start, with the child's stdout and stderr redirected.
-            # Held while the server runs; never opened through a link (see mdrag.private).
+            # Held while the server runs; never opened through a link (see mdrag.files.private).
             shared = getattr(self, "_mdrag_shared_lock", None)
             if shared is not None:  # a twin (twins.start): the running server's lock, already held
                 self._lock_fd = shared

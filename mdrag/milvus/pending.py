@@ -10,8 +10,8 @@ from typing import Any
 import tantivy
 from loguru import logger
 
-from mdrag import indexfiles
 from mdrag.errors import StoreError
+from mdrag.files import indexfiles
 from mdrag.keys import doc_id
 from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index
 

@@ -6,7 +6,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from mdrag.indexfiles import LITE_SHARDS, shard_paths
+from mdrag.files.indexfiles import LITE_SHARDS, shard_paths
 
 __all__ = ["LITE_SHARDS", "best_hits", "by_shard", "shard_of", "shard_paths"]
 

@@ -24,7 +24,7 @@ from loguru import logger
 from pymilvus import MilvusClient, MilvusException
 
 from mdrag.errors import IndexFullError, LayoutOutdatedError, StoreError
-from mdrag.indexfiles import free_bytes, normalized
+from mdrag.files.indexfiles import free_bytes, normalized
 from mdrag.keys import doc_id, row_hex, row_number
 from mdrag.milvus.calls import EngineCalls
 from mdrag.milvus.carried import CarriedVectors

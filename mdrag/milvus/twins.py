@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mdrag.errors import StoreError
-from mdrag.indexfiles import lite_log
+from mdrag.files.indexfiles import lite_log
 from mdrag.milvus.lite import guard_lock_files, replace_server, running_server, server_class
 
 # A twin (start) starts only where the memory free is this many times what the running

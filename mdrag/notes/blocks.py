@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from mdrag.answers import Link
+from mdrag.answers.notes import Link
 from mdrag.notes.counting import pieces
 from mdrag.notes.inline import decode_entities, split_attributes
 from mdrag.notes.lines import LineIndex

@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlsplit
 
 from markdown_it.token import Token
 
-from mdrag.answers import Link
+from mdrag.answers.notes import Link
 from mdrag.notes.inline import code_spans
 from mdrag.notes.scanner import NOTE_SUFFIXES
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from mdrag.config import check_template
 from mdrag.errors import ConfigError
+from mdrag.files.private import user_umask
 from mdrag.notes.pathtext import to_fs
-from mdrag.private import user_umask
 
 # Editors that take `+LINE` before the file; any other $EDITOR gets the path alone.
 PLUS_LINE = {"vi", "vim", "nvim", "nano", "emacs", "emacsclient", "micro", "kak", "ne", "mg", "joe"}

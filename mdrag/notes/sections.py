@@ -11,7 +11,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from mdrag.answers import Link
+from mdrag.answers.notes import Link
 from mdrag.notes.anchors import Slugger
 from mdrag.notes.blocks import Block, Blocks
 from mdrag.notes.counting import TokenCounter, counted

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mdrag.answers import Evidence, SearchAnswer
+    from mdrag.answers.search import Evidence, SearchAnswer
 
 
 NO_ANSWER = "no confident answer in your notes"

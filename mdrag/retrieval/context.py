@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from mdrag.answers import ContextPack, ContextSource, Hit, SearchAnswer
+from mdrag.answers.notes import ContextPack, ContextSource
+from mdrag.answers.search import Hit, SearchAnswer
 from mdrag.retrieval.confidence import outcome_of
 
 TokenCounter = Callable[[Sequence[str]], list[int]]

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from loguru import logger
 
-from mdrag import private
-from mdrag.answers import Gap
+from mdrag.answers.notes import Gap
 from mdrag.errors import NotFoundError, QueryError
+from mdrag.files import private
 from mdrag.params import GAP_STATUSES
 
 _SCHEMA = """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mdrag import keys
-from mdrag.answers import NoteText, ResolvedLink
+from mdrag.answers.notes import NoteText, ResolvedLink
 from mdrag.catalog import Catalog
 from mdrag.errors import DocumentError, NotFoundError
 from mdrag.milvus import PendingKeywords

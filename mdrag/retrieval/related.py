@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from mdrag.answers import Backlink, OutgoingLink, RelatedAnswer, RelatedNote, SimilarNote
+from mdrag.answers.notes import Backlink, OutgoingLink, RelatedAnswer, RelatedNote, SimilarNote
 from mdrag.catalog import Catalog
 from mdrag.errors import NotFoundError
 from mdrag.notes.links import LinkResolver, link_names

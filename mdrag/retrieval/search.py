@@ -11,7 +11,7 @@ from typing import Any, TypedDict, cast
 
 import numpy as np
 
-from mdrag import answers
+from mdrag.answers import search as answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.milvus import NoteScope, PendingKeywords, Store, note_scope

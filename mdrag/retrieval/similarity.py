@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from loguru import logger
 
-from mdrag.answers import DuplicateGroup, DuplicatePair, SimilarNote
+from mdrag.answers.notes import DuplicateGroup, DuplicatePair, SimilarNote
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.errors import NotFoundError, QueryError

@@ -6,7 +6,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from mdrag.answers import Snippet
+from mdrag.answers.search import Snippet
 from mdrag.retrieval.excerpt import EXCERPT_CHARS
 from mdrag.retrieval.query import Query, whole_term
 from mdrag.retrieval.words import is_stop

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from mdrag import indexlock, trust
-from mdrag.answers import DaemonStatus, Freshness, Live, Pong, ProgressSnapshot, StartingAnswer, StatusAnswer
+from mdrag.answers.search import Freshness, Live
+from mdrag.answers.status import DaemonStatus, Pong, ProgressSnapshot, StartingAnswer, StatusAnswer
 from mdrag.config import Config
 from mdrag.errors import ConfigError, StoreError, StoreLockedError
+from mdrag.files import indexlock, trust
+from mdrag.files.indexfiles import IndexFiles
 from mdrag.index.workqueue import Command, WorkQueue
-from mdrag.indexfiles import IndexFiles
 from mdrag.milvus import index_held
 from mdrag.notes.pathtext import to_text
 from mdrag.params import OPERATIONS, flag

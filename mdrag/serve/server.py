@@ -12,10 +12,11 @@ from typing import Any
 
 from loguru import logger
 
-from mdrag import protocol, trust
+from mdrag import protocol
 from mdrag.errors import AlreadyRunningError, MdragError
+from mdrag.files import trust
+from mdrag.files.trust import peer_uid
 from mdrag.serve.lobby import Lobby, reply
-from mdrag.trust import peer_uid
 
 Handler = Callable[[str, dict[str, Any]], Any]
 

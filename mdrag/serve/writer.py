@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from mdrag.answers import ProgressSnapshot, ReindexReport, Reopen
+from mdrag.answers.status import ProgressSnapshot, ReindexReport, Reopen
 from mdrag.config import Config
 from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
 from mdrag.index.workqueue import Command, FileChanges, WorkQueue

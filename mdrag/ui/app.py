@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from mdrag.answers import (
+from mdrag.answers.notes import (
     DuplicateGroup,
     DuplicatesAnswer,
     Gap,
@@ -29,9 +29,8 @@ from mdrag.answers import (
     NoteText,
     RelatedAnswer,
     SimilarAnswer,
-    StatusAnswer,
-    is_starting,
 )
+from mdrag.answers.status import StatusAnswer, is_starting
 from mdrag.client.paths import shown, typed
 from mdrag.client.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config

@@ -16,9 +16,9 @@ import threading
 import webbrowser
 from pathlib import Path
 
-from mdrag import private, trust
 from mdrag.config import Config
 from mdrag.errors import MdragError
+from mdrag.files import private, trust
 
 REDIRECT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">

@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
-from mdrag.answers import ResolvedLink
+from mdrag.answers.notes import ResolvedLink
 
 MAX_WIKILINK_CHARS = 500
 _FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)

@@ -1,7 +1,7 @@
 """Private files: what mdrag keeps beside an index is its user's alone, and never written through a link.
 
 The index holds the notes' text, so it and everything beside it (Milvus Lite's databases and
-logs, the locks, the crash marker, the gap log: mdrag.indexfiles names them all) must be no more
+logs, the locks, the crash marker, the gap log: mdrag.files.indexfiles names them all) must be no more
 readable than the notes' owner alone, whatever umask the shell had: the long-running commands
 set umask 077 before they create anything (the Lite servers they start inherit it), and files
 an older mdrag left open to others are closed at the next open. A file of mdrag's own is opened

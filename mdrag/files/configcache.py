@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mdrag import private
 from mdrag.errors import UnsafePathError
+from mdrag.files import private
 
 
 def parsed(path: Path, parse: Callable[[str], Any], folder: Path) -> Any:

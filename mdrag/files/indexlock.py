@@ -20,8 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-from mdrag import private
 from mdrag.errors import StoreLockedError
+from mdrag.files import private
 
 DAEMON = "daemon"
 COMMAND = "command"
