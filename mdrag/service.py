@@ -1,7 +1,9 @@
-"""Service: the embedder, store, catalog, indexer and searcher built from config, and their operations.
+"""Service: the composition root: the wings built from config (embedder, store, catalog, indexer, searcher).
 
 The daemon owns one Service for its lifetime; the CLI builds one for a single command when
-no daemon runs. Both answer every read operation (`handle`) and `reindex` with the same code.
+no daemon runs. Both answer every read operation (`handle`) and `reindex` with the same code:
+each operation's own logic lives in its wing (retrieval/operations.py, index/targets.py,
+index/status.py); the service names who answers and hands it what it needs.
 """
 
 from __future__ import annotations
@@ -15,43 +17,36 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from loguru import logger
 
-from mdrag import __version__
 from mdrag.answers.notes import ContextPack, DuplicatesAnswer, RelatedAnswer, ServiceAnswer, SimilarAnswer
 from mdrag.answers.search import Live, SearchAnswer
-from mdrag.answers.status import FailedNote, IndexStatus
+from mdrag.answers.status import IndexStatus
 from mdrag.catalog import RECORD_FIELDS, Catalog, FileRecord, records_from_rows
 from mdrag.config import Config
 from mdrag.embedding.embedder import Embedder
-from mdrag.errors import ConfigError, IndexFullError, QueryError
+from mdrag.errors import IndexFullError, QueryError
 from mdrag.files import indexlock, private
 from mdrag.files.indexfiles import IndexFiles
 from mdrag.index.indexer import Indexer, IndexReport
 from mdrag.index.rebuild import remove_leftovers, switch_in
 from mdrag.index.roots import Roots
+from mdrag.index.status import index_status
+from mdrag.index.targets import reindex_targets
 from mdrag.index.watcher import Watcher
 from mdrag.index.workqueue import WorkQueue
 from mdrag.milvus import CarriedVectors, PendingKeywords, Store
 from mdrag.notes.pathtext import to_fs, to_text
 from mdrag.notes.scanner import NoteFilter
-from mdrag.params import MAX_DRAFT_CHARS, OPERATIONS, SearchParams, search_defaults, text_param, whole_number
-from mdrag.progress import ProgressMeter, early_message
-from mdrag.retrieval.context import CONTEXT_THRESHOLD, DEFAULT_MAX_TOKENS, SEARCH_DEPTH, build_context
+from mdrag.params.fields import text_param
+from mdrag.params.operations import OPERATIONS
+from mdrag.params.search import SearchParams
+from mdrag.progress import ProgressMeter
 from mdrag.retrieval.gaps import GapLog
 from mdrag.retrieval.notetext import note_text
-from mdrag.retrieval.related import related_notes
+from mdrag.retrieval.operations import ReadOperations
 from mdrag.retrieval.search import Searcher
-from mdrag.retrieval.similarity import SIMILAR_FLOOR, Similarity, duplicate_groups
-
-
-def on_disk(path: str) -> str:
-    """A path as given, or, when only its stored form names a file (a path copied from a hit,
-    its undecodable bytes written as \\xHH), the file it stands for (see pathtext)."""
-    if not os.path.lexists(path) and os.path.lexists(to_fs(path)):
-        return to_fs(path)
-    return path
+from mdrag.retrieval.similarity import Similarity
 
 
 class Service:
@@ -101,9 +96,6 @@ class Service:
                 )
         # What an older mdrag or a umask of 022 left readable by others: the notes' text is in there.
         private.tighten(files.present())
-        # True while notes wait to be indexed (the daemon's queue or a run under way): a search
-        # that finds nothing then may only be early, and is no gap.
-        self.pending = pending
         self.started_at = time.time()
         self.embedder = embedder or Embedder(
             config.embedding_model,
@@ -128,7 +120,18 @@ class Service:
         )
         self.similarity = Similarity(self.store, self.catalog, self.embedder, self.indexer.sectioner)
         self.gaps = GapLog(files.gap_log)
-        self.indexer.listeners.append(self._notice_answered_gaps)
+        self.reads = ReadOperations(
+            config,
+            self.searcher,
+            self.similarity,
+            self.catalog,
+            self.gaps,
+            self.embedder.count_tokens,
+            # True while notes wait to be indexed (the daemon's queue or a run under way): a search
+            # that finds nothing then may only be early, and is no gap.
+            pending,
+        )
+        self.indexer.listeners.append(self.reads.notice_answered_gaps)
         self._marker = files.dirty_marker
         if self._marker.exists():
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
@@ -197,7 +200,7 @@ class Service:
             "duplicates": self.duplicates,
             "related": self.related,
             "context": lambda p: self.context(p, live),
-            "note": lambda p: note_text(self._note(p), self.catalog, self.waiting),
+            "note": lambda p: note_text(self.reads.note_path(p), self.catalog, self.waiting),
             "gaps": lambda p: {"gaps": self.gaps.entries(p.get("status") or None)},
             "gap_status": lambda p: self.gaps.set_status(
                 text_param(p, "query", 1000), p.get("status") or "addressed"
@@ -208,105 +211,25 @@ class Service:
             raise QueryError(f"unknown operation {op!r}")
         return handlers[op](params)
 
+    # ---- the read operations, answered by the read features (retrieval/operations.py) ----
+
     def search(self, params: SearchParams | dict[str, Any], live: Live | None = None) -> SearchAnswer:
-        """One search, on parameters parsed once: by whoever asked, or here from a request's
-        fields (the config filling what they leave out)."""
-        if not isinstance(params, SearchParams):
-            params = SearchParams.parse(params, self.search_defaults())
-        found = self.searcher.search(params, indexing=live is not None and live.indexing is not None)
-        response = found.to_dict()
-        # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
-        # search narrowed by tags or a folder, not one asking for more than the configured
-        # threshold, nor a search the asker says is not a question yet (the page's as-you-type).
-        plain = params.record_gap and not (params.passage or params.tags or params.path_prefix)
-        usual = plain and params.threshold <= self.config.search_threshold
-        if not response["results"] and usual and not self.pending():
-            self._record_gap(params.query, response["best_candidate_score"], found.query_vector)
-        if live is None:  # no daemon, no queue: as fresh as the last reindex
-            response["freshness"] = {
-                "queue_depth": 0,
-                "last_change_applied_at": self.catalog.last_indexed_at(),
-            }
-        else:
-            response["freshness"] = live.freshness
-            response["indexing"] = live.indexing
-            if live.indexing is not None and not response["results"]:
-                response["message"] = early_message(live.indexing, by_words=params.mode != "dense")
-        return response
-
-    def _record_gap(self, query: str, best: float | None, vector: np.ndarray | None) -> None:
-        try:
-            self.gaps.record(query, best, vector)
-        except Exception as exc:  # the answer matters more than its bookkeeping
-            logger.warning("could not record the unanswered query in {}: {}", self.gaps.path, exc)
-
-    def _notice_answered_gaps(self, rows: list[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        try:
-            vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
-            answered = self.gaps.notice_answers(
-                [row["file_path"] for row in rows], vectors, self.config.search_threshold
-            )
-        except Exception as exc:
-            logger.warning("could not check the recorded gaps against new notes: {}", exc)
-            return
-        for query in answered:
-            logger.info("a new note may answer the recorded gap {!r}", query)
+        return self.reads.search(params, live)
 
     def similar(self, params: dict[str, Any]) -> SimilarAnswer:
-        k = whole_number(params, "k", 10, 1, 100)
-        if params.get("text") is not None:
-            target = self.similarity.of_text(text_param(params, "text", MAX_DRAFT_CHARS))
-        else:
-            target = self.similarity.of_note(self._note(params))
-        # `floor`: the lowest score listed, so an empty answer can say what it left out.
-        return {"note": target.path, "floor": SIMILAR_FLOOR, "results": self.similarity.similar(target, k)}
+        return self.reads.similar(params)
 
     def duplicates(self, params: dict[str, Any]) -> DuplicatesAnswer:
-        # Below 50 nearly every pair qualifies: a list nobody can act on, at quadratic cost.
-        min_score = whole_number(params, "min_score", 90, 50, 100)
-        limit = whole_number(params, "limit", 1000, 1, 100000)
-        pairs, complete = self.similarity.duplicates(min_score)
-        return {
-            "min_score": min_score,
-            "total_pairs": len(pairs),
-            "complete": complete,
-            "pairs": pairs[:limit],
-            "groups": duplicate_groups(pairs)[:limit],
-        }
+        return self.reads.duplicates(params)
 
     def related(self, params: dict[str, Any]) -> RelatedAnswer:
-        return related_notes(
-            self._note(params), self.catalog, self.similarity, whole_number(params, "k", 10, 1, 100)
-        )
+        return self.reads.related(params)
 
     def context(self, params: dict[str, Any], live: Live | None = None) -> ContextPack:
-        max_tokens = whole_number(params, "max_tokens", DEFAULT_MAX_TOKENS, 50, 100000)
-        search = {k: v for k, v in params.items() if k != "max_tokens"}
-        search.setdefault("top_k", SEARCH_DEPTH)
-        search.setdefault("threshold", CONTEXT_THRESHOLD)
-        found = self.search(search, live)  # while notes are being indexed, its reasons say "so far"
-        pack = build_context(found, max_tokens, self.embedder.count_tokens, self.config.search_threshold)
-        if live is not None:
-            pack["freshness"] = live.freshness
-            pack["indexing"] = live.indexing
-        return pack
-
-    def _note(self, params: dict[str, Any]) -> str:
-        """The note's path as the catalog knows it: as written (a symlink stays one), else resolved."""
-        text = text_param(params, "note", 4096)
-        absolute = os.path.abspath(os.path.expanduser(text))
-        if self.catalog.get(absolute) is not None:
-            return absolute  # the stored form, as a result showed it
-        # A path as the OS gives it (its undecodable bytes as surrogates): stored form (pathtext).
-        absolute = to_text(absolute)
-        if self.catalog.get(absolute) is not None:
-            return absolute
-        return to_text(Path(to_fs(absolute)).resolve())
+        return self.reads.context(params, live)
 
     def search_defaults(self) -> SearchParams:
-        return search_defaults(self.config)
+        return self.reads.search_defaults()
 
     def reindex(
         self,
@@ -320,18 +243,7 @@ class Service:
             logger.info("rebuilding the index from scratch")
             self.store.drop_all()
             self.catalog.reset()
-        targets = [Path(on_disk(os.path.expanduser(p))).resolve() for p in paths] if paths else None
-        if targets is None and not self.filter.roots:
-            raise ConfigError(
-                "no roots configured: set `roots` in the config file, or pass the folders to index"
-            )
-        if targets:
-            outside = [str(t) for t in targets if self.filter.root_of(t) is None]
-            if outside:
-                raise ConfigError(
-                    f"{', '.join(outside)} is not under a configured root "
-                    f"({', '.join(map(str, self.filter.roots)) or 'none configured'}); add it to `roots`"
-                )
+        targets = reindex_targets(paths, self.filter)
         # Folders a person named are the truth, even a root that is gone: its notes go with it.
         return self.indexer.reconcile(
             targets, force=force, progress=progress, cancel=cancel, forget=targets is not None
@@ -456,46 +368,16 @@ class Service:
         logger.info("switched to the rebuilt index")
         return report
 
-    def _failed(self) -> list[FailedNote]:
-        """Notes that failed, with their reasons, then places the scan could not read (a folder
-        past the system's path length): their notes are on no list but this one."""
-        failed: list[FailedNote] = [
-            {"file_path": r.file_path, "error": r.error_message} for r in self.catalog.failed()
-        ]
-        for place, why in sorted(self.filter.unlisted.copy().items()):  # a copy: the writer scans
-            failed.append(
-                {"file_path": to_text(place), "error": f"cannot read: {why}; notes under it are not indexed"}
-            )
-        return failed
-
     def status(self) -> IndexStatus:
-        unshown = sorted(self.indexer.unshown.copy())  # a copy is one step: the indexer may add to it
-        return {
-            "version": __version__,
-            "documents": self.catalog.status_counts(),
-            "sections": self.catalog.section_count(),
-            "failed": self._failed(),
-            "warnings": [
-                {"file_path": r.file_path, "warning": r.warning} for r in self.catalog.records() if r.warning
-            ],
-            "last_indexed_at": self.catalog.last_indexed_at() or None,
-            "model": self.embedder.model_id,
-            "store": {
-                "uri": self.config.milvus_uri,
-                "shards": self.store.shards,
-            },
-            "roots": [str(r) for r in self.filter.roots],
-            "unavailable_roots": self.roots.report(),
-            "unshown": {"notes": len(unshown), "example": unshown[0]} if unshown else None,
-            "open_gaps": self._open_gaps(),
-        }
-
-    def _open_gaps(self) -> int | None:
-        try:
-            return self.gaps.count_open()
-        except Exception as exc:  # the status report must not fail over its least important line
-            logger.warning("could not read the gap log {}: {}", self.gaps.path, exc)
-            return None
+        return index_status(
+            self.catalog,
+            self.filter,
+            self.roots,
+            self.indexer.unshown,
+            self.embedder.model_id,
+            {"uri": self.config.milvus_uri, "shards": self.store.shards},
+            self.reads.open_gaps(),
+        )
 
     def close(self) -> None:
         try:
