@@ -258,16 +258,16 @@ def test_a_note_deleted_between_scan_and_read_is_removed_not_failed(make_service
         write(notes / f"n{i}.md", f"# Note {i}\n\nSailing knots, number {i}.\n")
     service = make_service([notes])
     service.reindex()
-    import mdrag.index.indexer
+    import mdrag.index.changes
 
-    real = mdrag.index.indexer.read_bytes
+    real = mdrag.index.changes.read_bytes
 
     def delete_then_read(path, limit):  # the file goes after the scan saw it, before its read
         if path.endswith(("n3.md", "n4.md")):
             os.unlink(to_fs(path))
         return real(path, limit)
 
-    monkeypatch.setattr(mdrag.index.indexer, "read_bytes", delete_then_read)
+    monkeypatch.setattr(mdrag.index.changes, "read_bytes", delete_then_read)
     report = service.reindex(force=True)
     assert report.failed == [] and report.deleted == 2
     assert service.status()["documents"] == {"indexed": 18}

@@ -123,7 +123,7 @@ def test_a_cold_run_reuses_repeated_sections_from_memory_not_the_store(make_serv
 def test_run_vectors_let_go_of_the_oldest_and_then_consult_the_store():
     import numpy as np
 
-    from mdrag.index.indexer import RunVectors
+    from mdrag.index.vectors import RunVectors
 
     run = RunVectors(store_had_notes=False, limit=2)
     run.add({("a", 0): np.zeros(2), ("b", 0): np.ones(2)})

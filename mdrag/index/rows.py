@@ -1,20 +1,17 @@
-"""Rows: a read and sectioned note as the store keeps it (vector rows, metadata, catalog record), written."""
+"""Rows: a read and sectioned note as the store keeps it (vector rows, metadata, catalog record)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from loguru import logger
 
 from mdrag import keys
 from mdrag.answers.notes import Link
-from mdrag.errors import RowsRejectedError
-from mdrag.milvus import MAX_TAGS, Store, clip_bytes
+from mdrag.milvus import MAX_TAGS, clip_bytes
 from mdrag.notes.document import Document
 from mdrag.notes.sections import Section, titled_path
 
@@ -178,84 +175,3 @@ def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) ->
         "indexed_at": time.time(),
         "doc_vector": doc_vector,
     }
-
-
-VectorMap = dict[tuple[str, int], np.ndarray]
-
-
-@dataclass
-class Written:
-    """What a write stored: metadata rows in batch order, vector rows, and each note's row ids."""
-
-    metadata: list[dict[str, Any]] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    keep: dict[str, set[str]] = field(default_factory=dict)
-
-
-def store_notes(
-    store: Store,
-    batch: list[PreparedNote],
-    vectors: VectorMap,
-    retry: bool = False,
-    visible: Callable[[list[dict[str, Any]]], None] | None = None,
-) -> Written:
-    """Steps 1 and 2 of a write: the rows, then the metadata that records them durably.
-
-    `visible` is told of the metadata rows as soon as the vector rows are in: the caller's
-    in-memory switch (the catalog) makes the new versions searchable then, without waiting for
-    the metadata write. Should that write fail, the store still names the old versions, and the
-    rows no stored version owns are removed when the store comes back (see Indexer.repair).
-    """
-    new_rows: list[dict[str, Any]] = []
-    update_rows: list[dict[str, Any]] = []
-    written = Written()
-    for prepared in batch:
-        rows = vector_rows(prepared, vectors)
-        # A retry upserts: part of the refused batch may have landed.
-        (new_rows if prepared.rows_unseen and not retry else update_rows).extend(rows)
-        written.keep[prepared.path] = {row["id"] for row in rows}
-        written.metadata.append(metadata_row(prepared, rows, store.dimension))
-    # 1. the new version's rows (invisible to search until the catalog names their hash)
-    store.insert_vectors(new_rows)
-    store.upsert_vectors(update_rows)
-    if visible is not None:
-        visible(written.metadata)
-    # 2. the durable record of the switch
-    store.upsert_metadata(written.metadata)
-    written.rows = new_rows + update_rows
-    return written
-
-
-def store_each(
-    store: Store,
-    batch: list[PreparedNote],
-    vectors: VectorMap,
-    visible: Callable[[list[dict[str, Any]]], None] | None = None,
-) -> Written:
-    """Each note on its own; one the engine refuses is recorded failed, with the reason."""
-    written = Written()
-    for prepared in batch:
-        try:
-            one = store_notes(store, [prepared], vectors, retry=True, visible=visible)
-        except RowsRejectedError as exc:
-            failed = PreparedNote(
-                path=prepared.path,
-                is_new=prepared.is_new,
-                file_hash=prepared.file_hash,
-                held_hash=prepared.held_hash,
-                size=prepared.size,
-                error=f"the index refused this note: {exc}",
-            )
-            try:
-                one = store_notes(store, [failed], vectors, retry=True, visible=visible)
-            except RowsRejectedError as again:
-                # Known failed in memory only: reported, and not retried until the file changes.
-                logger.error("the index refused even the failure record of {}: {}", prepared.path, again)
-                one = Written(
-                    metadata=[metadata_row(failed, [], store.dimension)], keep={prepared.path: set()}
-                )
-            prepared.error, prepared.document = failed.error, None
-        written.keep.update(one.keep)
-        written.metadata.extend(one.metadata)
-        written.rows.extend(one.rows)
-    return written
