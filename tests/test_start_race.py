@@ -174,7 +174,7 @@ def test_a_status_polled_every_50_ms_while_the_daemon_starts_never_stops_it(inde
 
 
 DAEMON_HOLDER = (
-    "import sys, time; from pathlib import Path; from mdrag import indexlock;"
+    "import sys, time; from pathlib import Path; from mdrag.files import indexlock;"
     "indexlock.acquire(Path(sys.argv[1]), None, indexlock.DAEMON, sys.argv[2]);"
     "print('held', flush=True); time.sleep(60)"
 )
