@@ -184,7 +184,7 @@ def _relevant(judged: JudgedSet, qid: str) -> set[str]:
 
 
 def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) -> dict[str, Any]:
-    from mdrag.params import SearchParams
+    from mdrag.params.search import SearchParams
 
     ndcg, recall, mrr, latencies = [], [], [], []
     # Per question: (qid, answerable, its hits as (note, relevant, score) best first).

@@ -39,7 +39,7 @@ THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 def dump(args: argparse.Namespace) -> None:
     from bench import eval as ev
     from mdrag.log import configure_logging
-    from mdrag.params import SearchParams
+    from mdrag.params.search import SearchParams
 
     configure_logging("WARNING")
     judged = ev.judged_set(args.set)

@@ -12,8 +12,8 @@ import re
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypedDict
 
 from mdrag.errors import MdragError, QueryError, error_kind, remote_error
-from mdrag.params import OPERATIONS as OPERATIONS  # re-exported: the wire's operations
-from mdrag.params import operation
+from mdrag.params.operations import OPERATIONS as OPERATIONS  # re-exported: the wire's operations
+from mdrag.params.operations import operation
 
 if TYPE_CHECKING:
     from mdrag.answers.status import ProgressSnapshot

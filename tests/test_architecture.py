@@ -20,7 +20,7 @@ HOMES = {
     "watchdog": {"index/watcher.py"},
     "markdown_it": {"notes/sections.py", "notes/blocks.py", "notes/links.py", "ui/render.py"},
     "frontmatter": {"notes/document.py"},
-    "click": {"cli/main.py", "cli/explore.py", "cli/output.py"},
+    "click": {"cli/main.py", "cli/explore.py", "cli/output.py", "cli/options.py"},
     "tqdm": {"cli/command.py"},
     "pathspec": {"notes/scanner.py"},
     "mcp": {"cli/mcp_server.py"},
@@ -50,8 +50,8 @@ PUBLIC_MILVUS = {
 # The wings, by folder: the base modules at the top of the package, then each sub-package.
 # The composition root (service.py) builds the service from the wings below it.
 BASE = "base"
-# Folders of the base: the answers' shapes, and the files kept on disk (the base's top stays small).
-BASE_FOLDERS = {"answers", "files"}
+# Folders of the base: the answers' shapes, the requests' params and the files kept on disk.
+BASE_FOLDERS = {"answers", "files", "params"}
 ROOT = "service"
 LOWER = {"notes", "embedding", "milvus"}  # what notes, models and the engine are: import only the base
 # What each wing may never import (beyond the rules for every wing below).

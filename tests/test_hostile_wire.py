@@ -27,7 +27,7 @@ import pytest
 
 from mdrag.client.connection import DaemonClient
 from mdrag.errors import NotFoundError, QueryError
-from mdrag.params import OPERATIONS
+from mdrag.params.operations import OPERATIONS
 from mdrag.protocol import MAX_REQUEST_BYTES
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, mdrag_cli

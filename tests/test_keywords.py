@@ -9,6 +9,7 @@ import pytest
 
 from mdrag.errors import StoreError
 from mdrag.milvus.keywords import KeywordIndex, parsed_terms
+from mdrag.params.scope import Scope
 from tests.conftest import write
 
 # The kinds of path a filter must take literally: tantivy's regex syntax, shell and quote
@@ -73,8 +74,10 @@ def test_any_query_text_is_words_never_syntax(index, query):
 def test_a_path_filter_keeps_exactly_the_notes_under_any_prefix(index, folder):
     inside, beside = f"/notes/{folder}/x.md", f"/notes/{folder[:-1]}Z/x.md"
     index.write([_row("in", inside, "lighthouse keeper"), _row("out", beside, "lighthouse keeper")])
-    assert [hit.id for hit in index.search("lighthouse", 10, path_prefix=f"/notes/{folder}/")] == ["in"]
-    assert {hit.id for hit in index.search("lighthouse", 10, path_prefix="/notes/")} == {"in", "out"}
+    assert [hit.id for hit in index.search("lighthouse", 10, Scope(path_prefix=f"/notes/{folder}/"))] == [
+        "in"
+    ]
+    assert {hit.id for hit in index.search("lighthouse", 10, Scope(path_prefix="/notes/"))} == {"in", "out"}
 
 
 def test_tags_filter_keeps_notes_with_any_of_them_and_filters_do_not_change_the_score(index):
@@ -86,7 +89,7 @@ def test_tags_filter_keeps_notes_with_any_of_them_and_filters_do_not_change_the_
         ]
     )
     plain = {hit.id: hit.bm25 for hit in index.search("lighthouse", 10)}
-    tagged = index.search("lighthouse", 10, tags=["work", "land"], path_prefix="/n/")
+    tagged = index.search("lighthouse", 10, Scope(tags=["work", "land"], path_prefix="/n/"))
     assert {hit.id for hit in tagged} == {"a", "b"}
     assert all(hit.bm25 == pytest.approx(plain[hit.id]) for hit in tagged)
 
@@ -408,8 +411,8 @@ def test_a_link_in_place_of_the_keyword_index_is_refused_and_never_followed(tmp_
 
 def test_a_filter_no_stored_path_or_tag_can_hold_matches_nothing_and_raises_nothing(index):
     index.write([_row("a", "/n/a.md", "lighthouse", ("sea",))])
-    assert index.search("lighthouse", 10, path_prefix="/n/\udc80") == []
-    assert index.search("lighthouse", 10, tags=["\ud800"]) == []
+    assert index.search("lighthouse", 10, Scope(path_prefix="/n/\udc80")) == []
+    assert index.search("lighthouse", 10, Scope(tags=["\ud800"])) == []
 
 
 @pytest.mark.parametrize("word", ["हिन्दी", "İstanbul", "naïve", "日本語", "Ünïcödé"])
@@ -449,14 +452,14 @@ def test_with_filters_only_the_rows_the_filtered_search_reads_hold_a_word(index)
         ]
     )
     assert index.unheard("kubernetes sourdough") == ()
-    assert index.unheard("kubernetes sourdough", tags=["food"]) == ("kubernetes",)
-    assert index.unheard("kubernetes sourdough", tags=["ops", "food"]) == ()
-    assert index.unheard("kubernetes sourdough", path_prefix="/n/ops/") == ("sourdough",)
+    assert index.unheard("kubernetes sourdough", Scope(tags=["food"])) == ("kubernetes",)
+    assert index.unheard("kubernetes sourdough", Scope(tags=["ops", "food"])) == ()
+    assert index.unheard("kubernetes sourdough", Scope(path_prefix="/n/ops/")) == ("sourdough",)
     # No row has both filters: none of the rows the search reads holds the word.
-    assert index.unheard("kubernetes", tags=["food"], path_prefix="/n/ops/") == ("kubernetes",)
+    assert index.unheard("kubernetes", Scope(tags=["food"], path_prefix="/n/ops/")) == ("kubernetes",)
     # Stems and compounds are held within the filter as without one.
-    assert index.unheard("deploy wifi", tags=["ops"]) == ()
-    assert index.unheard("deploy wifi", tags=["food"]) == ("deploy", "wifi")
+    assert index.unheard("deploy wifi", Scope(tags=["ops"])) == ()
+    assert index.unheard("deploy wifi", Scope(tags=["food"])) == ("deploy", "wifi")
 
 
 LONG_PREFIXES = ["/n/" + "x" * 1000, "/n/" + "日本語" * 400]  # past what tantivy takes as a pattern
@@ -466,15 +469,15 @@ LONG_PREFIXES = ["/n/" + "x" * 1000, "/n/" + "日本語" * 400]  # past what tan
 @pytest.mark.parametrize("prefix", ["", "/n/", "/n/(", "\udc80", ".*", *LONG_PREFIXES])
 def test_any_filter_gives_the_unheard_words_without_raising(index, tags, prefix):
     index.write([_row("a", "/n/a.md", "lighthouse keepers", tags=("ops",))])
-    unheard = index.unheard("lighthouse keepers of Alexandria", list(tags), prefix)
+    unheard = index.unheard("lighthouse keepers of Alexandria", Scope(tags, prefix))
     assert set(unheard) <= {"lighthouse", "keepers", "alexandria"}
 
 
 @pytest.mark.parametrize("prefix", LONG_PREFIXES)
 def test_a_path_prefix_too_long_for_a_pattern_still_filters_a_search(index, prefix):
     index.write([_row("a", prefix + "/a.md", "lighthouse keepers"), _row("b", "/n/b.md", "lighthouse lamps")])
-    assert [hit.id for hit in index.search("lighthouse", 10, path_prefix=prefix)] == ["a"]
-    assert index.unheard("lighthouse", path_prefix=prefix) == ()
+    assert [hit.id for hit in index.search("lighthouse", 10, Scope(path_prefix=prefix))] == ["a"]
+    assert index.unheard("lighthouse", Scope(path_prefix=prefix)) == ()
 
 
 def test_in_an_empty_index_every_word_but_a_stop_word_is_unheard(index):
@@ -520,4 +523,4 @@ def test_a_word_only_rows_that_are_gone_held_is_unheard(index, gone):
     else:
         index.write([_row("a", "/n/a.md", "foundry deploy scripts")])
     assert index.unheard("hardhat lighthouse") == ("hardhat",)
-    assert index.unheard("hardhat lighthouse", path_prefix="/n/") == ("hardhat",)
+    assert index.unheard("hardhat lighthouse", Scope(path_prefix="/n/")) == ("hardhat",)

@@ -16,7 +16,8 @@ from mdrag.index import indexer, prepass
 from mdrag.index.rows import PreparedNote
 from mdrag.milvus import PendingKeywords, pending
 from mdrag.milvus.pending import LAYOUT
-from mdrag.params import SearchParams
+from mdrag.params.scope import Scope
+from mdrag.params.search import SearchParams
 from mdrag.progress import ProgressMeter, progress_line, search_banner
 from tests.conftest import write
 
@@ -55,9 +56,9 @@ def test_waiting_notes_are_found_by_their_words_replaced_per_note_and_kept_acros
     (score, row), *rest = waiting.rows("capybara", 10)
     assert rest == [] and score > 0 and row["display"]["file_path"] == "/n/a.md"
     assert row["embedded_text"] == "The capybara swims"
-    assert [r["file_path"] for _, r in waiting.rows("wombat", 10, tags=("zoo",))] == ["/n/b.md"]
-    assert waiting.rows("wombat", 10, tags=("other",)) == []
-    assert waiting.rows("wombat", 10, path_prefix="/n/a") == []
+    assert [r["file_path"] for _, r in waiting.rows("wombat", 10, Scope(tags=("zoo",)))] == ["/n/b.md"]
+    assert waiting.rows("wombat", 10, Scope(tags=("other",))) == []
+    assert waiting.rows("wombat", 10, Scope(path_prefix="/n/a")) == []
     assert waiting.unheard("capybara swimming okapi") == {"okapi"}  # stems held, as the index reads them
     # A note read again replaces its windows; another process (a restart) finds them.
     waiting.add([_window("/n/a.md", "The okapi hides")])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mdrag.errors import QueryError
-from mdrag.params import SearchParams
+from mdrag.params.search import SearchParams
 from tests.conftest import write
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"

@@ -7,7 +7,7 @@ from typing import Any
 
 from mdrag.config import Config
 from mdrag.errors import QueryError
-from mdrag.params import SearchParams
+from mdrag.params.search import SearchParams
 from mdrag.ui.app import Page, search_params
 
 INDEXING = {

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from mdrag.answers.status import ProgressSnapshot
+from mdrag.params.scope import ScopeShown
 
 
 class Freshness(TypedDict):
@@ -94,15 +95,13 @@ class Confidence(TypedDict):
     reason: str
 
 
-class SearchParameters(TypedDict):
-    """The parameters a search ran with, as its answer reports them."""
+class SearchParameters(ScopeShown):
+    """The parameters a search ran with, as its answer reports them (its scope's fields too)."""
 
     top_k: int
     threshold: float
     metric: str  # "IP": inner product of unit vectors (the cosine)
     mode: str
-    tags: list[str]
-    path_prefix: str
 
 
 class DroppedCandidate(Evidence):

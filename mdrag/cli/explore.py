@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mdrag.cli.command import command_config
+from mdrag.cli.options import scope_options
 from mdrag.cli.output import Styled, say, say_json
 from mdrag.client.paths import shown, typed, visible
 from mdrag.client.route import open_route
 from mdrag.errors import QueryError
-from mdrag.params import MAX_DRAFT_CHARS
+from mdrag.params.fields import MAX_DRAFT_CHARS
 
 if TYPE_CHECKING:
     from mdrag.answers.notes import (
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         RelatedAnswer,
         SimilarAnswer,
     )
+    from mdrag.params.scope import Scope
 
 GROUP_SHOWN = 5  # notes of a duplicate group listed in text; --json has them all
 
@@ -189,16 +191,14 @@ def resolve_gap(ctx: click.Context, query: str, status: str, as_json: bool) -> N
 @click.command()
 @click.argument("query")
 @click.option("--max-tokens", type=int, default=2000, show_default=True, help="Token budget of the pack.")
-@click.option("--tag", "tags", multiple=True, help="Only notes with this tag.")
-@click.option("--path", "path_prefix", help="Only notes under this path.")
+@scope_options
 @click.option("--json", "as_json", is_flag=True, help="Print the pack and its sources as one JSON object.")
 @click.pass_context
 def context(
     ctx: click.Context,
     query: str,
     max_tokens: int,
-    tags: tuple[str, ...],
-    path_prefix: str | None,
+    scope: Scope,
     as_json: bool,
 ) -> None:
     """A prompt-ready pack of the sections that best answer QUERY, with citations, within a budget."""
@@ -207,8 +207,7 @@ def context(
         "context",
         query=query,
         max_tokens=max_tokens,
-        tags=list(tags) or None,
-        path_prefix=path_prefix or None,
+        **scope.to_request(),
     )
     if not emit(result, as_json):
         if not result["sources"]:

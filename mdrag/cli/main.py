@@ -18,6 +18,7 @@ import click
 from mdrag import __version__
 from mdrag.cli.command import command_config, progress_bar
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg
+from mdrag.cli.options import mode_option, scope_options
 from mdrag.cli.output import Link, Styled, say, say_json
 from mdrag.client.paths import shown, typed
 from mdrag.client.route import configure_command_logging, open_route
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     # the wire's shapes, for the type checker: building ~40 TypedDicts costs each search process ~3 ms
     from mdrag.answers.search import ClosestNote, Hit, SearchAnswer
     from mdrag.answers.status import DaemonStatus, StartingAnswer, StatusAnswer
+    from mdrag.params.scope import Scope
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -109,9 +111,8 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
 @click.argument("query", required=False)
 @click.option("-k", "--top-k", type=int, help="How many hits at most (1-100).")
 @click.option("--threshold", type=float, help="Minimum relevance score (0-1, default 0.7).")
-@click.option("--mode", type=click.Choice(["hybrid", "dense", "keyword"]), help="Retrieval mode.")
-@click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat for any of several).")
-@click.option("--path", "path_prefix", help="Only notes under this path.")
+@mode_option
+@scope_options
 @click.option(
     "--wait-fresh",
     type=float,
@@ -137,8 +138,7 @@ def search(
     top_k: int | None,
     threshold: float | None,
     mode: str | None,
-    tags: tuple[str, ...],
-    path_prefix: str | None,
+    scope: Scope,
     wait_fresh: float | None,
     selected: str | None,
     explain: bool,
@@ -157,18 +157,16 @@ def search(
     for key, value in (("top_k", top_k), ("threshold", threshold), ("mode", mode)):
         if value is not None:
             params[key] = value
-    if tags:
-        params["tags"] = list(tags)
-    if path_prefix:
-        params["path_prefix"] = path_prefix
-    from mdrag.params import SearchParams, search_defaults
+    params.update(scope.to_request())
+    from mdrag.params.search import SearchParams, search_defaults
 
     # Parsed once, before any index is opened (a bad query fails fast): the index opened here
     # searches on these; the daemon is sent the fields given, and fills the rest from its config.
     asked = SearchParams.parse(params, search_defaults(config))
     with open_route(config, quiet=True) as route:
-        if path_prefix:  # as typed, once the roots it may start from are known
-            asked = dataclasses.replace(asked, path_prefix=typed(path_prefix))
+        if scope.path_prefix:  # as typed, once the roots it may start from are known
+            typed_scope = dataclasses.replace(scope, path_prefix=typed(scope.path_prefix))
+            asked = dataclasses.replace(asked, scope=typed_scope)
         response = route.search(asked, wait_fresh)  # a local index is as fresh as it gets
     if as_json:
         say_json(add_uris(dict(response)))
@@ -197,7 +195,7 @@ def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> No
     """Open the Nth hit (default 1) of QUERY in your editor: `open.command` in the config
     (e.g. `code --goto {path}:{line}`), else $VISUAL, else $EDITOR, else xdg-open."""
     config = command_config(ctx)
-    from mdrag.params import SearchParams, search_defaults
+    from mdrag.params.search import SearchParams, search_defaults
 
     asked = SearchParams.parse({"query": query, "top_k": max(n, 1)}, search_defaults(config))
     with open_route(config, quiet=True) as route:

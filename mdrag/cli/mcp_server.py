@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 from loguru import logger
 from mcp.server.mcpserver import MCPServer
@@ -17,6 +17,7 @@ from mdrag import __version__
 from mdrag.answers.notes import ContextPack
 from mdrag.client.connection import DaemonClient
 from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
+from mdrag.params.search import SearchMode
 
 Tool = TypeVar("Tool", bound=Callable[..., Any])  # a tool function, registered as it is
 
@@ -72,7 +73,7 @@ def build_server(socket_path: str) -> MCPServer:
         ] = None,
         threshold: Threshold = None,
         mode: Annotated[
-            Literal["hybrid", "dense", "keyword"] | None,
+            SearchMode | None,
             Field(description="hybrid (default): meaning and keywords; dense: meaning only; keyword: BM25."),
         ] = None,
         tags: Annotated[list[str] | None, Field(description="Only notes with any of these tags.")] = None,

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 from mdrag import protocol
 from mdrag.errors import DaemonBusyError, RemoteError, RequestTooLargeError, ServerNotRunningError
 from mdrag.files import trust
-from mdrag.params import OPERATIONS, SearchParams
+from mdrag.params.operations import OPERATIONS
+from mdrag.params.search import SearchParams
 from mdrag.progress import OnProgress
 
 if TYPE_CHECKING:

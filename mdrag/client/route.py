@@ -18,7 +18,7 @@ from mdrag.errors import (
     StoreLockedError,
     UnsafePathError,
 )
-from mdrag.params import SearchParams
+from mdrag.params.search import SearchParams
 from mdrag.progress import OnProgress
 
 if TYPE_CHECKING:

@@ -6,6 +6,9 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from mdrag.keys import doc_id
+from mdrag.params.scope import Scope
+
+EVERY_NOTE = Scope()
 
 
 def quote(value: str) -> str:
@@ -29,6 +32,20 @@ def in_filter(field: str, values: Iterable[str], *, negate: bool = False) -> str
 def in_numbers(field: str, values: Iterable[int]) -> str:
     """`field in [1, -2]`: integers need no quoting."""
     return f"{field} in [{', '.join(str(int(v)) for v in values)}]"
+
+
+def metadata_expression(scope: Scope) -> str:
+    """The Milvus expression on the metadata rows that narrows them to `scope` (its exact test,
+    `Scope.holds`, runs on the rows): the engine's half of the translation."""
+    clauses = []
+    if scope.tags:
+        clauses.append(f"array_contains_any(tags, [{', '.join(quote(t) for t in scope.tags)}])")
+    prefix = scope.path_prefix
+    if prefix and prefix.isprintable() and not any(c in prefix for c in "%_"):
+        # LIKE narrows the notes in the engine (its wildcards would widen the match, so
+        # prefixes holding them skip it).
+        clauses.append(f"file_path like {quote(prefix + '%')}")
+    return " and ".join(clauses)
 
 
 class NoteScope(NamedTuple):

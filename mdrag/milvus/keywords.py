@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -16,6 +17,8 @@ from typing import Any
 import tantivy
 
 from mdrag.errors import StoreError
+from mdrag.milvus.filters import EVERY_NOTE
+from mdrag.params.scope import Scope
 
 # The writer's memory budget: tantivy's floor per thread. Writes come in batches of a few
 # thousand windows, each committed at once, so a larger arena would only hold memory.
@@ -273,21 +276,21 @@ class KeywordIndex:
                 raise StoreError(f"cannot write the keyword index {self.path}: {exc}") from exc
             self._index.reload()  # read-your-writes: the next search sees this commit
 
-    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> tuple[str, ...]:
+    def unheard(self, text: str, scope: Scope = EVERY_NOTE) -> tuple[str, ...]:
         """The words of `text` (lower case, in order) that no row holds, as the index reads them: a
         stop word is never one, and a word is held when a row holds its stem ("restoring" is held
         by "restore"). A compound is held however the notes spell it: "wifi" by notes of "Wi-Fi"
-        (the phrase "wi fi"), the "wi" and "fi" of "wi-fi" by notes of "wifi". With `tags` or
-        `path_prefix`, only the rows a search so filtered reads count. A term lookup and a
+        (the phrase "wi fi"), the "wi" and "fi" of "wi-fi" by notes of "wifi". Only the rows in
+        `scope` count. A term lookup and a
         one-row search a word, a few more for a word no row holds: 1.8 ms a query at the median
         at 353k rows (a word 112k rows hold takes 0.6 ms); with a filter, milliseconds at 700k
         rows with a path, whose prefix is a pattern."""
-        if not all(map(_encodable, (text, path_prefix, *tags))):
+        if not _encodable(text) or not _scope_encodable(scope):
             return ()  # nothing to look up, or a filter no row meets: the search says that instead
         index = self._index
         searcher = index.searcher()
         try:
-            filters = self._filters(tags, path_prefix)
+            filters = self._filters(scope)
         except ValueError:
             filters = []  # a prefix too long for a pattern: the words of the whole index, then
 
@@ -333,37 +336,32 @@ class KeywordIndex:
             if word not in apart and not any(phrase(word[:cut], word[cut:]) for cut in range(1, len(word)))
         )
 
-    def _filters(self, tags: Sequence[str], path_prefix: str) -> list[Any]:
-        """Queries that keep the rows with any of `tags` and a path starting with `path_prefix`
-        (none for an empty filter); each scores nothing, so a BM25 score stays the text's. Raises
-        ValueError for a prefix too long for tantivy's pattern (about a thousand characters)."""
+    def _filters(self, scope: Scope) -> list[Any]:
+        """Queries that keep the rows in `scope` (none for every note): tantivy's translation of
+        it. Each scores nothing, so a BM25 score stays the text's. Raises ValueError for a prefix
+        too long for tantivy's pattern (about a thousand characters)."""
         schema = self._index.schema
         filters = []
-        if tags:
-            filters.append(
-                tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "tags", list(tags)), 0.0)
-            )
-        if path_prefix:
-            under = tantivy.Query.regex_query(schema, "file_path", prefix_pattern(path_prefix))
+        if scope.tags:
+            tagged = tantivy.Query.term_set_query(schema, "tags", list(scope.tags))
+            filters.append(tantivy.Query.const_score_query(tagged, 0.0))
+        if scope.path_prefix:
+            under = tantivy.Query.regex_query(schema, "file_path", prefix_pattern(scope.path_prefix))
             filters.append(tantivy.Query.const_score_query(under, 0.0))
         return filters
 
-    def search(
-        self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
-    ) -> list[KeywordHit]:
-        """The `limit` best rows for `text` (any term may match; BM25 with tantivy's defaults),
-        among rows with any of `tags` and a path starting with `path_prefix` when given."""
+    def search(self, text: str, limit: int, scope: Scope = EVERY_NOTE) -> list[KeywordHit]:
+        """The `limit` best rows for `text` (any term may match; BM25 with tantivy's defaults)
+        among the rows in `scope`."""
         return [
             KeywordHit(doc["id"][0], doc["file_path"][0], score)
-            for score, doc in self._search(text, limit, tags, path_prefix)
+            for score, doc in self._search(text, limit, scope)
         ]
 
-    def _search(
-        self, text: str, limit: int, tags: Sequence[str], path_prefix: str
-    ) -> list[tuple[float, Any]]:
+    def _search(self, text: str, limit: int, scope: Scope) -> list[tuple[float, Any]]:
         """The best documents for `text` with their BM25 scores (see `search`)."""
         terms = parsed_terms(text)
-        if not terms or not all(map(_encodable, (path_prefix, *tags))):
+        if not terms or not _scope_encodable(scope):
             return []  # nothing to match, or a filter no stored path or tag can meet
         index = self._index
         try:
@@ -372,9 +370,9 @@ class KeywordIndex:
             return []  # nothing left to match once stop words are dropped ("and or not")
         after = ""  # a prefix the index cannot take as a pattern is matched on the hits instead
         try:
-            filters = self._filters(tags, path_prefix)
+            filters = self._filters(scope)
         except ValueError:
-            filters, after = self._filters(tags, ""), path_prefix
+            filters, after = self._filters(dataclasses.replace(scope, path_prefix="")), scope.path_prefix
         try:
             searcher = index.searcher()
             hits = searcher.search(_within(query, filters), limit).hits
@@ -386,6 +384,11 @@ class KeywordIndex:
         except ValueError as exc:
             raise StoreError(f"the keyword index {self.path} could not answer {text!r}: {exc}") from exc
         return found
+
+
+def _scope_encodable(scope: Scope) -> bool:
+    """Whether every string of `scope` is one the index can hold (else no row is in it)."""
+    return all(map(_encodable, (scope.path_prefix, *scope.tags)))
 
 
 def _within(query: Any, filters: list[Any]) -> Any:

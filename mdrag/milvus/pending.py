@@ -13,7 +13,9 @@ from loguru import logger
 from mdrag.errors import StoreError
 from mdrag.files import indexfiles
 from mdrag.keys import doc_id
+from mdrag.milvus.filters import EVERY_NOTE
 from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index
+from mdrag.params.scope import Scope
 
 # The shape of the rows kept here (index.rows.window_rows): a folder of another layout (an
 # upgrade changed the rows) is removed at open and written again by the next run.
@@ -29,10 +31,8 @@ class _RowsIndex(KeywordIndex):
 
     SHOWN = None
 
-    def rows(
-        self, text: str, limit: int, tags: Sequence[str], path_prefix: str
-    ) -> list[tuple[float, dict[str, Any]]]:
-        return [(score, self.stored_row(doc)) for score, doc in self._search(text, limit, tags, path_prefix)]
+    def rows(self, text: str, limit: int, scope: Scope) -> list[tuple[float, dict[str, Any]]]:
+        return [(score, self.stored_row(doc)) for score, doc in self._search(text, limit, scope)]
 
     def replace_notes(self, rows: Sequence[dict[str, Any]]) -> None:
         """Hold these rows in place of every row their notes had (a note read again)."""
@@ -143,24 +143,22 @@ class PendingKeywords:
         except ValueError:
             return False
 
-    def rows(
-        self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
-    ) -> list[tuple[float, dict[str, Any]]]:
+    def rows(self, text: str, limit: int, scope: Scope = EVERY_NOTE) -> list[tuple[float, dict[str, Any]]]:
         """The `limit` best window rows for `text`, each with its BM25 score, as `KeywordIndex.search`
         (none when the index is gone or cannot answer: the model's pass indexes those notes)."""
         index = self._index
         try:
-            return [] if index is None else index.rows(text, limit, tags, path_prefix)
+            return [] if index is None else index.rows(text, limit, scope)
         except (StoreError, ValueError) as exc:  # json's errors are ValueErrors
             logger.warning("the pending keyword index could not answer: {}", exc)
             return []
 
-    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> set[str]:
+    def unheard(self, text: str, scope: Scope = EVERY_NOTE) -> set[str]:
         """The words of `text` no waiting note holds (all of them when none waits)."""
         index = self._index
         every = set(query_words(text))
         try:
-            return every if index is None else set(index.unheard(text, tags, path_prefix))
+            return every if index is None else set(index.unheard(text, scope))
         except (StoreError, ValueError):
             return every
 

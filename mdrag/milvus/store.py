@@ -29,10 +29,11 @@ from mdrag.keys import doc_id, row_hex, row_number
 from mdrag.milvus.calls import EngineCalls
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
-from mdrag.milvus.filters import NoteScope, in_filter, in_numbers, quote
+from mdrag.milvus.filters import EVERY_NOTE, NoteScope, in_filter, in_numbers, metadata_expression
 from mdrag.milvus.keywords import KeywordHit, KeywordIndex
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 from mdrag.milvus.shards import best_hits
+from mdrag.params.scope import Scope
 
 WRITE_BATCH = 1000  # rows per insert/upsert call
 IN_BATCH = 500  # values per `in [...]` filter
@@ -481,18 +482,11 @@ class Store:
         counts = self._db.each(count)
         return sum(counts)
 
-    def paths_within(self, tags: Sequence[str], path_prefix: str) -> list[str]:
-        """The paths of the notes with any of `tags` and a path starting with `path_prefix`
-        (what a filtered dense search searches among), read from their metadata rows."""
-        clauses = []
-        if tags:
-            clauses.append(f"array_contains_any(tags, [{', '.join(quote(t) for t in tags)}])")
-        if path_prefix and path_prefix.isprintable() and not any(c in path_prefix for c in "%_"):
-            # LIKE narrows the notes in the engine (its wildcards would widen the match, so
-            # prefixes holding them skip it); the exact prefix test runs on the rows.
-            clauses.append(f"file_path like {quote(path_prefix + '%')}")
-        rows = self._engine.query(METADATA, " and ".join(clauses), ["file_path"])
-        return [row["file_path"] for row in rows if row["file_path"].startswith(path_prefix)]
+    def paths_within(self, scope: Scope) -> list[str]:
+        """The paths of the notes in `scope` (what a filtered dense search searches among), read
+        from their metadata rows."""
+        rows = self._engine.query(METADATA, metadata_expression(scope), ["file_path", "tags"])
+        return [row["file_path"] for row in rows if scope.holds(row["file_path"], row["tags"] or ())]
 
     def search_dense(self, vector: np.ndarray, limit: int, scope: NoteScope | None = None) -> DenseHits:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit
@@ -528,17 +522,14 @@ class Store:
         floor = float(matches[-1]["distance"]) if len(matches) >= limit else -1.0
         return DenseHits(self._shown(matches), floor)
 
-    def keyword_hits(
-        self, text: str, limit: int, tags: Sequence[str] = (), path_prefix: str = ""
-    ) -> list[KeywordHit]:
-        """The `limit` best BM25 rows for `text`, among notes with any of `tags` and under
-        `path_prefix` when given, best first (the keyword index alone: milliseconds)."""
-        return self._words.search(text, limit, tags, path_prefix)
+    def keyword_hits(self, text: str, limit: int, scope: Scope = EVERY_NOTE) -> list[KeywordHit]:
+        """The `limit` best BM25 rows for `text` among the notes in `scope`, best first (the
+        keyword index alone: milliseconds)."""
+        return self._words.search(text, limit, scope)
 
-    def unheard(self, text: str, tags: Sequence[str] = (), path_prefix: str = "") -> tuple[str, ...]:
-        """The words of `text` that no note holds (among notes with any of `tags` and under
-        `path_prefix` when given)."""
-        return self._words.unheard(text, tags, path_prefix)
+    def unheard(self, text: str, scope: Scope = EVERY_NOTE) -> tuple[str, ...]:
+        """The words of `text` that no note in `scope` holds."""
+        return self._words.unheard(text, scope)
 
     def keyword_rows(self, hits: Sequence[KeywordHit], vector: np.ndarray) -> list[dict[str, Any]]:
         """These keyword hits as rows: what a hit shows, its `bm25` and its `cosine` to `vector`,

@@ -27,20 +27,20 @@ def candidates(
     embedder: Embedder,
     catalog: Catalog,
     accepts: Callable[[str], bool],
-    path_prefix: str = "",
 ) -> list[Candidate]:
     """The best sections of `found` (the pending keyword index's window rows with their BM25
-    scores, best first) as candidates like the store's keyword rows: their display fields, BM25
-    score, text, and a real cosine to the query (`vector`), embedded now at the request's
-    priority. Left out: a note indexed since it was read (its own rows answer for it), one no
-    longer a note of the vault (`accepts`: excluded since), and one changed or gone since it was
-    read (its text is no longer at its hash: found once the model reaches it)."""
+    scores, best first, within the search's scope: that index applies it) as candidates like
+    the store's keyword rows: their display fields, BM25 score, text, and a real cosine to the
+    query (`vector`), embedded now at the request's priority. Left out: a note indexed since it
+    was read (its own rows answer for it), one no longer a note of the vault (`accepts`:
+    excluded since), and one changed or gone since it was read (its text is no longer at its
+    hash: found once the model reaches it)."""
     best: dict[tuple[str, str, int], tuple[float, dict[str, Any]]] = {}
     texts: dict[tuple[str, str], str | None] = {}
     for bm25, row in found:
         display = row["display"]
         path, file_hash = display["file_path"], display["file_hash"]
-        if catalog.visible_hash(path) is not None or not path.startswith(path_prefix):
+        if catalog.visible_hash(path) is not None:
             continue
         key = (path, display["section_id"], display["start_position"])
         if key in best:

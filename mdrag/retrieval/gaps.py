@@ -16,7 +16,7 @@ from loguru import logger
 from mdrag.answers.notes import Gap
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.files import private
-from mdrag.params import GAP_STATUSES
+from mdrag.params.operations import GAP_STATUSES
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS gaps (

@@ -15,7 +15,7 @@ from mdrag.answers import search as answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.milvus import NoteScope, PendingKeywords, Store, note_scope
-from mdrag.params import SearchParams
+from mdrag.params.search import SearchParams
 from mdrag.retrieval import ahead, relevance
 from mdrag.retrieval.baseline import VaultBaseline
 from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
@@ -175,20 +175,12 @@ class Searcher:
         words = keyword_query(params.query)  # the query's words the keyword index reads
         if params.mode in ("keyword", "hybrid") and self.catalog.has_sections():
             # The keyword index finds its rows while the query is embedded.
-            keyword_hits = self._keyword_pool.submit(
-                self.store.keyword_hits,
-                words,
-                limit,
-                params.tags,
-                params.path_prefix,
-            )
+            keyword_hits = self._keyword_pool.submit(self.store.keyword_hits, words, limit, params.scope)
             pending.append(keyword_hits)
         waiting = None
         if params.mode in ("keyword", "hybrid") and self.waiting is not None and self.waiting.active:
             # Notes not embedded yet are found by their words meanwhile.
-            waiting = self._keyword_pool.submit(
-                self.waiting.rows, words, limit, params.tags, params.path_prefix
-            )
+            waiting = self._keyword_pool.submit(self.waiting.rows, words, limit, params.scope)
             pending.append(waiting)
         # A passage is no question: its every word need not be a note's. Among the notes the
         # search may give: a word only notes outside its filters hold is unheard. Looked up
@@ -228,7 +220,7 @@ class Searcher:
         lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
         if waiting is not None:
             found_ahead = ahead.candidates(
-                waiting.result(), vector, self.embedder, self.catalog, self.accepts, params.path_prefix
+                waiting.result(), vector, self.embedder, self.catalog, self.accepts
             )
             ahead.merged(lists.get("dense", []), lists["keyword"], found_ahead, floor)
         # After the catalog dropped other versions' rows: only the candidates scored are read.
@@ -253,14 +245,14 @@ class Searcher:
             floor = params.threshold - RELATED_BAND
             close = [c for c in dropped if c["score"] >= floor]
             related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-            if best is None and (params.tags or params.path_prefix or not evidence.unheard):
+            if best is None and (params.scope.narrows or not evidence.unheard):
                 # Nothing to score: a filter that leaves no note says so, rather than blame a word;
                 # unfiltered, a word no note holds is why (a keyword search for such words alone).
-                message = "nothing matched" + _scope(params)
+                message = "nothing matched" + params.scope.words()
             else:
                 if evidence.unheard:
                     so_far = " indexed so far" if indexing else ""
-                    reason = f"no note{so_far} mentions " + _either(evidence.unheard) + _scope(params)
+                    reason = f"no note{so_far} mentions " + _either(evidence.unheard) + params.scope.words()
                 elif evidence.absent:
                     reason = "no note found mentions " + _either(evidence.absent)
                 message = reason or f"no section scored {params.threshold:g} or more"
@@ -278,8 +270,7 @@ class Searcher:
                 "threshold": params.threshold,
                 "metric": "IP",  # inner product of unit vectors: the cosine
                 "mode": params.mode,
-                "tags": list(params.tags),
-                "path_prefix": params.path_prefix,
+                **params.scope.shown(),
             },
             execution_time_ms=round((time.perf_counter() - started) * 1000, 2),
             best_candidate_score=None if best is None else round(best, 4),
@@ -301,20 +292,21 @@ class Searcher:
         """The notes a filtered dense search searches among (None: every note). A path alone is
         matched on the catalog's paths (reading 12,352 of them from Milvus took ~120 ms at 5x);
         tags are read from the notes' metadata rows."""
-        if not (params.tags or params.path_prefix):
+        scope = params.scope
+        if not scope.narrows:
             return None
         every = self.catalog.paths()
-        if params.tags:
-            within = self.store.paths_within(params.tags, params.path_prefix)
+        if scope.tags:
+            within = self.store.paths_within(scope)
         else:
-            within = [path for path in every if path.startswith(params.path_prefix)]
+            within = [path for path in every if scope.holds(path)]
         return note_scope(within, every)
 
     def _unheard(self, words: str, params: SearchParams) -> tuple[str, ...]:
         """The query's words no note holds: neither an indexed one nor one waiting for the model."""
-        unheard = self.store.unheard(words, params.tags, params.path_prefix)
+        unheard = self.store.unheard(words, params.scope)
         if unheard and self.waiting is not None and self.waiting.active:
-            waiting = self.waiting.unheard(words, params.tags, params.path_prefix)
+            waiting = self.waiting.unheard(words, params.scope)
             unheard = tuple(word for word in unheard if word in waiting)
         return unheard
 
@@ -339,8 +331,8 @@ class Searcher:
         for row in rows:
             if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]:
                 continue  # a version being swapped out or in: never mix two versions of a note
-            if params.path_prefix and not row["file_path"].startswith(params.path_prefix):
-                continue
+            if not params.scope.holds(row["file_path"], row["tags"] or ()):
+                continue  # a note added since the dense search's list of notes was drawn
             key = _key(row)
             if key not in sections or row["cosine"] > sections[key]["cosine"]:
                 sections[key] = row
@@ -468,12 +460,6 @@ def _explain(
 
 
 _MODE_LISTS = {"dense": ("dense",), "keyword": ("keyword",), "hybrid": ("dense", "keyword")}
-
-
-def _scope(params: SearchParams) -> str:
-    """The filters of a search, in words: ' among the notes tagged a or b under /x'."""
-    tags = f" among the notes tagged {' or '.join(params.tags)}" if params.tags else ""
-    return tags + (f" under {params.path_prefix}" if params.path_prefix else "")
 
 
 def _hit(row: Candidate, query: str = "") -> Hit:

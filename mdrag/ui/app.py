@@ -36,14 +36,16 @@ from mdrag.client.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
 from mdrag.errors import MdragError, NotFoundError, QueryError, ServerNotRunningError
 from mdrag.notes.opener import editor_argv, run_editor, uris
-from mdrag.params import SearchParams, search_defaults
+from mdrag.params.scope import Scope
+from mdrag.params.search import SEARCH_MODES, SearchParams, search_defaults
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import confidence_level, explain_lines, nothing_line, results_line
 from mdrag.ui.guard import Guard
 from mdrag.ui.render import marked_snippet, note_href, render_note
 
 HERE = Path(__file__).resolve().parent
-MODES = ("hybrid", "dense", "keyword")
+# The scope's fields on the form: (its input's name, label, placeholder, width), in order.
+SCOPE_INPUTS = (("tags", "Tags", "runbook, postgres", 16), ("path", "Path", "notes/runbooks", 18))
 DUPLICATE_GROUPS_SHOWN = 20
 
 
@@ -51,13 +53,9 @@ def search_params(query: dict[str, Any]) -> dict[str, Any]:
     """The CLI's search flags from the form's fields; empty ones are left to the config. A number
     that does not parse is passed on as its text, for SearchParams.parse to refuse by name."""
     params: dict[str, Any] = {"query": (query.get("q") or "").strip(), "explain": True}
-    if query.get("mode") in MODES:
+    if query.get("mode") in SEARCH_MODES:
         params["mode"] = query["mode"]
-    tags = [t.strip() for t in (query.get("tags") or "").replace(",", " ").split() if t.strip()]
-    if tags:
-        params["tags"] = tags
-    if (query.get("path") or "").strip():
-        params["path_prefix"] = typed(query["path"].strip())
+    params.update(form_scope(query).to_request())
     for field, key, kind in (("threshold", "threshold", float), ("k", "top_k", int)):
         text = (query.get(field) or "").strip()
         if text:
@@ -66,6 +64,14 @@ def search_params(query: dict[str, Any]) -> dict[str, Any]:
             except ValueError:
                 params[key] = text
     return params
+
+
+def form_scope(query: dict[str, Any]) -> Scope:
+    """The search's scope from the form (SCOPE_INPUTS): tags apart by commas or spaces, a path as
+    typed."""
+    tags = [t.strip() for t in (query.get("tags") or "").replace(",", " ").split() if t.strip()]
+    path = (query.get("path") or "").strip()
+    return Scope.parse({"tags": tags or None, "path_prefix": typed(path) if path else None})
 
 
 def http_status(exc: MdragError) -> int:
@@ -151,7 +157,9 @@ class Page:
             "search.html",
             status_code=values["status"],
             form=query,
-            modes=MODES,
+            modes=SEARCH_MODES,
+            scope_inputs=SCOPE_INPUTS,
+            scope_given=any(query.get(name) for name, *_ in SCOPE_INPUTS),
             served_ms=(time.perf_counter() - started) * 1000,
             **values,
         )
