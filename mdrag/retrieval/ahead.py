@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.milvus import clip_bytes
+from mdrag.retrieval.candidate import Candidate
 from mdrag.retrieval.hittext import note_text
-
-if TYPE_CHECKING:
-    from mdrag.retrieval.search import Candidate
 
 # Sections of waiting notes embedded for one query: each costs a few ms of the model beside the
 # run (~10 per 100 ms on two cores busy indexing), and more than the few best by their words
@@ -62,7 +60,7 @@ def candidates(
         cosine = float(np.dot(vector, window))
         fields = {**display, "id": row["id"], "distance": cosine, "cosine": cosine, "bm25": bm25}
         section_text = clip_bytes(text[display["start_position"] : display["end_position"]])
-        made.append(cast("Candidate", {**fields, "section_text": section_text, "pending": True}))
+        made.append(cast(Candidate, {**fields, "section_text": section_text, "pending": True}))
     return made
 
 
@@ -75,5 +73,5 @@ def merged(dense: list[Candidate], keyword: list[Candidate], waiting: list[Candi
         return
     keyword.extend(waiting)
     keyword.sort(key=lambda row: -row["bm25"])
-    dense.extend(cast("Candidate", dict(row)) for row in waiting if row["cosine"] > floor)
+    dense.extend(cast(Candidate, dict(row)) for row in waiting if row["cosine"] > floor)
     dense.sort(key=lambda row: -row["cosine"])

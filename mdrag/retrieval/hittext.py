@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mdrag import keys
 from mdrag.errors import DocumentError
 from mdrag.milvus import clip_bytes
 from mdrag.notes.document import decode_text
 from mdrag.notes.regular import read_regular
-
-if TYPE_CHECKING:
-    from mdrag.retrieval.search import Candidate
+from mdrag.retrieval.candidate import Candidate
 
 # The index keeps no copy of a section's text: at ~1.3 KB per row it was a seventh of Milvus
 # Lite's memory. The note is the source of truth, and a row names the version it was cut from

@@ -28,12 +28,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from mdrag.retrieval.candidate import Candidate
 from mdrag.retrieval.query import Query
-
-if TYPE_CHECKING:
-    from mdrag.retrieval.search import Candidate
 
 FEATURES = (
     "cosine",

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -18,50 +18,11 @@ from mdrag.milvus import NoteScope, PendingKeywords, Store, note_scope
 from mdrag.params.search import SearchParams
 from mdrag.retrieval import ahead, relevance
 from mdrag.retrieval.baseline import VaultBaseline
+from mdrag.retrieval.candidate import MODE_LISTS, Candidate, section_key
 from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
 from mdrag.retrieval.hittext import attach_texts
 from mdrag.retrieval.query import keyword_query
 from mdrag.retrieval.snippets import snippet
-
-
-class Candidate(TypedDict, total=False):
-    """A search candidate: one section window as the store returns it, then what the search adds.
-
-    Declared here, where candidates are made; relevance, snippets and hittext read and add to
-    it. A row's display fields (index.rows writes them) and its id/distance come from the store;
-    `cosine` and `bm25` from the store too (a dense row's `distance` is its cosine),
-    `section_text` from hittext, `score` and `features` from relevance."""
-
-    # the store's row: its id, match distance and display fields
-    id: str
-    distance: float
-    section_id: str
-    file_path: str
-    file_hash: str
-    window_index: int
-    section_heading: str
-    heading_level: int
-    heading_path: str
-    section_type: str
-    chunk_index: int
-    token_count: int
-    start_position: int
-    end_position: int
-    window_start: int | None  # absent on an older layout's rows
-    window_end: int | None
-    start_line: int
-    end_line: int
-    anchor: str
-    title: str
-    tags: list[str] | None
-    # added by the search
-    cosine: float  # of the query vector and the row's (the best window's, per section)
-    bm25: float  # keyword rows: the BM25 score
-    section_text: str  # hittext: read from the note (or the row's embedded text when stale)
-    score: float  # relevance: the candidate's score in [0, 1]
-    features: tuple[float, ...]  # relevance: its evidence, in relevance.FEATURES order
-    pending: bool  # a note read ahead of the model, embedded for this query (retrieval/ahead.py)
-
 
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
@@ -217,7 +178,7 @@ class Searcher:
             ranked.append(self._sections(found, params))
         elif waiting is not None:
             ranked.append([])  # no indexed note has sections yet: the waiting ones are the keyword list
-        lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
+        lists = dict(zip(MODE_LISTS[params.mode], ranked, strict=False))
         if waiting is not None:
             found_ahead = ahead.candidates(
                 waiting.result(), vector, self.embedder, self.catalog, self.accepts
@@ -333,7 +294,7 @@ class Searcher:
                 continue  # a version being swapped out or in: never mix two versions of a note
             if not params.scope.holds(row["file_path"], row["tags"] or ()):
                 continue  # a note added since the dense search's list of notes was drawn
-            key = _key(row)
+            key = section_key(row)
             if key not in sections or row["cosine"] > sections[key]["cosine"]:
                 sections[key] = row
         return list(sections.values())
@@ -358,7 +319,7 @@ def _score(
         params.query,
         dense,
         keyword,
-        _key,
+        section_key,
         baseline,
         keyword_searched=params.mode != "dense",
         unheard=unheard,
@@ -414,10 +375,6 @@ def _closest(ordered: list[Candidate]) -> list[answers.ClosestNote]:
     return closest
 
 
-def _key(row: Candidate) -> tuple[str, str, int]:
-    return (row["file_path"], row["section_id"], row["start_position"])
-
-
 def _explain(
     hits: list[Hit],
     chosen: list[Candidate],
@@ -427,13 +384,15 @@ def _explain(
     params: SearchParams,
 ) -> answers.SearchExplain:
     """Per hit: its similarity, score, the evidence behind it and its ranks; and what the threshold cut."""
-    fused_rank = {_key(c): rank for rank, c in enumerate(ordered, start=1)}
-    lists = dict(zip(_MODE_LISTS[params.mode], ranked, strict=False))
-    ranks = {name: {_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()}
+    fused_rank = {section_key(c): rank for rank, c in enumerate(ordered, start=1)}
+    lists = dict(zip(MODE_LISTS[params.mode], ranked, strict=False))
+    ranks = {
+        name: {section_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()
+    }
     by_id = {c["id"]: c for c in chosen}
 
     def ranks_of(candidate: Candidate) -> answers.Evidence:
-        key = _key(candidate)
+        key = section_key(candidate)
         return {
             "similarity": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
             "score": round(candidate["score"], 4),
@@ -457,9 +416,6 @@ def _explain(
             {"file_path": c["file_path"], "section_id": c["section_id"], **ranks_of(c)} for c in dropped
         ],
     }
-
-
-_MODE_LISTS = {"dense": ("dense",), "keyword": ("keyword",), "hybrid": ("dense", "keyword")}
 
 
 def _hit(row: Candidate, query: str = "") -> Hit:

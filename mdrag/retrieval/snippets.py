@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
 
 from mdrag.answers.search import Snippet
+from mdrag.retrieval.candidate import Candidate
 from mdrag.retrieval.excerpt import EXCERPT_CHARS
 from mdrag.retrieval.query import Query, whole_term
 from mdrag.retrieval.words import is_stop
 from mdrag.retrieval.words import words as query_words
-
-if TYPE_CHECKING:
-    from mdrag.retrieval.search import Candidate
 
 # Endings dropped from a query word before matching (each with the shortest root it may leave),
 # so "restoring" marks "restore" and "configuration" marks "configure", as the keyword search's
