@@ -44,9 +44,10 @@ run: install-run
 	$(MDRAG) serve --root $(NOTES)
 
 # The edit-test loop: lint, then unit and in-process tests only (no real model, Milvus, daemon or
-# Python subprocess; tests/tiers.py marks those slow by what they use), in well under two minutes.
+# Python subprocess; tests/tiers.py marks those slow by what they use), within a minute: in three
+# workers, as `make test`, since many of them wait on a socket, a thread or a timer.
 check: lint compose-tool
-	$(PY) -m pytest -q -m "not slow and not server"
+	$(PY) -m pytest -q -n 3 -m "not slow and not server"
 
 # CI: lint, then every test (the real model, Milvus Lite and server, daemon processes), in three
 # pytest-xdist workers: the suite mostly waits on the processes it starts (tests/conftest.py keeps

@@ -263,3 +263,69 @@ def test_the_top_of_the_package_holds_few_modules():
 def test_the_readme_is_within_its_budget():
     lines = (PACKAGE.parent / "README.md").read_text().count("\n")
     assert lines <= README_LINES, f"README.md: {lines} lines (at most {README_LINES})"
+
+
+def module_name(module: Path) -> str:
+    parts = module.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Each mdrag module and the mdrag modules it imports, type-checking imports included.
+    `from mdrag.milvus import lite` imports the module `lite`, not the package's own code."""
+    known = {module_name(m): m for m in modules()}
+    graph: dict[str, set[str]] = {}
+    for name_, path in known.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & known.keys()
+                targets.update(submodules)
+                if len(submodules) < len(node.names):
+                    targets.add(node.module)
+        graph[name_] = {t for t in targets if t in known and t != name_}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node (Tarjan): each holds a circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_and_no_wing_imports_itself_back_through_others():
+    graph = module_graph()
+    assert not circles(graph), f"modules in a circle: {circles(graph)}"
+    wings: dict[str, set[str]] = {}
+    for source, targets in graph.items():
+        here = wing_of(source) or BASE
+        wings.setdefault(here, set()).update(w for t in targets if (w := wing_of(t) or BASE) != here)
+    assert not circles(wings), f"wings in a circle: {circles(wings)}"
