@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from loguru import logger
 
@@ -17,8 +17,12 @@ from mdrag.milvus import PendingKeywords
 from mdrag.notes.document import FileUnreadable, FileVanished, parse_document, read_bytes
 from mdrag.progress import ProgressMeter
 
-if TYPE_CHECKING:  # the indexer makes the report and runs this module
-    from mdrag.index.indexer import IndexReport
+
+class Tally(Protocol):
+    """What a run counts of its reading (the indexer's IndexReport)."""
+
+    unchanged: int
+    failed: list[dict[str, str]]
 
 
 def read_changed(
@@ -29,7 +33,7 @@ def read_changed(
     max_file_bytes: int,
     force: bool,
     unshown: set[str],
-    report: IndexReport,
+    report: Tally,
     vanished: list[str],
     meter: ProgressMeter,
 ) -> Iterator[PreparedNote]:

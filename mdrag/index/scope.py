@@ -1,4 +1,4 @@
-"""Scope: the notes a run reads, newest first, and which are gone (an away root's or unreadable folder's stay)."""
+"""Scope: the notes a run reads, newest first, and those gone (an away root's or unreadable folder's stay)."""
 
 from __future__ import annotations
 
