@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mdrag.cli.main import main
-from mdrag.client import paths
+from mdrag.client.paths import Paths
 
 READ_COMMANDS = [
     ["search", "how do I restore the database"],
@@ -175,14 +175,11 @@ def test_a_read_command_warns_of_a_missing_root_and_goes_on(home, capsys):
 def test_paths_are_shown_from_their_roots_name(tmp_path, monkeypatch):
     vault = tmp_path / "vault"
     monkeypatch.chdir(tmp_path / "..")
-    paths.use_roots([str(vault), str(vault / "deep" / "inner")])
-    try:
-        assert paths.shown(str(vault / "a" / "b.md")) == "vault/a/b.md"
-        assert paths.shown(str(vault / "deep" / "inner" / "c.md")) == "inner/c.md"  # the closest root
-        assert paths.shown(str(tmp_path / "vaultish" / "x.md")) == f"{tmp_path.name}/vaultish/x.md"
-        assert paths.shown("/elsewhere/x.md") == "/elsewhere/x.md"
-    finally:
-        paths.use_roots([])
+    paths = Paths([str(vault), str(vault / "deep" / "inner")])
+    assert paths.shown(str(vault / "a" / "b.md")) == "vault/a/b.md"
+    assert paths.shown(str(vault / "deep" / "inner" / "c.md")) == "inner/c.md"  # the closest root
+    assert paths.shown(str(tmp_path / "vaultish" / "x.md")) == f"{tmp_path.name}/vaultish/x.md"
+    assert paths.shown("/elsewhere/x.md") == "/elsewhere/x.md"
 
 
 def test_a_path_typed_as_text_output_shows_it_names_the_note_under_its_root(tmp_path, monkeypatch):
@@ -192,15 +189,12 @@ def test_a_path_typed_as_text_output_shows_it_names_the_note_under_its_root(tmp_
     here = tmp_path / "here"
     (here / "local").mkdir(parents=True)
     monkeypatch.chdir(here)
-    paths.use_roots([str(vault)])
-    try:
-        assert paths.typed("vault/a/b.md") == str(vault / "a" / "b.md")  # as `search` shows it
-        assert paths.typed("vault/a") == str(vault / "a")  # a --path prefix
-        assert paths.typed("vault") == str(vault)
-        assert paths.typed("local") == str(here / "local")  # what is there from here comes first
-        assert paths.typed("vault/missing.md") == str(here / "vault" / "missing.md")  # named as typed
-        assert paths.typed(str(vault / "a" / "b.md")) == str(vault / "a" / "b.md")
-        (here / "vault" / "a").mkdir(parents=True)
-        assert paths.typed("vault/a") == str(here / "vault" / "a")  # here wins over a root's name
-    finally:
-        paths.use_roots([])
+    paths = Paths([str(vault)])
+    assert paths.typed("vault/a/b.md") == str(vault / "a" / "b.md")  # as `search` shows it
+    assert paths.typed("vault/a") == str(vault / "a")  # a --path prefix
+    assert paths.typed("vault") == str(vault)
+    assert paths.typed("local") == str(here / "local")  # what is there from here comes first
+    assert paths.typed("vault/missing.md") == str(here / "vault" / "missing.md")  # named as typed
+    assert paths.typed(str(vault / "a" / "b.md")) == str(vault / "a" / "b.md")
+    (here / "vault" / "a").mkdir(parents=True)
+    assert paths.typed("vault/a") == str(here / "vault" / "a")  # here wins over a root's name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from mdrag.client.paths import Paths
 from mdrag.config import Config
 from mdrag.errors import QueryError
 from mdrag.params.search import SearchParams
@@ -37,6 +38,8 @@ HIT = {
 
 class FakeRoute:
     """Answers as the daemon would, from canned responses."""
+
+    paths = Paths()
 
     def __init__(self, response: dict[str, Any] | None = None, error: Exception | None = None) -> None:
         self.response = response

@@ -11,7 +11,7 @@ import click
 from mdrag.cli.command import command_config
 from mdrag.cli.options import scope_options
 from mdrag.cli.output import Styled, say, say_json
-from mdrag.client.paths import shown, typed, visible
+from mdrag.client.paths import Paths, visible
 from mdrag.client.route import open_route
 from mdrag.errors import QueryError
 from mdrag.params.fields import MAX_DRAFT_CHARS
@@ -30,15 +30,16 @@ if TYPE_CHECKING:
 GROUP_SHOWN = 5  # notes of a duplicate group listed in text; --json has them all
 
 
-def run(ctx: click.Context, op: str, **params: Any) -> Any:
-    """One read operation through the daemon when it runs, else on the index opened here. A
-    `note` or `path_prefix` is read as typed once the roots are known (paths.typed)."""
+def run(ctx: click.Context, op: str, **params: Any) -> tuple[Any, Paths]:
+    """One read operation through the daemon when it runs, else on the index opened here: its
+    answer, and the paths it names as the route shows them. A `note` or `path_prefix` is read as
+    typed once the roots are known (Paths.typed)."""
     config = command_config(ctx)
     with open_route(config, quiet=True) as route:
         for name in ("note", "path_prefix"):
             if params.get(name):
-                params[name] = typed(params[name])
-        return route.call(op, **{k: v for k, v in params.items() if v is not None})
+                params[name] = route.paths.typed(params[name])
+        return route.call(op, **{k: v for k, v in params.items() if v is not None}), route.paths
 
 
 def emit(result: object, as_json: bool) -> bool:
@@ -83,15 +84,15 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
         raise click.UsageError("give either NOTE or --text FILE|-")
     result: SimilarAnswer
     if text_source is not None:
-        result = run(ctx, "similar", text=read_text_arg(text_source), k=k)
+        result, paths = run(ctx, "similar", text=read_text_arg(text_source), k=k)
     else:
-        result = run(ctx, "similar", note=note, k=k)
+        result, paths = run(ctx, "similar", note=note, k=k)
     if emit(result, as_json):
         return
     if not result["results"]:
         say(f"No similar notes (none scores {result.get('floor', 40)} or more).")
     for item in result["results"]:
-        say(f"{item['score']:>3}  {item['tier']:<15} {shown(item['path'])}")
+        say(f"{item['score']:>3}  {item['tier']:<15} {paths.shown(item['path'])}")
 
 
 @click.command()
@@ -104,7 +105,8 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
 def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) -> None:
     """Notes scoring at least --min-score with another, grouped (a pair is a group of two):
     candidates to merge."""
-    result: DuplicatesAnswer = run(ctx, "duplicates", min_score=min_score, limit=limit)
+    result: DuplicatesAnswer
+    result, paths = run(ctx, "duplicates", min_score=min_score, limit=limit)
     if emit(result, as_json):
         return
     groups = result.get("groups")
@@ -115,10 +117,10 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
         if len(notes) > 2:
             say(f"{group['best_score']:>3}  {len(notes)} notes, each {min_score}+ with another of them:")
         else:
-            say(f"{group['best_score']:>3}  {shown(notes[0])}")
+            say(f"{group['best_score']:>3}  {paths.shown(notes[0])}")
             notes = notes[1:]
         for path in notes[:GROUP_SHOWN]:
-            say(f"     {shown(path)}")
+            say(f"     {paths.shown(path)}")
         if len(notes) > GROUP_SHOWN:
             say(f"     … and {len(notes) - GROUP_SHOWN} more (--json lists them)")
     if not result.get("complete", True):
@@ -137,12 +139,13 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
 @click.pass_context
 def related(ctx: click.Context, note: str, k: int, as_json: bool) -> None:
     """NOTE's links, backlinks and semantic neighbours, each labelled by how it relates."""
-    result: RelatedAnswer = run(ctx, "related", note=note, k=k)
+    result: RelatedAnswer
+    result, paths = run(ctx, "related", note=note, k=k)
     if emit(result, as_json):
         return
     for item in result["related"]:
         score = f"  ({item['score']}, {item['tier']})" if item["score"] is not None else ""
-        say(f"{', '.join(item['relations']):<28} {shown(item['path'])}{score}")
+        say(f"{', '.join(item['relations']):<28} {paths.shown(item['path'])}{score}")
     for link in result["broken_links"]:
         say(Styled(f"broken link, line {link['line']}: {link['target']}", fg="red"))
     if not result["related"] and not result["broken_links"]:
@@ -159,14 +162,15 @@ def gaps(ctx: click.Context, status: str | None, as_json: bool) -> None:
     """Searches your notes could not answer, most frequent first."""
     if ctx.invoked_subcommand is not None:
         return
-    result: GapsAnswer = run(ctx, "gaps", status=status)
+    result: GapsAnswer
+    result, paths = run(ctx, "gaps", status=status)
     if emit(result, as_json):
         return
     if not result["gaps"]:
         say("No knowledge gaps recorded.")
     for gap in result["gaps"]:
         maybe = gap["possibly_addressed_by"]
-        hint = f"  (maybe answered by {shown(maybe)})" if maybe and gap["status"] == "open" else ""
+        hint = f"  (maybe answered by {paths.shown(maybe)})" if maybe and gap["status"] == "open" else ""
         say(f"{gap['count']:>4}x  {gap['status']:<9} {gap['query']}{hint}")
 
 
@@ -183,7 +187,8 @@ def gaps(ctx: click.Context, status: str | None, as_json: bool) -> None:
 @click.pass_context
 def resolve_gap(ctx: click.Context, query: str, status: str, as_json: bool) -> None:
     """Mark the gap recorded for QUERY as addressed (or deferred, or open again)."""
-    gap: Gap = run(ctx, "gap_status", query=query, status=status)
+    gap: Gap
+    gap, _ = run(ctx, "gap_status", query=query, status=status)
     if not emit(gap, as_json):
         say(f"{gap['query']}: {gap['status']}")
 
@@ -202,7 +207,8 @@ def context(
     as_json: bool,
 ) -> None:
     """A prompt-ready pack of the sections that best answer QUERY, with citations, within a budget."""
-    result: ContextPack = run(
+    result: ContextPack
+    result, _ = run(
         ctx,
         "context",
         query=query,

@@ -19,7 +19,7 @@ mode_option = click.option("--mode", type=click.Choice(SEARCH_MODES), help="Retr
 def scope_options(command: Command) -> Command:
     """--tag and --path on a command that searches, handed to it whole as `scope` (a Scope),
     checked as the socket checks it. A path is left as typed: the command reads it once the
-    roots it may start from are known (client.paths.typed)."""
+    roots it may start from are known (the route's Paths.typed)."""
 
     @functools.wraps(command)
     def with_scope(*args: Any, tags: tuple[str, ...], path_prefix: str | None, **kwargs: Any) -> Any:

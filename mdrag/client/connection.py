@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from mdrag import protocol
+from mdrag.client.paths import Paths
 from mdrag.errors import DaemonBusyError, RemoteError, RequestTooLargeError, ServerNotRunningError
 from mdrag.files import trust
 from mdrag.params.operations import OPERATIONS
@@ -25,11 +26,13 @@ BUSY_RETRY_S = 3.0  # how long a call retries a daemon that answers "busy" befor
 
 
 class DaemonClient:
-    """Speaks the daemon's protocol; every method is one request and one response."""
+    """Speaks the daemon's protocol; every method is one request and one response. Its `paths`
+    are shown against the roots of the daemon that last answered its ping."""
 
     def __init__(self, socket_path: str, timeout: float | None = 600.0) -> None:
         self.socket_path = socket_path
         self.timeout = timeout
+        self.paths = Paths()
 
     def alive(self) -> bool:
         """True when a daemon answers a ping on the socket; False only when none listens there.
@@ -60,12 +63,16 @@ class DaemonClient:
         pause = 0.02
         while True:
             try:
-                return self._call_once(op, timeout, on_progress, **params)
+                answer = self._call_once(op, timeout, on_progress, **params)
             except DaemonBusyError:
                 if time.monotonic() + pause > deadline:
                     raise
                 time.sleep(pause)
                 pause = min(pause * 2, 0.5)
+                continue
+            if op == "ping":  # the daemon's roots: the ones its answers' paths are shown against
+                self.paths.use_roots(answer.get("roots") or ())
+            return answer
 
     def _call_once(
         self,

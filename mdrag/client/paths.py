@@ -7,41 +7,46 @@ from collections.abc import Iterable
 
 from mdrag import termtext
 
-_roots: list[str] = []  # the roots of the index this command reads, longest first
 
+class Paths:
+    """A route's paths as a person reads and types them, against the roots of the index it
+    reaches (the daemon's, from its ping, or the configured ones for an index opened here)."""
 
-def use_roots(roots: Iterable[str]) -> None:
-    """The roots text output is shown against (the daemon's, or the configured ones)."""
-    resolved = {os.path.realpath(os.path.expanduser(root)) for root in roots}
-    _roots[:] = sorted(resolved, key=len, reverse=True)
+    def __init__(self, roots: Iterable[str] = ()) -> None:
+        self._roots: list[str] = []  # longest first: a path is shown from its closest root
+        self.use_roots(roots)
 
+    def use_roots(self, roots: Iterable[str]) -> None:
+        """The roots paths are shown against from now on (a new list: a reader never sees half)."""
+        resolved = {os.path.realpath(os.path.expanduser(root)) for root in roots}
+        self._roots = sorted(resolved, key=len, reverse=True)
 
-def typed(path: str) -> str:
-    """A path as a person types it, made absolute: from the working directory when something is
-    there, else, when it begins with a root's name as text output shows it (`vault/a/b.md`,
-    `vault`), under that root. So a path copied from a search's output is accepted back."""
-    absolute = os.path.abspath(os.path.expanduser(path))
-    if os.path.exists(absolute) or os.path.isabs(os.path.expanduser(path)):
+    def typed(self, path: str) -> str:
+        """A path as a person types it, made absolute: from the working directory when something
+        is there, else, when it begins with a root's name as text output shows it (`vault/a/b.md`,
+        `vault`), under that root. So a path copied from a search's output is accepted back."""
+        absolute = os.path.abspath(os.path.expanduser(path))
+        if os.path.exists(absolute) or os.path.isabs(os.path.expanduser(path)):
+            return absolute
+        first, _, rest = os.path.normpath(path).partition(os.sep)
+        for root in self._roots:
+            if os.path.basename(root) == first:
+                under = os.path.join(root, rest) if rest else root
+                if os.path.exists(under):
+                    return under
         return absolute
-    first, _, rest = os.path.normpath(path).partition(os.sep)
-    for root in _roots:
-        if os.path.basename(root) == first:
-            under = os.path.join(root, rest) if rest else root
-            if os.path.exists(under):
-                return under
-    return absolute
 
-
-def shown(path: str) -> str:
-    """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under no
-    root is shown relative to the working directory when under it, else as it is. Text output
-    only: `--json` keeps absolute paths for scripts. A control character in a name shows as `?`,
-    as `ls` shows it: never sent to the terminal, nor dropped to show another file's name."""
-    for root in _roots:
-        if path.startswith(root + os.sep) and os.path.basename(root):
-            return visible(os.path.join(os.path.basename(root), path[len(root) + 1 :]))
-    cwd = os.getcwd() + os.sep
-    return visible(path[len(cwd) :] if path.startswith(cwd) else path)
+    def shown(self, path: str) -> str:
+        """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under
+        no root is shown relative to the working directory when under it, else as it is. Text
+        output only: `--json` keeps absolute paths for scripts. A control character in a name
+        shows as `?`, as `ls` shows it: never sent to the terminal, nor dropped to show another
+        file's name."""
+        for root in self._roots:
+            if path.startswith(root + os.sep) and os.path.basename(root):
+                return visible(os.path.join(os.path.basename(root), path[len(root) + 1 :]))
+        cwd = os.getcwd() + os.sep
+        return visible(path[len(cwd) :] if path.startswith(cwd) else path)
 
 
 def visible(path: str) -> str:

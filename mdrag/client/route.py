@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mdrag.client import paths
+from mdrag.client.paths import Paths
 from mdrag.config import Config
 from mdrag.errors import (
     AlreadyRunningError,
@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 
 class Route(Protocol):
-    """What the commands need: the daemon over its socket, or a Service in this process."""
+    """What the commands need: the daemon over its socket, or a Service in this process; and
+    the index's paths as a person reads and types them (against the roots it serves)."""
+
+    paths: Paths
 
     def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer: ...
 
@@ -63,6 +66,7 @@ class LocalRoute:
             lock.release()
             raise
         self.service = Service.open(config, lock)  # owns the lock from here: releases it on close
+        self.paths = Paths(config.roots)
 
     def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer:
         """The search, on the parameters as parsed (once); a local index is as fresh as it gets,
@@ -115,7 +119,6 @@ def open_route(config: Config, quiet: bool, create: bool = False) -> Iterator[Ro
     if route is None:
         yield client
         return
-    paths.use_roots(config.roots)
     try:
         yield route
     finally:
@@ -159,16 +162,15 @@ def _local_unless_daemon(config: Config, client: Any) -> LocalRoute | None:
 
 
 def _answers(client: Any) -> bool:
-    """True when a daemon answers a ping; its roots become the ones paths are shown against."""
+    """True when a daemon answers a ping (the client takes its roots to show paths against)."""
     from mdrag.errors import DaemonBusyError, RemoteError
 
     try:
-        pong = client.call("ping", timeout=2.0)
+        client.call("ping", timeout=2.0)
     except DaemonBusyError:
         raise  # a live daemon, only busy: never open the index beside it
     except (ServerNotRunningError, RemoteError):
         return False
-    paths.use_roots(pong.get("roots") or ())
     return True
 
 

@@ -31,7 +31,6 @@ from mdrag.answers.notes import (
     SimilarAnswer,
 )
 from mdrag.answers.status import StatusAnswer, is_starting
-from mdrag.client.paths import shown, typed
 from mdrag.client.route import Route as IndexRoute  # not starlette's Route
 from mdrag.config import Config
 from mdrag.errors import MdragError, NotFoundError, QueryError, ServerNotRunningError
@@ -51,7 +50,8 @@ DUPLICATE_GROUPS_SHOWN = 20
 
 def search_params(query: dict[str, Any]) -> dict[str, Any]:
     """The CLI's search flags from the form's fields; empty ones are left to the config. A number
-    that does not parse is passed on as its text, for SearchParams.parse to refuse by name."""
+    that does not parse is passed on as its text, for SearchParams.parse to refuse by name. A
+    path is left as typed, as the CLI's --path is: the page reads it with its route's paths."""
     params: dict[str, Any] = {"query": (query.get("q") or "").strip(), "explain": True}
     if query.get("mode") in SEARCH_MODES:
         params["mode"] = query["mode"]
@@ -71,7 +71,7 @@ def form_scope(query: dict[str, Any]) -> Scope:
     typed."""
     tags = [t.strip() for t in (query.get("tags") or "").replace(",", " ").split() if t.strip()]
     path = (query.get("path") or "").strip()
-    return Scope.parse({"tags": tags or None, "path_prefix": typed(path) if path else None})
+    return Scope.parse({"tags": tags or None, "path_prefix": path or None})
 
 
 def http_status(exc: MdragError) -> int:
@@ -104,7 +104,8 @@ class DaemonStarting(Exception):
 
 
 class Page:
-    """The page's views, holding the index route and the config (for the editor command)."""
+    """The page's views, holding the index route (its paths: how the page shows and reads a
+    path) and the config (for the editor command)."""
 
     def __init__(self, route: IndexRoute, config: Config) -> None:
         self.route = route
@@ -114,7 +115,7 @@ class Page:
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
         self.templates.globals.update(
-            shown=shown,
+            shown=route.paths.shown,
             note_href=note_href,
             level=lambda score: confidence_level(score, 1),
             explain_lines=explain_lines,
@@ -131,6 +132,8 @@ class Page:
         if not (query.get("q") or "").strip():
             return {"response": None, "error": None, "status": 200}
         params = search_params(query)
+        if params.get("path_prefix"):  # as typed on the form, read against the daemon's roots
+            params["path_prefix"] = self.route.paths.typed(params["path_prefix"])
         if typing:
             params["record_gap"] = False
         try:

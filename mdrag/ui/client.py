@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdrag.client import paths
 from mdrag.client.connection import CONNECT_TIMEOUT_S, DaemonClient
 from mdrag.errors import ServerNotRunningError
 from mdrag.progress import OnProgress
@@ -22,7 +21,7 @@ PAGE_TIMEOUT_S = 120.0
 
 class PageClient(DaemonClient):
     """The daemon's client for the page: a missing daemon is NO_DAEMON, and one that appears is
-    first asked for its roots."""
+    first asked for its roots (its ping sets this client's `paths`, which the page shows)."""
 
     def __init__(self, socket_path: str) -> None:
         super().__init__(socket_path, timeout=PAGE_TIMEOUT_S)
@@ -33,15 +32,11 @@ class PageClient(DaemonClient):
     ) -> Any:
         try:
             if not self.roots_known and op != "ping":
-                self._take_roots(super().call("ping", timeout=CONNECT_TIMEOUT_S))
+                super().call("ping", timeout=CONNECT_TIMEOUT_S)  # it takes the daemon's roots
+                self.roots_known = True
             answer = super().call(op, timeout, on_progress, **params)
-            if op == "ping":
-                self._take_roots(answer)
+            self.roots_known = self.roots_known or op == "ping"
             return answer
         except ServerNotRunningError as exc:
             self.roots_known = False  # the next daemon may serve other roots
             raise ServerNotRunningError(f"{NO_DAEMON} ({exc})") from None
-
-    def _take_roots(self, pong: dict[str, Any]) -> None:
-        paths.use_roots(pong.get("roots") or ())
-        self.roots_known = True
