@@ -119,7 +119,8 @@ def test_version_is_the_packages_own_and_the_installed_one(env):
 
 
 def test_status_says_how_many_notes_searches_leave_out_until_they_are_read_again(capsys):
-    from mdrag.cli.main import _print_index_status
+    from mdrag.cli.render import index_status
+    from mdrag.client.paths import Paths
 
     report = {
         "roots": ["/n"],
@@ -134,11 +135,11 @@ def test_status_says_how_many_notes_searches_leave_out_until_they_are_read_again
         "failed": [],
         "warnings": [],
     }
-    _print_index_status(report)
+    index_status(report, Paths())
     out = capsys.readouterr().out
     assert (
         "NOT SHOWN: 3 note(s) whose search rows were lost, until they can be read again (e.g. /n/usb/a.md)"
         in out
     )
-    _print_index_status({**report, "unshown": None})
+    index_status({**report, "unshown": None}, Paths())
     assert "NOT SHOWN" not in capsys.readouterr().out

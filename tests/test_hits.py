@@ -134,10 +134,10 @@ def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_th
 
 
 def _said_snippet(hit, capsys) -> str:
-    from mdrag.cli import main as cli
     from mdrag.cli.output import say
+    from mdrag.cli.render import snippet_parts
 
-    say(*cli._snippet_parts(hit))
+    say(*snippet_parts(hit))
     return capsys.readouterr().out.rstrip("\n")
 
 

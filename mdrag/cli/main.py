@@ -6,33 +6,27 @@ the heavy modules load only when a command has to open the index in this process
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import sys
-import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mdrag import __version__
+from mdrag.cli import render
 from mdrag.cli.command import command_config, progress_bar
 from mdrag.cli.explore import COMMANDS, nothing_to_give, read_text_arg
 from mdrag.cli.options import mode_option, scope_options
-from mdrag.cli.output import Link, Styled, say, say_json
-from mdrag.client.paths import shown, typed
+from mdrag.cli.output import say, say_json
 from mdrag.client.route import configure_command_logging, open_route
 from mdrag.errors import MdragError, QueryError
 from mdrag.notes.opener import add_uris, editor_argv, run_editor
-from mdrag.progress import progress_line, search_banner
-from mdrag.retrieval.confidence import explain_lines, nothing_line, related_line, results_line
-from mdrag.retrieval.excerpt import excerpt, marked
 from mdrag.termtext import visible
 
 if TYPE_CHECKING:
     # the wire's shapes, for the type checker: building ~40 TypedDicts costs each search process ~3 ms
-    from mdrag.answers.search import ClosestNote, Hit, SearchAnswer
-    from mdrag.answers.status import DaemonStatus, StartingAnswer, StatusAnswer
+    from mdrag.answers.search import SearchAnswer
     from mdrag.params.scope import Scope
 
 
@@ -98,13 +92,7 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     if as_json:
         say_json(report, ascii_only=True)
         return
-    say(
-        f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}, "
-        f"deleted {report['deleted']}, failed {len(report['failed'])}; "
-        f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
-    )
-    for failure in report["failed"]:
-        say(f"  failed {shown(failure['file_path'])}: {failure['error']}")
+    render.reindex_report(report, route.paths)
 
 
 @cli.command()
@@ -165,21 +153,13 @@ def search(
     asked = SearchParams.parse(params, search_defaults(config))
     with open_route(config, quiet=True) as route:
         if scope.path_prefix:  # as typed, once the roots it may start from are known
-            typed_scope = dataclasses.replace(scope, path_prefix=typed(scope.path_prefix))
+            typed_scope = dataclasses.replace(scope, path_prefix=route.paths.typed(scope.path_prefix))
             asked = dataclasses.replace(asked, scope=typed_scope)
         response = route.search(asked, wait_fresh)  # a local index is as fresh as it gets
     if as_json:
         say_json(add_uris(dict(response)))
     else:
-        indexing = response.get("indexing")
-        if indexing and response["results"]:
-            # Beside the hits; with nothing to give, the reason says how far indexing is.
-            say(Styled(search_banner(indexing), fg="yellow"))
-        if response["results"]:
-            _print_hits(response)
-        else:
-            with contextlib.redirect_stdout(sys.stderr):  # nothing to give: stdout stays empty
-                _print_hits(response)
+        render.search_answer(response, route.paths)  # nothing to give: stdout stays empty
     if not response["results"]:
         nothing_to_give()
     if open_n is not None:
@@ -201,8 +181,7 @@ def open_command(ctx: click.Context, query: str, n: int, print_only: bool) -> No
     with open_route(config, quiet=True) as route:
         response = route.search(asked)
     if not response["results"]:
-        with contextlib.redirect_stdout(sys.stderr):
-            _print_hits(response)
+        render.search_answer(response, route.paths)  # why, on stderr
         nothing_to_give()
     _open_hit(ctx, response, n, print_only)
 
@@ -216,7 +195,7 @@ def _open_hit(ctx: click.Context, response: SearchAnswer, n: int, print_only: bo
     line = (hit.get("snippet") or {}).get("start_line") or hit["start_line"]
     argv = editor_argv(hit["file_path"], line, ctx.obj["config"].open_command)
     if print_only:
-        say("\n".join(visible(word, keep="") for word in argv))
+        render.editor_command(argv)
         return
     try:
         code = run_editor(argv, wait=True)
@@ -224,80 +203,6 @@ def _open_hit(ctx: click.Context, response: SearchAnswer, n: int, print_only: bo
         raise MdragError(f"cannot run {argv[0]!r} to open the hit: {exc.strerror or exc}") from None
     if code:
         raise MdragError(f"{argv[0]} exited with {code}")
-
-
-def _print_hits(response: SearchAnswer) -> None:
-    results = response["results"]
-    if not results:
-        say(nothing_line(response))
-        related = response.get("related") or []
-        for hit in related:  # close under the bar: hits to look at, not an answer
-            _print_hit(hit, "yellow")
-        if related:
-            say(f"({related_line(response)})")
-        else:
-            _print_closest(response.get("closest") or [])
-        _print_dropped(response)
-        return
-    for hit in results:
-        _print_hit(hit, "green")
-    say(f"({results_line(response)})")
-    _print_dropped(response)
-
-
-def _print_hit(hit: Hit, colour: str) -> None:
-    heading = hit["heading_path"] or hit["metadata"].get("title", "")
-    # Editors open `path:line`; a terminal that draws OSC 8 links opens the note on a click.
-    say(
-        Styled(f"{hit['confidence_score']:.3f}", fg=colour),
-        "  ",
-        Link(f"{shown(hit['file_path'])}:{hit['start_line']}-{hit['end_line']}", hit["file_path"]),
-        Styled(f"  {heading}" if heading else "", fg="cyan"),
-        Styled("  (found by its words; not indexed for meaning yet)" if _waiting(hit) else "", dim=True),
-    )
-    explain = hit.get("explain")
-    for line in explain_lines(explain) if explain else []:
-        say("       " + line)
-    say("       ", *_snippet_parts(hit))
-
-
-def _waiting(hit: Hit) -> bool:
-    return bool(hit["metadata"].get("waiting"))  # absent from an older daemon's hits
-
-
-def _snippet_parts(hit: Hit) -> list[str | Styled]:
-    """The window that matched, on one line around the query's words, marked bold on a terminal."""
-    shown_part = hit.get("snippet")
-    if shown_part is None:  # a daemon from before snippets: the section, under its heading line
-        text = hit["section_text"]
-        shown_part = {"text": text.partition("\n")[2] if text.startswith("#") else text, "highlights": []}
-    text, spans = excerpt(shown_part["text"], [(a, b) for a, b in shown_part["highlights"]])
-    return marked(text, spans, lambda word: Styled(word, bold=True, fg="yellow"))
-
-
-def _print_closest(closest: list[ClosestNote]) -> None:
-    """Never a bare "nothing": the nearest notes, so a user sees what the index does hold."""
-    for note in closest:
-        heading = f"  {note['heading_path']}" if note["heading_path"] else ""
-        say(
-            Styled(f"{note['score']:.3f}", fg="yellow"),
-            "  ",
-            Link(shown(note["path"]), note["path"]),
-            Styled(heading, fg="cyan"),
-        )
-
-
-def _print_dropped(response: SearchAnswer) -> None:
-    explain = response.get("explain")
-    if not explain:
-        return
-    dropped = explain["dropped_by_threshold"]
-    say(f"below the threshold {explain['threshold']}: {len(dropped)} candidates")
-    for c in dropped[:10]:
-        say(
-            f"  {c['score']:.3f} (similarity {c['similarity']})  {shown(c['file_path'])}"
-            f"  (score rank {c['score_rank']})"
-        )
 
 
 @cli.command()
@@ -311,90 +216,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         say_json(report)
         return
-    _print_status(report)
-
-
-def _print_status(report: StatusAnswer | StartingAnswer) -> None:
-    from mdrag.answers.status import is_starting  # here: only `status` needs the answers module
-
-    if is_starting(report):
-        starting = report["daemon"]
-        say(f"daemon:    starting (pid {starting['pid']}, up {_duration(starting['uptime_s'])})")
-        say(f"state:     {starting['loading']}; what the index holds is shown once it is open")
-        return
-    _print_index_status(cast("StatusAnswer", report))  # not starting: the whole answer
-
-
-def _print_index_status(report: StatusAnswer) -> None:
-    daemon = report.get("daemon")
-    if daemon:
-        say(f"daemon:    running (pid {daemon['pid']}, up {_duration(daemon['uptime_s'])})")
-        say(f"state:     {_state(daemon)}")
-        say(f"queue:     {daemon['queue_depth']} pending")
-        indexing = daemon.get("indexing")
-        if indexing:
-            say(f"progress:  {progress_line(indexing)}")
-    else:
-        say("daemon:    not running (read the index directly)")
-    say(f"roots:     {', '.join(report['roots']) or '(none configured)'}")
-    for away in report.get("unavailable_roots") or []:
-        say(
-            Styled(
-                f"           UNAVAILABLE: {away['root']} ({away['reason']}); "
-                f"its {away['notes_kept']} note(s) are kept until it returns",
-                fg="yellow",
-            )
-        )
-    unshown = report.get("unshown")
-    if unshown:
-        say(
-            Styled(
-                f"           NOT SHOWN: {unshown['notes']} note(s) whose search rows were lost, until "
-                f"they can be read again (e.g. {shown(unshown['example'])})",
-                fg="yellow",
-            )
-        )
-    docs = report["documents"]
-    say(f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")")
-    say(f"sections:  {report['sections']}")
-    if report.get("open_gaps"):
-        say(f"gaps:      {report['open_gaps']} open (`mdrag gaps` lists them)")
-    last = report.get("last_indexed_at")
-    say(f"last indexed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last)) if last else 'never'}")
-    say(f"model:     {report['model']}")
-    store = report["store"]
-    shards = store.get("shards", 1)
-    say(f"store:     {store['uri']}" + (f" ({shards} shards)" if shards > 1 else ""))
-    if daemon and not daemon.get("store_available", True):
-        say(Styled(f"           UNAVAILABLE: {daemon['store_error']} (changes are queued)", fg="red"))
-    if daemon and daemon.get("index_full"):
-        say(Styled(f"           FULL: {daemon['index_full']}", fg="red"))
-    if report["failed"]:
-        say(f"failed files ({len(report['failed'])}):")
-        for failure in report["failed"]:
-            say(f"  {shown(failure['file_path'])}: {failure['error']}")
-    if report.get("warnings"):
-        say(f"warnings ({len(report['warnings'])}):")
-        for warning in report["warnings"]:
-            say(f"  {shown(warning['file_path'])}: {warning['warning']}")
-
-
-def _state(daemon: DaemonStatus) -> str:
-    """`reconciling` from the first answer until the start-up reconcile is done (a script waiting
-    for `watching` then finds every note), with the indexing progress when there is one."""
-    state = str(daemon.get("state", "unknown"))
-    progress = daemon.get("progress")
-    if isinstance(progress, dict) and progress.get("total"):
-        state += f", {progress.get('done', 0)} of {progress['total']} done"
-        if progress.get("eta_s") is not None:
-            state += f", about {_duration(progress['eta_s'])} left"
-    return state
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+    render.status(report, route.paths)
 
 
 @cli.command("ui")
