@@ -6,7 +6,7 @@ import pytest
 
 from mdrag.errors import NotFoundError, QueryError
 from mdrag.retrieval import relevance
-from mdrag.retrieval.search import confidence_level
+from mdrag.retrieval.confidence import confidence_level
 from mdrag.retrieval.similarity import SIMILAR_FLOOR, duplicate_groups
 from tests.conftest import write
 

@@ -59,7 +59,7 @@ class Evidence(TypedDict):
 
 
 class Hit(TypedDict):
-    """One section that matched (retrieval.search.Hit.to_dict)."""
+    """One section that matched (retrieval.hits.Hit.to_dict)."""
 
     file_path: str
     section_heading: str

@@ -3,87 +3,25 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 import numpy as np
 
-from mdrag.answers import search as answers
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
 from mdrag.milvus import NoteScope, PendingKeywords, Store, note_scope
 from mdrag.params.search import SearchParams
-from mdrag.retrieval import ahead, relevance
+from mdrag.retrieval import ahead, ranking, relevance
 from mdrag.retrieval.baseline import VaultBaseline
-from mdrag.retrieval.candidate import MODE_LISTS, Candidate, section_key
-from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
+from mdrag.retrieval.candidate import MODE_LISTS, Candidate, SectionKey, section_key
 from mdrag.retrieval.hittext import attach_texts
 from mdrag.retrieval.query import keyword_query
-from mdrag.retrieval.snippets import snippet
+from mdrag.retrieval.response import SearchResponse, respond
 
 CANDIDATE_FACTOR = 2  # rows asked per wanted hit: windows and swapped versions collapse
-CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
-
-
-def source_reference(row: Candidate) -> answers.SourceReference:
-    """Where a hit lives: path, lines, heading path and a `path#slug` link an editor can open."""
-    path = row["file_path"]
-    return {
-        "path": path,
-        "start_line": row["start_line"],
-        "end_line": row["end_line"],
-        "heading_path": row["heading_path"],
-        "anchor": f"{path}#{row['anchor']}" if row.get("anchor") else path,
-    }
-
-
-@dataclass
-class Hit:
-    """One section that matched, with where to find it."""
-
-    file_path: str
-    section_heading: str
-    heading_level: int
-    chunk_index: int
-    confidence_score: float  # relevance score in [0, 1]: how likely it answers (see relevance.py)
-    section_text: str
-    snippet: answers.Snippet  # the window that matched: text, lines, the query's words in it
-    start_line: int
-    end_line: int
-    heading_path: str
-    source: answers.SourceReference
-    metadata: answers.HitMetadata
-    explain: answers.Evidence | None = None  # with --explain: dense score and the ranks behind it
-    similarity: float | None = None  # raw cosine of the section's best-matching window
-
-    def to_dict(self) -> answers.Hit:
-        # Shallow on purpose: every dict in a hit is built for it alone, and asdict's deep copy
-        # cost a measurable share of each answer.
-        return cast(answers.Hit, {f.name: getattr(self, f.name) for f in fields(self)})
-
-
-@dataclass
-class SearchResponse:
-    query: str
-    results: list[Hit]
-    search_parameters: answers.SearchParameters
-    execution_time_ms: float
-    confidence: answers.Confidence
-    best_candidate_score: float | None = None  # the best score seen, passing or not
-    closest: list[answers.ClosestNote] = field(default_factory=list)  # when nothing passes: the nearest notes
-    related: list[Hit] = field(default_factory=list)  # when nothing passes: hits close under the bar
-    message: str = ""
-    explain: answers.SearchExplain | None = None  # with --explain: the candidates the threshold dropped
-    query_vector: np.ndarray | None = None  # not part of the answer: kept for the gap log
-
-    def to_dict(self) -> answers.SearchAnswer:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "query_vector"}
-        data["results"] = [hit.to_dict() for hit in self.results]
-        data["related"] = [hit.to_dict() for hit in self.related]
-        return cast(answers.SearchAnswer, data)
 
 
 class Searcher:
@@ -127,6 +65,25 @@ class Searcher:
         relevant notes, as if they were not in the index), and `pool` sets the rows asked of each
         list (default: from top_k) to see every candidate a default search scores."""
         started = time.perf_counter()
+        vector, ranked, unheard = self._candidates(params, leave_out, pool)
+        lists = dict(zip(MODE_LISTS[params.mode], ranked, strict=False))
+        # After the catalog dropped other versions' rows: only the candidates scored are read.
+        attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
+        ordered, evidence = ranking.scored(
+            params,
+            lists.get("dense", []),
+            lists.get("keyword", []),
+            self._baseline(params, vector),
+            unheard,
+        )
+        return respond(params, ordered, ranked, evidence, vector, started, indexing)
+
+    def _candidates(
+        self, params: SearchParams, leave_out: Callable[[str], bool] | None, pool: int
+    ) -> tuple[np.ndarray, list[list[Candidate]], tuple[str, ...]]:
+        """The query's vector; the engine's candidate lists, one per list the mode asks for
+        (MODE_LISTS), each one candidate per section in the engine's order, with the notes
+        waiting for the model placed among them; and the query's words no note holds."""
         # Never fewer rows than a default search asks: a hit's ranks, its "both lists agree" and
         # its lead are read from the candidates, so a smaller -k would change its score.
         wanted = max(params.top_k, relevance.AGREE_DEPTH)
@@ -184,70 +141,7 @@ class Searcher:
                 waiting.result(), vector, self.embedder, self.catalog, self.accepts
             )
             ahead.merged(lists.get("dense", []), lists["keyword"], found_ahead, floor)
-        # After the catalog dropped other versions' rows: only the candidates scored are read.
-        attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
-        ordered, evidence = _score(
-            params,
-            lists.get("dense", []),
-            lists.get("keyword", []),
-            self._baseline(params, vector),
-            unheard_words,
-        )
-        chosen, best, dropped = _pass_threshold(ordered, params)
-        marked = "" if params.passage else params.query
-        hits = [_hit(c, marked) for c in chosen]
-        top = max((hit.confidence_score for hit in hits), default=None)
-        level = confidence_level(top, len(hits))
-        message = ""
-        closest: list[answers.ClosestNote] = []
-        related: list[Hit] = []
-        reason = ""
-        if not hits:
-            floor = params.threshold - RELATED_BAND
-            close = [c for c in dropped if c["score"] >= floor]
-            related = [_hit(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-            if best is None and (params.scope.narrows or not evidence.unheard):
-                # Nothing to score: a filter that leaves no note says so, rather than blame a word;
-                # unfiltered, a word no note holds is why (a keyword search for such words alone).
-                message = "nothing matched" + params.scope.words()
-            else:
-                if evidence.unheard:
-                    so_far = " indexed so far" if indexing else ""
-                    reason = f"no note{so_far} mentions " + _either(evidence.unheard) + params.scope.words()
-                elif evidence.absent:
-                    reason = "no note found mentions " + _either(evidence.absent)
-                message = reason or f"no section scored {params.threshold:g} or more"
-            closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
-        if level == "none":
-            message = NO_ANSWER + (f": {message}" if message else "")
-        explain = None
-        if params.explain:
-            explain = _explain(hits, chosen, dropped, ordered, ranked, params)
-        return SearchResponse(
-            query=params.query,
-            results=hits,
-            search_parameters={
-                "top_k": params.top_k,
-                "threshold": params.threshold,
-                "metric": "IP",  # inner product of unit vectors: the cosine
-                "mode": params.mode,
-                **params.scope.shown(),
-            },
-            execution_time_ms=round((time.perf_counter() - started) * 1000, 2),
-            best_candidate_score=None if best is None else round(best, 4),
-            closest=closest,
-            related=related,
-            confidence={
-                "level": level,
-                "best_score": top,
-                "hits": len(hits),
-                "outcome": outcome_of(len(hits), len(related)),
-                "reason": reason,
-            },
-            message=message,
-            explain=explain,
-            query_vector=vector,
-        )
+        return vector, ranked, unheard_words
 
     def _note_scope(self, params: SearchParams) -> NoteScope | None:
         """The notes a filtered dense search searches among (None: every note). A path alone is
@@ -288,7 +182,7 @@ class Searcher:
 
     def _sections(self, rows: list[Candidate], params: SearchParams) -> list[Candidate]:
         """Windows -> one candidate per section, in the engine's order, as its best-cosine window."""
-        sections: dict[tuple[str, str, int], Candidate] = {}
+        sections: dict[SectionKey, Candidate] = {}
         for row in rows:
             if self.catalog.visible_hash(row["file_path"]) != row["file_hash"]:
                 continue  # a version being swapped out or in: never mix two versions of a note
@@ -298,151 +192,3 @@ class Searcher:
             if key not in sections or row["cosine"] > sections[key]["cosine"]:
                 sections[key] = row
         return list(sections.values())
-
-
-def _either(words: Sequence[str]) -> str:
-    """'a', 'a or b', 'a, b or c'."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
-
-
-def _score(
-    params: SearchParams,
-    dense: list[Candidate],
-    keyword: list[Candidate],
-    baseline: tuple[float, float] | None,
-    unheard: tuple[str, ...] = (),
-) -> tuple[list[Candidate], relevance.QueryEvidence]:
-    """Every distinct candidate with its relevance `score` and `features`, best first (ties keep
-    the dense-then-keyword order the engine gave), and what the pool says of the query."""
-    scored = []
-    candidates, pool = relevance.score_candidates(
-        params.query,
-        dense,
-        keyword,
-        section_key,
-        baseline,
-        keyword_searched=params.mode != "dense",
-        unheard=unheard,
-    )
-    for (row, values), score in zip(
-        candidates, relevance.scores([values for _, values in candidates], params.mode), strict=True
-    ):
-        row["score"] = score
-        row["features"] = values
-        scored.append(row)
-    scored.sort(key=lambda row: -row["score"])
-    return scored, pool
-
-
-def _pass_threshold(
-    ordered: list[Candidate], params: SearchParams
-) -> tuple[list[Candidate], float | None, list[Candidate]]:
-    """The first top_k candidates whose score passes the threshold, the best score seen,
-    and the candidates looked at that the threshold dropped."""
-    chosen: list[Candidate] = []
-    dropped: list[Candidate] = []
-    best: float | None = None
-    for candidate in ordered:
-        if len(chosen) >= params.top_k or len(chosen) + len(dropped) >= max(params.top_k, 10):
-            break
-        best = candidate["score"] if best is None else max(best, candidate["score"])
-        if candidate["score"] < params.threshold:
-            dropped.append(candidate)
-        else:
-            chosen.append(candidate)
-    return chosen, best, dropped
-
-
-def _closest(ordered: list[Candidate]) -> list[answers.ClosestNote]:
-    """The best-scored section of each of the first few notes, for an answer that kept nothing."""
-    closest: list[answers.ClosestNote] = []
-    seen: set[str] = set()
-    for row in ordered:
-        if row["file_path"] in seen:
-            continue
-        seen.add(row["file_path"])
-        closest.append(
-            {
-                "path": row["file_path"],
-                "heading_path": row["heading_path"],
-                "score": round(row["score"], 4),
-                "similarity": round(row["cosine"], 4),
-                "source": source_reference(row),
-            }
-        )
-        if len(closest) >= CLOSEST:
-            break
-    return closest
-
-
-def _explain(
-    hits: list[Hit],
-    chosen: list[Candidate],
-    dropped: list[Candidate],
-    ordered: list[Candidate],
-    ranked: list[list[Candidate]],
-    params: SearchParams,
-) -> answers.SearchExplain:
-    """Per hit: its similarity, score, the evidence behind it and its ranks; and what the threshold cut."""
-    fused_rank = {section_key(c): rank for rank, c in enumerate(ordered, start=1)}
-    lists = dict(zip(MODE_LISTS[params.mode], ranked, strict=False))
-    ranks = {
-        name: {section_key(c): rank for rank, c in enumerate(rows, start=1)} for name, rows in lists.items()
-    }
-    by_id = {c["id"]: c for c in chosen}
-
-    def ranks_of(candidate: Candidate) -> answers.Evidence:
-        key = section_key(candidate)
-        return {
-            "similarity": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
-            "score": round(candidate["score"], 4),
-            "evidence": dict(
-                zip(relevance.FEATURES, (round(v, 4) for v in candidate["features"]), strict=True)
-            ),
-            "dense_rank": ranks.get("dense", {}).get(key),
-            "keyword_rank": ranks.get("keyword", {}).get(key),
-            "score_rank": fused_rank.get(key),
-        }
-
-    for hit in hits:
-        candidate = by_id.get(hit.metadata["row_id"])
-        if candidate is not None:
-            hit.explain = ranks_of(candidate)
-    return {
-        "mode": params.mode,
-        "threshold": params.threshold,
-        "candidates": len(ordered),
-        "dropped_by_threshold": [
-            {"file_path": c["file_path"], "section_id": c["section_id"], **ranks_of(c)} for c in dropped
-        ],
-    }
-
-
-def _hit(row: Candidate, query: str = "") -> Hit:
-    """A candidate row (display fields and its `cosine`) as the hit a response shows; its snippet
-    marks the query's words (none for a passage: every word of it would be marked)."""
-    return Hit(
-        file_path=row["file_path"],
-        section_heading=row["section_heading"],
-        heading_level=row["heading_level"],
-        chunk_index=row["chunk_index"],
-        confidence_score=round(row["score"], 4),
-        similarity=round(row["cosine"], 4),
-        section_text=row["section_text"],
-        snippet=snippet(row, query),
-        start_line=row["start_line"],
-        end_line=row["end_line"],
-        heading_path=row["heading_path"],
-        source=source_reference(row),
-        metadata={
-            "title": row["title"],
-            "tags": list(row["tags"] or []),
-            "section_type": row["section_type"],
-            "token_count": row["token_count"],
-            "start_position": row["start_position"],
-            "end_position": row["end_position"],
-            "section_id": row["section_id"],
-            "row_id": row["id"],
-            "waiting": bool(row.get("pending")),
-        },
-    )

@@ -1,0 +1,142 @@
+"""A search's response: the hits that pass, its confidence and outcome in words, the closest notes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import cast
+
+import numpy as np
+
+from mdrag.answers import search as answers
+from mdrag.params.search import SearchParams
+from mdrag.retrieval.candidate import Candidate
+from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
+from mdrag.retrieval.explain import explain
+from mdrag.retrieval.hits import Hit, hit_of, source_reference
+from mdrag.retrieval.ranking import pass_threshold
+from mdrag.retrieval.relevance import QueryEvidence
+
+CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    results: list[Hit]
+    search_parameters: answers.SearchParameters
+    execution_time_ms: float
+    confidence: answers.Confidence
+    best_candidate_score: float | None = None  # the best score seen, passing or not
+    closest: list[answers.ClosestNote] = field(default_factory=list)  # when nothing passes: the nearest notes
+    related: list[Hit] = field(default_factory=list)  # when nothing passes: hits close under the bar
+    message: str = ""
+    explain: answers.SearchExplain | None = None  # with --explain: the candidates the threshold dropped
+    query_vector: np.ndarray | None = None  # not part of the answer: kept for the gap log
+
+    def to_dict(self) -> answers.SearchAnswer:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "query_vector"}
+        data["results"] = [hit.to_dict() for hit in self.results]
+        data["related"] = [hit.to_dict() for hit in self.related]
+        return cast(answers.SearchAnswer, data)
+
+
+def respond(
+    params: SearchParams,
+    ordered: list[Candidate],
+    ranked: list[list[Candidate]],
+    evidence: QueryEvidence,
+    vector: np.ndarray,
+    started: float,
+    indexing: bool = False,
+) -> SearchResponse:
+    """The response to a search whose candidates are `ordered` (scored, best first; `ranked`: the
+    engine's lists, for --explain): the hits that pass the threshold, or else the hits close
+    under it, the closest notes and why nothing answered. `started`: its perf_counter start."""
+    chosen, best, dropped = pass_threshold(ordered, params)
+    marked = "" if params.passage else params.query
+    hits = [hit_of(c, marked) for c in chosen]
+    top = max((hit.confidence_score for hit in hits), default=None)
+    level = confidence_level(top, len(hits))
+    message = reason = ""
+    closest: list[answers.ClosestNote] = []
+    related: list[Hit] = []
+    if not hits:
+        floor = params.threshold - RELATED_BAND
+        close = [c for c in dropped if c["score"] >= floor]
+        related = [hit_of(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
+        reason, message = _why_none(params, best, evidence, indexing)
+        closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
+    if level == "none":
+        message = NO_ANSWER + (f": {message}" if message else "")
+    explained = explain(hits, chosen, dropped, ordered, ranked, params) if params.explain else None
+    return SearchResponse(
+        query=params.query,
+        results=hits,
+        search_parameters={
+            "top_k": params.top_k,
+            "threshold": params.threshold,
+            "metric": "IP",  # inner product of unit vectors: the cosine
+            "mode": params.mode,
+            **params.scope.shown(),
+        },
+        execution_time_ms=round((time.perf_counter() - started) * 1000, 2),
+        best_candidate_score=None if best is None else round(best, 4),
+        closest=closest,
+        related=related,
+        confidence={
+            "level": level,
+            "best_score": top,
+            "hits": len(hits),
+            "outcome": outcome_of(len(hits), len(related)),
+            "reason": reason,
+        },
+        message=message,
+        explain=explained,
+        query_vector=vector,
+    )
+
+
+def _why_none(
+    params: SearchParams, best: float | None, evidence: QueryEvidence, indexing: bool
+) -> tuple[str, str]:
+    """Why no hit passed, when known (the reason), and the message that says it."""
+    if best is None and (params.scope.narrows or not evidence.unheard):
+        # Nothing to score: a filter that leaves no note says so, rather than blame a word;
+        # unfiltered, a word no note holds is why (a keyword search for such words alone).
+        return "", "nothing matched" + params.scope.words()
+    reason = ""
+    if evidence.unheard:
+        so_far = " indexed so far" if indexing else ""
+        reason = f"no note{so_far} mentions " + _either(evidence.unheard) + params.scope.words()
+    elif evidence.absent:
+        reason = "no note found mentions " + _either(evidence.absent)
+    return reason, reason or f"no section scored {params.threshold:g} or more"
+
+
+def _either(words: Sequence[str]) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _closest(ordered: list[Candidate]) -> list[answers.ClosestNote]:
+    """The best-scored section of each of the first few notes, for an answer that kept nothing."""
+    closest: list[answers.ClosestNote] = []
+    seen: set[str] = set()
+    for row in ordered:
+        if row["file_path"] in seen:
+            continue
+        seen.add(row["file_path"])
+        closest.append(
+            {
+                "path": row["file_path"],
+                "heading_path": row["heading_path"],
+                "score": round(row["score"], 4),
+                "similarity": round(row["cosine"], 4),
+                "source": source_reference(row),
+            }
+        )
+        if len(closest) >= CLOSEST:
+            break
+    return closest
