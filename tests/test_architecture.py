@@ -46,6 +46,13 @@ PUBLIC_MILVUS = {
     "index_exists",
     "index_held",
     "database_files",
+    "KeywordRow",
+    "MetadataRow",
+    "Shown",
+    "ShownRow",
+    "VectorKey",
+    "VectorRow",
+    "WindowRow",
 }
 # The wings, by folder: the base modules at the top of the package, then each sub-package.
 # The composition root (service.py) builds the service from the wings below it.

@@ -22,13 +22,27 @@ _HOMES = {
     "index_exists": "lite",
     "index_held": "lite",
     "database_files": "lite",
+    "KeywordRow": "rows",
+    "MetadataRow": "rows",
+    "Shown": "rows",
+    "ShownRow": "rows",
+    "VectorKey": "rows",
+    "VectorRow": "rows",
+    "WindowRow": "rows",
 }
 __all__ = [
     "MAX_TAGS",
     "CarriedVectors",
+    "KeywordRow",
+    "MetadataRow",
     "NoteScope",
     "PendingKeywords",
+    "Shown",
+    "ShownRow",
     "Store",
+    "VectorKey",
+    "VectorRow",
+    "WindowRow",
     "clip_bytes",
     "database_files",
     "index_exists",
@@ -43,6 +57,7 @@ if TYPE_CHECKING:
     from mdrag.milvus.filters import NoteScope, note_scope, quote
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.pending import PendingKeywords
+    from mdrag.milvus.rows import KeywordRow, MetadataRow, Shown, ShownRow, VectorKey, VectorRow, WindowRow
     from mdrag.milvus.schema import MAX_TAGS
     from mdrag.milvus.store import Store, clip_bytes
 

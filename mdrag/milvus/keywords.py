@@ -9,7 +9,7 @@ import json
 import re
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import tantivy
 
 from mdrag.errors import StoreError
 from mdrag.milvus.filters import EVERY_NOTE
+from mdrag.milvus.rows import KeptRow
 from mdrag.params.scope import Scope
 
 # The writer's memory budget: tantivy's floor per thread. Writes come in batches of a few
@@ -179,7 +180,7 @@ class KeywordIndex:
         else:
             marker.unlink(missing_ok=True)
 
-    def write(self, rows: Sequence[dict[str, Any]]) -> None:
+    def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Add these rows (each `id`, `doc_id`, `file_path`, `tags`, `embedded_text` and the
         fields of `SHOWN`), replacing any row of the same id (an upsert, or a batch written again
         after an outage)."""
@@ -193,7 +194,7 @@ class KeywordIndex:
 
         self._commit(change)
 
-    def _document(self, row: dict[str, Any]) -> Any:
+    def _document(self, row: Mapping[str, Any]) -> Any:
         document = tantivy.Document(
             id=row["id"],
             doc_id=row["doc_id"],
@@ -209,22 +210,22 @@ class KeywordIndex:
         return document
 
     @staticmethod
-    def stored_row(document: Any) -> dict[str, Any]:
+    def stored_row(document: Any) -> KeptRow:
         """What a document keeps of its row (`SHOWN`)."""
-        row: dict[str, Any] = json.loads(bytes(document["row"][0]).decode("utf-8", "surrogatepass"))
+        row: KeptRow = stored_json(document)
         return row
 
-    def rows_of(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def rows_of(self, ids: Iterable[str]) -> dict[str, KeptRow]:
         """What these rows keep (`SHOWN`), by id; a row the index lacks is left out. One
         term-set lookup, then each stored document: ~0.05 ms a row."""
         return self._rows_where("id", ids, one_each=True)
 
-    def rows_of_sections(self, section_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def rows_of_sections(self, section_ids: Iterable[str]) -> dict[str, KeptRow]:
         """What every row of these sections keeps (`SHOWN`), by id (a section repeated across
         notes has a row in each)."""
         return self._rows_where("section_id", section_ids, one_each=False)
 
-    def _rows_where(self, field: str, values: Iterable[str], one_each: bool) -> dict[str, dict[str, Any]]:
+    def _rows_where(self, field: str, values: Iterable[str], one_each: bool) -> dict[str, KeptRow]:
         wanted = [value for value in dict.fromkeys(values) if _encodable(value)]
         if not wanted:
             return {}
@@ -384,6 +385,11 @@ class KeywordIndex:
         except ValueError as exc:
             raise StoreError(f"the keyword index {self.path} could not answer {text!r}: {exc}") from exc
         return found
+
+
+def stored_json(document: Any) -> Any:
+    """The row a document keeps, as it was written (`KeywordIndex.SHOWN` of it)."""
+    return json.loads(bytes(document["row"][0]).decode("utf-8", "surrogatepass"))
 
 
 def _scope_encodable(scope: Scope) -> bool:

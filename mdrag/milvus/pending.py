@@ -14,7 +14,7 @@ from mdrag.errors import StoreError
 from mdrag.files import indexfiles
 from mdrag.keys import doc_id
 from mdrag.milvus.filters import EVERY_NOTE
-from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index
+from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index, stored_json
 from mdrag.params.scope import Scope
 
 # The shape of the rows kept here (index.rows.window_rows): a folder of another layout (an
@@ -32,7 +32,7 @@ class _RowsIndex(KeywordIndex):
     SHOWN = None
 
     def rows(self, text: str, limit: int, scope: Scope) -> list[tuple[float, dict[str, Any]]]:
-        return [(score, self.stored_row(doc)) for score, doc in self._search(text, limit, scope)]
+        return [(score, stored_json(doc)) for score, doc in self._search(text, limit, scope)]
 
     def replace_notes(self, rows: Sequence[dict[str, Any]]) -> None:
         """Hold these rows in place of every row their notes had (a note read again)."""

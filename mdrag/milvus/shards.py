@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from mdrag.files.indexfiles import LITE_SHARDS, shard_paths
+from mdrag.milvus.rows import Match
 
 __all__ = ["LITE_SHARDS", "best_hits", "by_shard", "shard_of", "shard_paths"]
 
@@ -27,7 +28,7 @@ def by_shard(items: Iterable[T], doc_id_of: Callable[[T], str], count: int) -> d
     return groups
 
 
-def best_hits(per_shard: Sequence[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+def best_hits(per_shard: Sequence[list[Match]], limit: int) -> list[Match]:
     """The `limit` best matches of all shards, highest `distance` (cosine or BM25 score) first:
     each shard returned its own best `limit`, so the union holds the overall best."""
     if len(per_shard) == 1:

@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,6 +31,15 @@ from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import EVERY_NOTE, NoteScope, in_filter, in_numbers, metadata_expression
 from mdrag.milvus.keywords import KeywordHit, KeywordIndex
+from mdrag.milvus.rows import (
+    KeywordRow,
+    Match,
+    NoteMatch,
+    NoteVector,
+    Shown,
+    ShownRow,
+    VectorKey,
+)
 from mdrag.milvus.schema import DENSE_METRIC, METADATA, VECTORS, ensure_collections, identity
 from mdrag.milvus.shards import best_hits
 from mdrag.params.scope import Scope
@@ -65,7 +74,7 @@ def engine_row(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row_number(row["id"]), "doc_id": row["doc_id"], "embedding": row["embedding"]}
 
 
-def _matches(result: Any) -> list[dict[str, Any]]:
+def _matches(result: Any) -> list[Match]:
     """A search's matches as `id` (the row id, hex) and `distance`."""
     return [{"id": row_hex(match["id"]), "distance": match["distance"]} for match in result]
 
@@ -77,7 +86,7 @@ def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
 
 def _displayed(
     words: KeywordIndex, rows: Sequence[dict[str, Any]]
-) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+) -> Iterator[tuple[dict[str, Any], Shown | None]]:
     """Each of these Milvus vector rows with what it shows in the keyword index (one lookup
     for all), or None where the keyword index lacks the row."""
     shown = words.rows_of(row_hex(row["id"]) for row in rows)
@@ -96,7 +105,7 @@ class DenseHits(NamedTuple):
     asked for (-1.0 when fewer: no row left out scores above it). The floor is the engine's, not
     the hits': a row left out for having nothing to show still bounds what was not returned."""
 
-    rows: list[dict[str, Any]]
+    rows: list[ShownRow]
     floor: float
 
 
@@ -309,13 +318,13 @@ class Store:
 
     # ---- writes -------------------------------------------------------------------------
 
-    def insert_vectors(self, rows: list[dict[str, Any]]) -> None:
+    def insert_vectors(self, rows: Sequence[dict[str, Any]]) -> None:
         self._write_vectors("insert", rows)
 
-    def upsert_vectors(self, rows: list[dict[str, Any]]) -> None:
+    def upsert_vectors(self, rows: Sequence[dict[str, Any]]) -> None:
         self._write_vectors("upsert", rows)
 
-    def _write_vectors(self, how: str, rows: list[dict[str, Any]]) -> None:
+    def _write_vectors(self, how: str, rows: Sequence[dict[str, Any]]) -> None:
         self.check_room()  # before a note's first write: its metadata follows only if its vectors went in
         collection = self._vectors()
         for _, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
@@ -333,11 +342,11 @@ class Store:
                 self._delete_vectors_where(shard, in_filter("doc_id", batch))
         self._words.delete("doc_id", notes)
 
-    def upsert_metadata(self, rows: list[dict[str, Any]]) -> None:
+    def upsert_metadata(self, rows: Sequence[dict[str, Any]]) -> None:
         for batch in _batches(rows, WRITE_BATCH):
             self._engine.write(self._client.upsert, METADATA, data=list(batch))
 
-    def delete_vectors(self, keys: Sequence[dict[str, Any]]) -> None:
+    def delete_vectors(self, keys: Sequence[Mapping[str, Any]]) -> None:
         """Delete vector rows by key: each an `id` and the `doc_id` whose shard holds it."""
         for shard, _, shard_keys in self._db.by_note(keys, lambda key: key["doc_id"]):
             for batch in _batches([row_number(key["id"]) for key in shard_keys], WRITE_BATCH * 4):
@@ -355,10 +364,10 @@ class Store:
 
     # ---- reads --------------------------------------------------------------------------
 
-    def vector_keys_for_paths(self, paths: Sequence[str]) -> list[dict[str, Any]]:
+    def vector_keys_for_paths(self, paths: Sequence[str]) -> list[VectorKey]:
         """id, doc_id and file_path of every vector row of these files (one query per 500)."""
         path_of = {doc_id(p): p for p in paths}
-        rows: list[dict[str, Any]] = []
+        rows: list[VectorKey] = []
         for _, client, ids in self._db.by_note(list(path_of), str):
             for batch in _batches(ids, IN_BATCH):
                 filter = in_filter("doc_id", batch)
@@ -408,7 +417,7 @@ class Store:
                     found[row_hex(row["id"])] = row["embedding"]
         return found
 
-    def window_texts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    def window_texts(self, rows: Sequence[ShownRow]) -> dict[str, str]:
         """The text each of these rows embedded, without the heading path that led it, by row id
         (what a hit shows when its note has changed since: see retrieval/hittext.py)."""
         found = self._words.rows_of(row["id"] for row in rows)
@@ -432,9 +441,11 @@ class Store:
                             found.setdefault(key, []).append(row["embedding"])
         return {key: np.asarray(rows, dtype=np.float32) for key, rows in found.items()}
 
-    def doc_vectors(self) -> Iterator[dict[str, Any]]:
+    def doc_vectors(self) -> Iterator[NoteVector]:
         """file_path, file_hash and doc_vector of every note, for the all-pairs duplicate scan."""
-        yield from self._engine.iterate(METADATA, ["file_path", "file_hash", "doc_vector"])
+        for row in self._engine.iterate(METADATA, ["file_path", "file_hash", "doc_vector"]):
+            path, file_hash, doc_vector = row["file_path"], row["file_hash"], row["doc_vector"]
+            yield {"file_path": path, "file_hash": file_hash, "doc_vector": doc_vector}
 
     def doc_vectors_of(self, paths: Sequence[str]) -> np.ndarray:
         """The document vectors of these indexed notes, one row each (a failed note has none)."""
@@ -444,7 +455,7 @@ class Store:
             found += [row["doc_vector"] for row in self._engine.query(METADATA, expr, ["doc_vector"])]
         return np.asarray(found, dtype=np.float32)
 
-    def search_doc_vectors(self, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
+    def search_doc_vectors(self, vector: np.ndarray, limit: int) -> list[NoteMatch]:
         """The notes whose document vector is nearest (`distance` is the cosine)."""
         result = self._engine.call(
             self._client.search,
@@ -457,13 +468,13 @@ class Store:
         )
         return [self._hit(match) for match in result[0]]
 
-    def iter_vector_keys(self) -> Iterator[dict[str, Any]]:
+    def iter_vector_keys(self) -> Iterator[VectorKey]:
         """id and doc_id of every vector row, for the repair after a crash, with the `file_path`
         and `file_hash` of the note version it belongs to where the keyword index holds the row."""
         for client in self._db.clients:
             for rows in self._engine.iterate_batches(self._vectors(), ["id", "doc_id"], client=client):
                 for row, display in _displayed(self._words, rows):
-                    key = {"id": row_hex(row["id"]), "doc_id": row["doc_id"]}
+                    key: VectorKey = {"id": row_hex(row["id"]), "doc_id": row["doc_id"]}
                     if display is not None:
                         key["file_path"], key["file_hash"] = display["file_path"], display["file_hash"]
                     yield key
@@ -504,7 +515,7 @@ class Store:
         if not filters:
             return DenseHits([], -1.0)
 
-        def search(client: MilvusClient) -> list[dict[str, Any]]:
+        def search(client: MilvusClient) -> list[Match]:
             result = self._engine.call(
                 client.search,
                 collection,
@@ -531,7 +542,7 @@ class Store:
         """The words of `text` that no note in `scope` holds."""
         return self._words.unheard(text, scope)
 
-    def keyword_rows(self, hits: Sequence[KeywordHit], vector: np.ndarray) -> list[dict[str, Any]]:
+    def keyword_rows(self, hits: Sequence[KeywordHit], vector: np.ndarray) -> list[KeywordRow]:
         """These keyword hits as rows: what a hit shows, its `bm25` and its `cosine` to `vector`,
         best BM25 first; a hit Milvus no longer holds is left out.
 
@@ -547,7 +558,7 @@ class Store:
             for _, client, group in self._db.by_note(hits, lambda hit: doc_id(hit.file_path))
         }
 
-        def score(client: MilvusClient) -> list[dict[str, Any]]:
+        def score(client: MilvusClient) -> list[Match]:
             ids = wanted[id(client)]
             result = self._engine.call(
                 client.search,
@@ -564,20 +575,19 @@ class Store:
         holding = [client for client in self._db.clients if id(client) in wanted]
         found = {match["id"]: match for matches in self._db.each(score, holding) for match in matches}
         shown = {row["id"]: row for row in self._shown(list(found.values()))}
-        rows = []
+        rows: list[KeywordRow] = []
         for hit in hits:
             row = shown.get(hit.id)
             if row is not None:
-                row["cosine"], row["bm25"] = row["distance"], hit.bm25
-                rows.append(row)
+                rows.append({**row, "cosine": row["distance"], "bm25": hit.bm25})
         return rows
 
-    def _shown(self, matches: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _shown(self, matches: Sequence[Match]) -> list[ShownRow]:
         """These matched vector rows as hits, in their order: what each shows (read from the
         keyword index, one lookup for all), its id and distance. A row the keyword index lacks
         is left out until the repair has read its note again: it has nothing to show."""
         shown = self._words.rows_of(match["id"] for match in matches)
-        hits = []
+        hits: list[ShownRow] = []
         for match in matches:
             row = shown.get(match["id"])
             if row is not None:
@@ -585,12 +595,15 @@ class Store:
         return hits
 
     @staticmethod
-    def _hit(match: dict[str, Any]) -> dict[str, Any]:
+    def _hit(match: dict[str, Any]) -> NoteMatch:
         """A matched metadata row as one flat dict: its fields, id and distance."""
-        row = dict(match["entity"])
-        row["id"] = match["id"]
-        row["distance"] = float(match["distance"])
-        return row
+        entity = match["entity"]
+        return {
+            "id": match["id"],
+            "file_path": entity["file_path"],
+            "file_hash": entity["file_hash"],
+            "distance": float(match["distance"]),
+        }
 
     def answers(self) -> bool:
         """Whether every shard answers a ping now (a stuck Lite server is alive but does not)."""
