@@ -83,7 +83,7 @@ class Daemon:
             signal.signal(signum, self._on_signal)
         try:
             # Serve at once, so a client never mistakes a starting daemon for none and opens
-            # the index itself; its requests wait until the service is up (see handle).
+            # the index itself; its requests wait until the service is up (see Requests.handle).
             self.server.start()
             service = self._open_service()
             # The model loads lazily (a no-op `mdrag reindex` never needs it); a daemon loads it
