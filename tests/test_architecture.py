@@ -9,8 +9,16 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mdrag"
 HOMES = {
-    "pymilvus": {"milvus/store.py", "milvus/calls.py", "milvus/schema.py", "milvus/databases.py"},
-    "scipy": {"milvus/store.py"},  # only to load it whole before pymilvus does (see there)
+    "pymilvus": {
+        "milvus/store.py",
+        "milvus/calls.py",
+        "milvus/schema.py",
+        "milvus/databases.py",
+        "milvus/hits.py",
+        "milvus/layout.py",
+        "milvus/loading.py",
+    },
+    "scipy": {"milvus/hits.py"},  # only to load it whole before pymilvus does (see there)
     "milvus_lite": {"milvus/lite.py"},
     "sentence_transformers": {"embedding/runners.py"},
     "torch": {"embedding/export_model.py"},

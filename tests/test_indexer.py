@@ -433,12 +433,12 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
 def test_a_cosine_index_switches_to_inner_product_in_place_with_the_same_scores(
     make_service, embedder, notes, monkeypatch
 ):
-    from mdrag.milvus import schema, store
+    from mdrag.milvus import hits, schema
     from mdrag.service import Service
 
     write(notes / "bread.md", SOURDOUGH)
     monkeypatch.setattr(schema, "DENSE_METRIC", "COSINE")  # as indexes were made before IP
-    monkeypatch.setattr(store, "DENSE_METRIC", "COSINE")
+    monkeypatch.setattr(hits, "DENSE_METRIC", "COSINE")
     old = make_service([notes])
     old.reindex()
     before = old.search({"query": "sourdough starter", "threshold": 0.0, "mode": "dense"})["results"]

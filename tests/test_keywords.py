@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from mdrag.errors import StoreError
-from mdrag.milvus.keywords import KeywordIndex, parsed_terms
+from mdrag.milvus.keywords import KeywordIndex
+from mdrag.milvus.keywordtext import parsed_terms
 from mdrag.params.scope import Scope
 from tests.conftest import write
 

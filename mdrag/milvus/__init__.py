@@ -13,7 +13,7 @@ _HOMES = {
     "CarriedVectors": "carried",
     "PendingKeywords": "pending",
     "Store": "store",
-    "clip_bytes": "store",
+    "clip_bytes": "rows",
     "MAX_TAGS": "schema",
     "quote": "filters",
     "note_scope": "filters",
@@ -57,9 +57,18 @@ if TYPE_CHECKING:
     from mdrag.milvus.filters import NoteScope, note_scope, quote
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
     from mdrag.milvus.pending import PendingKeywords
-    from mdrag.milvus.rows import KeywordRow, MetadataRow, Shown, ShownRow, VectorKey, VectorRow, WindowRow
+    from mdrag.milvus.rows import (
+        KeywordRow,
+        MetadataRow,
+        Shown,
+        ShownRow,
+        VectorKey,
+        VectorRow,
+        WindowRow,
+        clip_bytes,
+    )
     from mdrag.milvus.schema import MAX_TAGS
-    from mdrag.milvus.store import Store, clip_bytes
+    from mdrag.milvus.store import Store
 
 
 def __getattr__(name: str) -> Any:

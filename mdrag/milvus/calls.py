@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -18,6 +18,8 @@ from mdrag.errors import RowsRejectedError, StoreError
 from mdrag.milvus.databases import Databases
 
 QUERY_LIMIT = 16384  # the most rows Milvus returns for one query
+WRITE_BATCH = 1000  # rows per insert/upsert call
+IN_BATCH = 500  # values per `in [...]` filter
 
 # Failures that say the engine cannot be reached, whatever the rows held.
 _CONNECTION_ERRORS = (
@@ -26,6 +28,12 @@ _CONNECTION_ERRORS = (
     ConnectionNotExistException,
     MilvusUnavailableException,
 )
+
+
+def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """`items` in slices of `size`: a call's rows or an `in` filter's values, bounded."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 class EngineCalls:

@@ -6,7 +6,6 @@ import dataclasses
 import functools
 import itertools
 import json
-import re
 import shutil
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,14 +17,23 @@ import tantivy
 
 from mdrag.errors import StoreError
 from mdrag.milvus.filters import EVERY_NOTE
+from mdrag.milvus.keywordtext import (
+    ANALYZER,
+    WORDS,
+    analyzer,
+    encodable,
+    keyword_schema,
+    parsed_terms,
+    prefix_pattern,
+    query_words,
+    scope_encodable,
+)
 from mdrag.milvus.rows import KeptRow
 from mdrag.params.scope import Scope
 
 # The writer's memory budget: tantivy's floor per thread. Writes come in batches of a few
 # thousand windows, each committed at once, so a larger arena would only hold memory.
 WRITER_HEAP_BYTES = 15_000_000
-# What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
-_REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
 # Marks a keyword index whose every row is in. A new store's empty index has it at once; one made
 # anew over lost or unreadable files, or found lacking rows, has it removed until the repair has
 # read their notes again, so a repair cut short (a kill, a deadline) is done again at the next open.
@@ -44,73 +52,6 @@ class KeywordHit:
     id: str
     file_path: str
     bm25: float
-
-
-# The text's analyzer, as Milvus's `english` one was: words lowered, English stop words dropped
-# ("a", "the": else a query's article matches most rows), stems ("restoring backups" matches
-# "restore a backup"). tantivy keeps only its name in its files (it is registered at every
-# open): a change to it takes a new name, whose schema differs, so the index is built anew.
-ANALYZER = "mdrag_english_1"
-# Splits a query term where the index splits text (Unicode letters, digits and the marks Rust
-# counts as alphabetic: a vowel sign of हिन्दी stays in its word).
-_SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).build()
-
-
-def _analyzer() -> Any:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stopword("english"))
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
-
-
-def _schema() -> Any:
-    schema = tantivy.SchemaBuilder()
-    schema.add_text_field("text", stored=False, tokenizer_name=ANALYZER)
-    schema.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
-    schema.add_text_field("doc_id", stored=False, tokenizer_name="raw", index_option="basic")
-    # The row's section (Milvus keeps only its key, note and vector): an unchanged section's
-    # vector is found by it, so its text is never embedded twice (Store.vectors_for_sections).
-    schema.add_text_field("section_id", stored=False, tokenizer_name="raw", index_option="basic")
-    schema.add_text_field("file_path", stored=True, tokenizer_name="raw", index_option="basic")
-    schema.add_text_field("tags", stored=False, tokenizer_name="raw", index_option="basic")
-    # What a hit shows, as JSON (KeywordIndex.SHOWN); stored, never searched.
-    schema.add_bytes_field("row", stored=True)
-    return schema.build()
-
-
-# The same analysis, for telling whether the index holds a query's word (KeywordIndex.unheard).
-_WORDS = _analyzer()
-
-
-def parsed_terms(text: str) -> str:
-    """The query as tantivy's parser reads it: each term's tokens quoted, so a term of several is
-    a phrase (`Get-ChildItem` must match those words in that order) and nothing is read as
-    syntax (AND, OR, NOT, `field:`, `^`); the parser's analyzer then lowers, drops stop words
-    and stems as the index did."""
-    parts = []
-    for term in text.split():
-        tokens = _SPLITTER.analyze(term)
-        if tokens:
-            parts.append('"' + " ".join(tokens) + '"')
-    return " ".join(parts)
-
-
-def _encodable(text: str) -> bool:
-    """Whether tantivy can take `text` (a lone surrogate is no UTF-8; no stored path holds one)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def prefix_pattern(prefix: str) -> str:
-    """A regex matching every path that starts with `prefix` (any character, newline included)."""
-    return "(?s)" + _REGEX_META.sub(r"\\\1", prefix) + ".*"
 
 
 class KeywordIndex:
@@ -148,8 +89,8 @@ class KeywordIndex:
             )
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
-            index.register_tokenizer(ANALYZER, _analyzer())
+            index = tantivy.Index(keyword_schema(), path=str(self.path), reuse=True)
+            index.register_tokenizer(ANALYZER, analyzer())
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot open the keyword index {self.path}: {exc}") from exc
         return index
@@ -226,7 +167,7 @@ class KeywordIndex:
         return self._rows_where("section_id", section_ids, one_each=False)
 
     def _rows_where(self, field: str, values: Iterable[str], one_each: bool) -> dict[str, KeptRow]:
-        wanted = [value for value in dict.fromkeys(values) if _encodable(value)]
+        wanted = [value for value in dict.fromkeys(values) if encodable(value)]
         if not wanted:
             return {}
         searcher = self._index.searcher()
@@ -286,7 +227,7 @@ class KeywordIndex:
         one-row search a word, a few more for a word no row holds: 1.8 ms a query at the median
         at 353k rows (a word 112k rows hold takes 0.6 ms); with a filter, milliseconds at 700k
         rows with a path, whose prefix is a pattern."""
-        if not _encodable(text) or not _scope_encodable(scope):
+        if not encodable(text) or not scope_encodable(scope):
             return ()  # nothing to look up, or a filter no row meets: the search says that instead
         index = self._index
         searcher = index.searcher()
@@ -305,7 +246,7 @@ class KeywordIndex:
 
         @functools.cache
         def held(word: str) -> bool:
-            terms = _WORDS.analyze(word)
+            terms = WORDS.analyze(word)
             # doc_freq counts a deleted row's terms until its segment is merged away: a term it
             # never saw is unheard at once; one it counts, only if some live row holds it.
             if not all(searcher.doc_freq("text", t) > 0 for t in terms):
@@ -318,7 +259,7 @@ class KeywordIndex:
 
         def phrase(first: str, second: str) -> bool:
             # A stop word may be one half ("log in"), never both.
-            if not (_WORDS.analyze(first + " " + second) and held(first) and held(second)):
+            if not (WORDS.analyze(first + " " + second) and held(first) and held(second)):
                 return False
             return found(index.parse_query(f'"{first} {second}"', ["text"]))
 
@@ -329,7 +270,7 @@ class KeywordIndex:
         apart: set[str] = set()  # the halves of a compound the query spells apart and the notes together
         for first, second in itertools.pairwise(tokens):
             joined = first + second  # one too long for the index (over 40 letters) is held by none
-            if (first in missing or second in missing) and _WORDS.analyze(joined) and held(joined):
+            if (first in missing or second in missing) and WORDS.analyze(joined) and held(joined):
                 apart.update((first, second))
         return tuple(
             word
@@ -362,7 +303,7 @@ class KeywordIndex:
     def _search(self, text: str, limit: int, scope: Scope) -> list[tuple[float, Any]]:
         """The best documents for `text` with their BM25 scores (see `search`)."""
         terms = parsed_terms(text)
-        if not terms or not _scope_encodable(scope):
+        if not terms or not scope_encodable(scope):
             return []  # nothing to match, or a filter no stored path or tag can meet
         index = self._index
         try:
@@ -392,21 +333,11 @@ def stored_json(document: Any) -> Any:
     return json.loads(bytes(document["row"][0]).decode("utf-8", "surrogatepass"))
 
 
-def _scope_encodable(scope: Scope) -> bool:
-    """Whether every string of `scope` is one the index can hold (else no row is in it)."""
-    return all(map(_encodable, (scope.path_prefix, *scope.tags)))
-
-
 def _within(query: Any, filters: list[Any]) -> Any:
     """`query` among the rows every one of `filters` keeps."""
     if not filters:
         return query
     return tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in (query, *filters)])
-
-
-def query_words(text: str) -> list[str]:
-    """The words of `text` as `KeywordIndex.unheard` names them (lower case, in order)."""
-    return [token.lower() for token in _SPLITTER.analyze(text)]
 
 
 def remove_index(path: Path) -> None:

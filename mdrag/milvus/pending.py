@@ -14,7 +14,8 @@ from mdrag.errors import StoreError
 from mdrag.files import indexfiles
 from mdrag.keys import doc_id
 from mdrag.milvus.filters import EVERY_NOTE
-from mdrag.milvus.keywords import KeywordIndex, query_words, remove_index, stored_json
+from mdrag.milvus.keywords import KeywordIndex, remove_index, stored_json
+from mdrag.milvus.keywordtext import query_words
 from mdrag.params.scope import Scope
 
 # The shape of the rows kept here (index.rows.window_rows): a folder of another layout (an

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+MAX_TEXT_BYTES = 65_000  # VARCHAR limit is 65,535 bytes
+
+
+def clip_bytes(text: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """`text` cut to at most `limit` bytes of UTF-8, on a character's boundary (what a VARCHAR holds)."""
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
 # TypedDicts are plain dicts at run time: naming a row's keys changes nothing the engine sees.
 # A key some rows lack is declared in a `total=False` class (NotRequired is Python 3.11's).
 

@@ -1,0 +1,89 @@
+"""Keyword text: the keyword index's schema and analyzer, and a query's words read as it reads them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import tantivy
+
+from mdrag.params.scope import Scope
+
+# What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
+REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
+
+# The text's analyzer, as Milvus's `english` one was: words lowered, English stop words dropped
+# ("a", "the": else a query's article matches most rows), stems ("restoring backups" matches
+# "restore a backup"). tantivy keeps only its name in its files (it is registered at every
+# open): a change to it takes a new name, whose schema differs, so the index is built anew.
+ANALYZER = "mdrag_english_1"
+# Splits a query term where the index splits text (Unicode letters, digits and the marks Rust
+# counts as alphabetic: a vowel sign of हिन्दी stays in its word).
+SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).build()
+
+
+def analyzer() -> Any:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def keyword_schema() -> Any:
+    schema = tantivy.SchemaBuilder()
+    schema.add_text_field("text", stored=False, tokenizer_name=ANALYZER)
+    schema.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+    schema.add_text_field("doc_id", stored=False, tokenizer_name="raw", index_option="basic")
+    # The row's section (Milvus keeps only its key, note and vector): an unchanged section's
+    # vector is found by it, so its text is never embedded twice (Store.vectors_for_sections).
+    schema.add_text_field("section_id", stored=False, tokenizer_name="raw", index_option="basic")
+    schema.add_text_field("file_path", stored=True, tokenizer_name="raw", index_option="basic")
+    schema.add_text_field("tags", stored=False, tokenizer_name="raw", index_option="basic")
+    # What a hit shows, as JSON (KeywordIndex.SHOWN); stored, never searched.
+    schema.add_bytes_field("row", stored=True)
+    return schema.build()
+
+
+# The same analysis, for telling whether the index holds a query's word (KeywordIndex.unheard).
+WORDS = analyzer()
+
+
+def parsed_terms(text: str) -> str:
+    """The query as tantivy's parser reads it: each term's tokens quoted, so a term of several is
+    a phrase (`Get-ChildItem` must match those words in that order) and nothing is read as
+    syntax (AND, OR, NOT, `field:`, `^`); the parser's analyzer then lowers, drops stop words
+    and stems as the index did."""
+    parts = []
+    for term in text.split():
+        tokens = SPLITTER.analyze(term)
+        if tokens:
+            parts.append('"' + " ".join(tokens) + '"')
+    return " ".join(parts)
+
+
+def encodable(text: str) -> bool:
+    """Whether tantivy can take `text` (a lone surrogate is no UTF-8; no stored path holds one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def prefix_pattern(prefix: str) -> str:
+    """A regex matching every path that starts with `prefix` (any character, newline included)."""
+    return "(?s)" + REGEX_META.sub(r"\\\1", prefix) + ".*"
+
+
+def scope_encodable(scope: Scope) -> bool:
+    """Whether every string of `scope` is one the index can hold (else no row is in it)."""
+    return all(map(encodable, (scope.path_prefix, *scope.tags)))
+
+
+def query_words(text: str) -> list[str]:
+    """The words of `text` as `KeywordIndex.unheard` names them (lower case, in order)."""
+    return [token.lower() for token in SPLITTER.analyze(text)]

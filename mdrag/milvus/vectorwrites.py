@@ -1,0 +1,69 @@
+"""Vector writes: vector rows written to the shard of their note, then to the keyword index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mdrag.keys import doc_id, row_number
+from mdrag.milvus.calls import IN_BATCH, WRITE_BATCH, EngineCalls, batches
+from mdrag.milvus.databases import Databases
+from mdrag.milvus.filters import in_filter, in_numbers
+from mdrag.milvus.keywords import KeywordIndex
+
+
+def engine_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A vector row as Milvus keeps it: its key, its note and its vector (the keyword index
+    keeps the rest)."""
+    return {"id": row_number(row["id"]), "doc_id": row["doc_id"], "embedding": row["embedding"]}
+
+
+class VectorWrites:
+    """The store's writes of its vector rows (Store delegates to them), counting in
+    `rows_written` every row inserted, upserted or deleted (what makes a reopen due). `vectors`
+    names the vectors collection, loading it on its first call; `words` is the keyword index
+    open now."""
+
+    def __init__(
+        self,
+        db: Databases,
+        engine: EngineCalls,
+        vectors: Callable[[], str],
+        words: Callable[[], KeywordIndex],
+    ) -> None:
+        self._db = db
+        self._engine = engine
+        self._vectors = vectors
+        self._words = words
+        self.rows_written = 0
+
+    def write(self, how: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert (`how`: "insert") or upsert ("upsert") these rows."""
+        collection = self._vectors()
+        for _, client, shard_rows in self._db.by_note(rows, lambda row: row["doc_id"]):
+            write = getattr(client, how)
+            for batch in batches(shard_rows, WRITE_BATCH):
+                self._engine.write(write, collection, data=[engine_row(row) for row in batch])
+                self.rows_written += len(batch)
+        # After Milvus: a row is found once both hold it (a search shows only rows both hold).
+        self._words().write(rows)
+
+    def delete_of_paths(self, paths: Sequence[str]) -> None:
+        """Delete every vector row of these notes."""
+        notes = [doc_id(p) for p in paths]
+        for shard, _, ids in self._db.by_note(notes, str):
+            for batch in batches(ids, IN_BATCH):
+                self._delete_where(shard, in_filter("doc_id", batch))
+        self._words().delete("doc_id", notes)
+
+    def delete(self, keys: Sequence[Mapping[str, Any]]) -> None:
+        """Delete vector rows by key: each an `id` and the `doc_id` whose shard holds it."""
+        for shard, _, shard_keys in self._db.by_note(keys, lambda key: key["doc_id"]):
+            for batch in batches([row_number(key["id"]) for key in shard_keys], WRITE_BATCH * 4):
+                self._delete_where(shard, in_numbers("id", batch))
+        self._words().delete("id", (key["id"] for key in keys))
+
+    def _delete_where(self, shard: int, filter: str) -> None:
+        result = self._engine.call(self._db.clients[shard].delete, self._vectors(), filter=filter)
+        # Milvus Lite answers with the deleted ids, a server with {"delete_count": n}.
+        self.rows_written += len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
