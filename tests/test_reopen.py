@@ -87,14 +87,14 @@ def test_searches_are_answered_while_a_reopen_loads_and_the_new_servers_take_ove
     service, store, gate = lite_service, lite_service.store, Gate()
     old_pids = server_pids(service)
     loading, release = threading.Event(), threading.Event()
-    load_twin = store._load_twin
+    load_twin = store._loading.load_twin
 
     def slow_load(shard, client):
         loading.set()
         assert release.wait(30)
         load_twin(shard, client)
 
-    store._load_twin = slow_load
+    store._loading.load_twin = slow_load
     reopened: list[float] = []
     reopen = threading.Thread(target=lambda: reopened.append(store.reopen(gate.exclusive)))
     reopen.start()
@@ -112,7 +112,7 @@ def test_searches_are_answered_while_a_reopen_loads_and_the_new_servers_take_ove
     assert set(new_pids).isdisjoint(old_pids) and all(gone(pid) for pid in old_pids)
     assert lite.servers_alive([Path(uri) for uri in store._db.uris])
     assert held_elsewhere(store.uri)  # the old servers' lock passed to the new ones, never freed
-    store._load_twin = load_twin
+    store._loading.load_twin = load_twin
     locks = lock_descriptors(store.uri)
     assert len(locks) == store.shards  # one open lock file per shard, shared by its servers
     for _ in range(2):  # and on to the next servers, each time
@@ -146,7 +146,7 @@ def test_a_twin_that_fails_leaves_the_running_servers_serving(lite_service):
     assert held_elsewhere(store.uri)
     assert "starter" in first_text(service, "how often do I feed my sourdough")
     # Store.reopen then reopens in place, requests held back meanwhile.
-    store._load_twin = failing_load
+    store._loading.load_twin = failing_load
     assert store.reopen(gate.exclusive) > 0
     assert all(gone(pid) for pid in pids) and store.rows_written == 0
     assert "starter" in first_text(service, "how often do I feed my sourdough")
@@ -174,7 +174,7 @@ def test_a_twin_whose_spawn_raises_leaves_the_running_servers_their_lock(lite_se
     with monkeypatch.context() as patched:
         patched.setattr(subprocess, "Popen", no_memory)
         with pytest.raises(StoreError, match="did not start"):
-            store._db.reopen_beside(store._load_twin, gate.exclusive)
+            store._db.reopen_beside(store._loading.load_twin, gate.exclusive)
     gc.collect()  # milvus-lite's Server.__del__ stops a dropped server: it must not free the lock
     time.sleep(1.5)  # a Lite server whose lock is freed exits within a second
     assert server_pids(service) == pids and not any(gone(pid) for pid in pids)
@@ -186,7 +186,7 @@ def test_an_index_closed_while_a_twin_loads_is_not_opened_again(lite_service, mo
     service, store, gate = lite_service, lite_service.store, Gate()
     uri, pids = store.uri, server_pids(service)
     loading, release = threading.Event(), threading.Event()
-    load_twin, started = store._load_twin, []
+    load_twin, started = store._loading.load_twin, []
     start = twins.start
 
     def recorded_start(db):
@@ -200,7 +200,7 @@ def test_an_index_closed_while_a_twin_loads_is_not_opened_again(lite_service, mo
         load_twin(shard, client)
 
     monkeypatch.setattr(twins, "start", recorded_start)
-    store._load_twin = slow_load
+    store._loading.load_twin = slow_load
     failures: list[BaseException] = []
 
     def reopen() -> None:
