@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from mdrag.catalog import Catalog
 from mdrag.embedding.embedder import Embedder
-from mdrag.milvus import clip_bytes
-from mdrag.retrieval.candidate import Candidate
+from mdrag.milvus import Shown, clip_bytes
+from mdrag.retrieval.candidate import Candidate, as_candidate
 from mdrag.retrieval.hittext import note_text
 
 # Sections of waiting notes embedded for one query: each costs a few ms of the model beside the
@@ -55,12 +55,19 @@ def candidates(
     vectors = embedder.embed_for_request([row["embedded_text"] for _, row in best.values()])
     made: list[Candidate] = []
     for (bm25, row), window in zip(best.values(), vectors, strict=True):
-        display = row["display"]
-        text = texts[(display["file_path"], display["file_hash"])] or ""
+        shown: Shown = row["display"]
+        text = texts[(shown["file_path"], shown["file_hash"])] or ""
         cosine = float(np.dot(vector, window))
-        fields = {**display, "id": row["id"], "distance": cosine, "cosine": cosine, "bm25": bm25}
-        section_text = clip_bytes(text[display["start_position"] : display["end_position"]])
-        made.append(cast(Candidate, {**fields, "section_text": section_text, "pending": True}))
+        candidate = as_candidate({**shown, "id": row["id"], "distance": cosine})
+        candidate.update(
+            {
+                "cosine": cosine,
+                "bm25": bm25,
+                "section_text": clip_bytes(text[shown["start_position"] : shown["end_position"]]),
+                "pending": True,
+            }
+        )
+        made.append(candidate)
     return made
 
 
@@ -73,5 +80,5 @@ def merged(dense: list[Candidate], keyword: list[Candidate], waiting: list[Candi
         return
     keyword.extend(waiting)
     keyword.sort(key=lambda row: -row["bm25"])
-    dense.extend(cast(Candidate, dict(row)) for row in waiting if row["cosine"] > floor)
+    dense.extend(row.copy() for row in waiting if row["cosine"] > floor)
     dense.sort(key=lambda row: -row["cosine"])

@@ -2,40 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import cast
+
+from mdrag.milvus import ShownRow
 
 
-class Candidate(TypedDict, total=False):
-    """A search candidate: one section window as the store returns it, then what the search adds.
+class Candidate(ShownRow, total=False):
+    """A search candidate: a window the store's dense or keyword search found (its row id, match
+    distance and what it shows: `ShownRow`), then what the search adds.
 
     Made by search (and ahead, for notes not embedded yet); relevance, snippets and hittext
-    read and add to it. A row's display fields (index.rows writes them) and its id/distance come
-    from the store; `cosine` and `bm25` from the store too (a dense row's `distance` is its
-    cosine), `section_text` from hittext, `score` and `features` from relevance."""
+    read and add to it."""
 
-    # the store's row: its id, match distance and display fields
-    id: str
-    distance: float
-    section_id: str
-    file_path: str
-    file_hash: str
-    window_index: int
-    section_heading: str
-    heading_level: int
-    heading_path: str
-    section_type: str
-    chunk_index: int
-    token_count: int
-    start_position: int
-    end_position: int
-    window_start: int | None  # absent on an older layout's rows
-    window_end: int | None
-    start_line: int
-    end_line: int
-    anchor: str
-    title: str
-    tags: list[str] | None
-    # added by the search
     cosine: float  # of the query vector and the row's (the best window's, per section)
     bm25: float  # keyword rows: the BM25 score
     section_text: str  # hittext: read from the note (or the row's embedded text when stale)
@@ -53,3 +31,11 @@ MODE_LISTS = {"dense": ("dense",), "keyword": ("keyword",), "hybrid": ("dense", 
 def section_key(row: Candidate) -> SectionKey:
     """What makes a candidate one: its note, its section id and the section's start in the note."""
     return (row["file_path"], row["section_id"], row["start_position"])
+
+
+def as_candidate(row: ShownRow) -> Candidate:
+    """The store's row as a candidate: the same dict, before the search adds to it. Every key a
+    Candidate adds is optional, so the row already is one; the type checker cannot see it (a
+    row's type leaves room for keys it does not declare, so `{**row}` is refused too), hence the
+    cast here, once."""
+    return cast(Candidate, row)

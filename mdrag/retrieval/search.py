@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from mdrag.milvus import NoteScope, PendingKeywords, Store, note_scope
 from mdrag.params.search import SearchParams
 from mdrag.retrieval import ahead, ranking, relevance
 from mdrag.retrieval.baseline import VaultBaseline
-from mdrag.retrieval.candidate import MODE_LISTS, Candidate, SectionKey, section_key
+from mdrag.retrieval.candidate import MODE_LISTS, Candidate, SectionKey, as_candidate, section_key
 from mdrag.retrieval.hittext import attach_texts
 from mdrag.retrieval.query import keyword_query
 from mdrag.retrieval.response import SearchResponse, respond
@@ -116,7 +116,8 @@ class Searcher:
             floor = -1.0  # the lowest cosine the dense search returned, had it all it asked for
             if params.mode in ("dense", "hybrid"):
                 nearest = self.store.search_dense(vector, limit, self._note_scope(params))
-                dense, floor = cast(list[Candidate], nearest.rows), nearest.floor
+                floor = nearest.floor
+                dense = [as_candidate(row) for row in nearest.rows]
                 for row in dense:
                     row["cosine"] = row["distance"]
                 dense = [row for row in dense if not (leave_out and leave_out(row["file_path"]))]
@@ -130,7 +131,7 @@ class Searcher:
             raise
         unheard_words = () if unheard is None else unheard.result()
         if scored is not None:
-            found = cast(list[Candidate], scored.result())
+            found = [as_candidate(row) for row in scored.result()]
             found = [row for row in found if not (leave_out and leave_out(row["file_path"]))]
             ranked.append(self._sections(found, params))
         elif waiting is not None:
