@@ -17,6 +17,7 @@ HOMES = {
         "milvus/hits.py",
         "milvus/layout.py",
         "milvus/loading.py",
+        "milvus/vectorreads.py",
     },
     "scipy": {"milvus/hits.py"},  # only to load it whole before pymilvus does (see there)
     "milvus_lite": {"milvus/lite.py"},

@@ -140,6 +140,15 @@ def shown(words: KeywordIndex, found: Sequence[Match]) -> list[ShownRow]:
     return hits
 
 
+def window_texts(words: KeywordIndex, rows: Sequence[ShownRow]) -> dict[str, str]:
+    """The text each of these rows embedded, without the heading path that led it, by row id."""
+    found = words.rows_of(row["id"] for row in rows)
+    return {
+        row_id: row["embedded_text"].partition("\n")[2] or row["embedded_text"]
+        for row_id, row in found.items()
+    }
+
+
 def nearest_notes(
     engine: EngineCalls, client: MilvusClient, vector: np.ndarray, limit: int
 ) -> list[NoteMatch]:

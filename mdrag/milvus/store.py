@@ -235,11 +235,7 @@ class Store:
     def window_texts(self, rows: Sequence[ShownRow]) -> dict[str, str]:
         """The text each of these rows embedded, without the heading path that led it, by row id
         (what a hit shows when its note has changed since: see retrieval/hittext.py)."""
-        found = self._words.rows_of(row["id"] for row in rows)
-        return {
-            row_id: row["embedded_text"].partition("\n")[2] or row["embedded_text"]
-            for row_id, row in found.items()
-        }
+        return hits.window_texts(self._words, rows)
 
     def section_vectors(self, paths: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
         """Every window vector of these files, by (file_path, file_hash), as one matrix per
@@ -274,14 +270,8 @@ class Store:
         yield from self._engine.iterate(METADATA, list(fields))
 
     def count_vectors(self) -> int:
-        collection = self._loading.vectors()  # here, never from a shard worker: they would wait on each other
-
-        def count(client: MilvusClient) -> int:
-            result = self._engine.call(client.query, collection, filter="", output_fields=["count(*)"])
-            return int(result[0]["count(*)"]) if result else 0
-
-        counts = self._db.each(count)
-        return sum(counts)
+        """Vector rows held, in every shard."""
+        return self._reads.count()
 
     def paths_within(self, scope: Scope) -> list[str]:
         """The paths of the notes in `scope` (what a filtered dense search searches among), read

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from pymilvus import MilvusClient
 
 from mdrag.keys import doc_id, row_hex, row_number
 from mdrag.milvus.calls import IN_BATCH, EngineCalls, batches
@@ -42,6 +43,16 @@ class VectorReads:
         self._engine = engine
         self._vectors = vectors
         self._words = words
+
+    def count(self) -> int:
+        """Vector rows held, in every shard."""
+        collection = self._vectors()  # here, never from a shard worker: they would wait on each other
+
+        def count(client: MilvusClient) -> int:
+            result = self._engine.call(client.query, collection, filter="", output_fields=["count(*)"])
+            return int(result[0]["count(*)"]) if result else 0
+
+        return sum(self._db.each(count))
 
     def keys_for_paths(self, paths: Sequence[str]) -> list[VectorKey]:
         """id, doc_id and file_path of every vector row of these files (one query per 500)."""
