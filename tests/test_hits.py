@@ -108,14 +108,15 @@ def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_th
     make_service, embedder, notes, monkeypatch
 ):
     from mdrag.milvus import schema
-    from mdrag.notes import sections
+    from mdrag.notes import blocks, sections
     from mdrag.service import Service
 
     write(notes / "hosting.md", HUGO_PAGE)
     write(notes / "plain.md", "# Plain\n\nA note whose headings need no change.\n\n## Part\n\nMore words.\n")
     # The layout before: headings kept their attribute lists and entities, paths had no title.
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
-    monkeypatch.setattr(sections, "split_attributes", lambda heading: (heading, ""))
+    monkeypatch.setattr(blocks, "split_attributes", lambda heading: (heading, ""))
+    monkeypatch.setattr(blocks, "decode_entities", lambda text: text)
     monkeypatch.setattr(sections, "decode_entities", lambda text: text)
     old = make_service([notes])
     old.reindex()
