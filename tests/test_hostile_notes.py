@@ -168,7 +168,10 @@ def test_a_heading_of_backtick_runs_is_indexed_in_seconds_as_plain_text_of_its_s
     plain_s = seconds_to_index(daemon, daemon.notes / "tildes.md", hostile.replace("`", "~"), "ferryman")
     hostile_s = seconds_to_index(daemon, daemon.notes / "backticks.md", hostile, "ferryman")
     print(f"\n120 KB note, heading of backtick runs: {hostile_s:.1f} s; with ~ runs: {plain_s:.1f} s")
-    assert hostile_s < max(5.0, 1.5 * plain_s)
+    # The cost this guards against was ~9 times the plain note's (27 s of sectioning alone); both
+    # notes section alike now (0.2-0.3 s, the same 423 windows), and 1.3-1.6 times is the noise of
+    # three test workers and other work sharing two cores.
+    assert hostile_s < max(5.0, 2.5 * plain_s)
     assert daemon.status()["failed"] == []
 
 

@@ -28,7 +28,7 @@ def held_by_anyone(path: Path) -> bool:
 
 
 HOLD = (
-    "import sys, time; from pathlib import Path; from mdrag import indexlock;"
+    "import sys, time; from pathlib import Path; from mdrag.files import indexlock;"
     "indexlock.acquire(Path(sys.argv[1])); print('held', flush=True); time.sleep(60)"
 )
 

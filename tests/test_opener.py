@@ -144,7 +144,7 @@ def test_the_editor_gets_the_users_umask_not_the_one_mdrag_keeps_for_its_index(t
     code = (
         "import os, sys\n"
         "os.umask(0o022)\n"
-        "from mdrag import private\n"
+        "from mdrag.files import private\n"
         "from mdrag.notes.opener import run_editor\n"
         "private.restrict_umask()\n"
         f"run_editor([sys.executable, {str(editor)!r}], wait=True)\n"
