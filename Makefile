@@ -87,6 +87,7 @@ clean:
 VAULTS := powershell eips tldr otel hugo natural  # natural: another writer's questions, never fitted on
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
+	$(PY) -m bench.baseline bench/results/eval.json  # shipped hybrid beside the RRF baseline (#57)
 	for v in $(VAULTS); do $(PY) -m bench.fit dump --set $$v --out .eval-work/dump-$$v.jsonl || exit 1; done
 	$(PY) -m bench.vaultfit $(foreach v,$(VAULTS),.eval-work/dump-$(v).jsonl) --out bench/results/vaults.json
 	$(PY) -m bench.report

@@ -37,7 +37,8 @@ SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 DATA = SHARED / "scifact"
 NATURAL = Path(__file__).resolve().parent / "data" / "natural"
 VAULTS = Path(__file__).resolve().parent / "data" / "vaults"
-MODES = ("dense", "keyword", "hybrid")
+MODES = ("dense", "keyword", "hybrid", "rrf")  # rrf: the plain baseline of bench/baseline.py
+BASELINES = {"rrf": "both", "rrf-share": "share"}  # baseline mode -> its title score
 
 
 def vault_names() -> tuple[str, ...]:
@@ -156,7 +157,12 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         try:
             results: dict[str, Any] = {}
             for mode in args.modes:
-                results[mode] = run_mode(service, mode, judged, ids)
+                asker = service
+                if mode in BASELINES:
+                    from bench.baseline import RRFBaseline
+
+                    asker = _Asker(service, RRFBaseline(service, root, BASELINES[mode]))
+                results[mode] = run_mode(asker, mode, judged, ids)
                 summary = {**results[mode]["metrics"], **results[mode]["answerability"]}
                 print(f"{name} {mode}: {json.dumps(summary)}", file=sys.stderr)
             backend = service.embedder.backend
@@ -179,6 +185,19 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+class _Asker:
+    """The service, with the rrf baseline answering its searches (bench/baseline.py)."""
+
+    def __init__(self, service: Any, baseline: Any) -> None:
+        self.service, self.baseline = service, baseline
+
+    def search(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self.baseline.search(request)
+
+    def search_defaults(self) -> Any:
+        return self.service.search_defaults()
+
+
 def _relevant(judged: JudgedSet, qid: str) -> set[str]:
     return {doc for doc, gain in judged.qrels.get(qid, {}).items() if gain > 0}
 
@@ -189,6 +208,7 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
     ndcg, recall, mrr, latencies = [], [], [], []
     # Per question: (qid, answerable, its hits as (note, relevant, score) best first).
     asked: list[tuple[str, bool, list[tuple[str, int, float]]]] = []
+    rank_in_100: dict[str, int | None] = {}  # per answerable question: its first right note's rank
     for qid, text in judged.queries.items():
         relevant = _relevant(judged, qid)
         if relevant:
@@ -196,6 +216,7 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
             response = service.search({"query": text, "top_k": 100, "threshold": 0.0, "mode": mode})
             latencies.append((time.perf_counter() - started) * 1000)
             ranking = [doc for doc, _ in ranked_docs(response, ids)]
+            rank_in_100[qid] = next((i for i, d in enumerate(ranking, start=1) if d in relevant), None)
             gains = judged.qrels[qid]
             ndcg.append(ndcg_at_k(ranking, gains, 10))
             recall.append(recall_at_k(ranking, gains, 100))
@@ -204,13 +225,16 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
             shown = service.search({"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode})
             asked.append((qid, True, _scored(shown["results"], ids, relevant)))
         if relevant and judged.twins:
-            params = SearchParams.parse(
-                {"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode}, service.search_defaults()
-            )
-            found = service.searcher.search(
-                params, leave_out=lambda path, gone=relevant: ids.get(path) in gone
-            )
-            asked.append((qid, False, _scored([h.to_dict() for h in found.results], ids, relevant)))
+            gone = lambda path, gone=relevant: ids.get(path) in gone  # noqa: E731
+            if mode in BASELINES:
+                left = service.baseline.search({"query": text, "top_k": DEPTH}, gone)
+                asked.append((qid, False, _scored(left["results"], ids, relevant)))
+            else:
+                params = SearchParams.parse(
+                    {"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode}, service.search_defaults()
+                )
+                found = service.searcher.search(params, leave_out=gone)
+                asked.append((qid, False, _scored([h.to_dict() for h in found.results], ids, relevant)))
         elif not relevant:
             shown = service.search({"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": mode})
             asked.append((qid, False, _scored(shown["results"], ids, relevant)))
@@ -228,6 +252,19 @@ def run_mode(service: Any, mode: str, judged: JudgedSet, ids: dict[str, str]) ->
         "answerability": rates_at(answerable, unanswerable, DEFAULT_THRESHOLD),
         "curve": {str(t): rates_at(answerable, unanswerable, t) for t in THRESHOLDS},
     }
+    if mode in BASELINES:
+        result["answerability_note"] = "rrf scores are no confidence: its answer rates mean nothing"
+    result["questions"] = [
+        {
+            "qid": qid,
+            "split": "test" if qid in judged.sealed else "train",
+            "first_rank": _first_rank(hits),
+            "rank_in_100": rank_in_100.get(qid),
+            "top": _distinct(hits)[:5],
+        }
+        for qid, ok, hits in asked
+        if ok
+    ]
     if judged.sealed:
         result["splits"] = {
             split: split_figures([a for a in asked if (a[0] in judged.sealed) == (split == "test")])
@@ -255,6 +292,16 @@ def split_figures(asked: list[tuple[str, bool, list[tuple[str, int, float]]]]) -
         "right_first": share(answerable, lambda h: bool(h) and _first_notes(h, 1)),
         "right_in_3": share(answerable, lambda h: _first_notes(h, 3)),
     }
+
+
+def _distinct(hits: list[tuple[str, int, float]]) -> list[str]:
+    return list(dict.fromkeys(doc for doc, _, _ in hits))
+
+
+def _first_rank(hits: list[tuple[str, int, float]]) -> int | None:
+    """The rank among distinct notes of the first relevant note in these hits (None: none)."""
+    labels = {doc: label for doc, label, _ in reversed(hits)}
+    return next((i for i, d in enumerate(_distinct(hits), start=1) if labels[d]), None)
 
 
 def _first_notes(hits: list[tuple[str, int, float]], k: int) -> bool:
@@ -330,7 +377,7 @@ def main() -> None:
     parser.add_argument(
         "--sets", nargs="+", default=[s for s in SETS if s != "natural" or NATURAL.exists()], choices=SETS
     )
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=[*MODES, *BASELINES])
     parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries of each set")
     add_backend(parser)
     parser.add_argument("--out", type=Path, default=Path("bench/results/eval.json"))

@@ -200,8 +200,8 @@ def _held_out(fit: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _cell(figure: dict[str, Any]) -> str:
-    if figure["rate"] is None:
+def _cell(figure: dict[str, Any] | None) -> str:
+    if figure is None or figure["rate"] is None:
         return "–"
     low, high = figure["ci95"]
     return f"{figure['rate']:.2f} ({low:.2f}–{high:.2f}, n={figure['of']})"
@@ -217,6 +217,8 @@ def _vault_rows(evaluation: dict[str, Any]) -> list[str]:
             for split, f in figures.get("splits", {}).items():
                 if not f["answered"]["of"] and not f["silent"]["of"]:
                     continue
+                if mode.startswith("rrf"):  # the baseline ranks; its fused scores are no confidence
+                    f = {**f, "answered": None, "silent": None}
                 rows.append(
                     f"| {name} | {mode} | {split} | {_cell(f['answered'])} | {_cell(f['silent'])} | "
                     f"{_cell(f['right_first'])} | {_cell(f['right_in_3'])} |"
