@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -155,6 +156,7 @@ class TitleIndex:
         # note path -> list of (title words, the joined title)
         self.titles: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         vocabulary: set[str] = set()
+        self.df: dict[str, int] = {}  # a title word -> how many notes hold it in a title
         for path in paths:
             variants = []
             for title in note_titles(path):
@@ -166,6 +168,8 @@ class TitleIndex:
                     vocabulary.add(joined)
             if variants:
                 self.titles[str(path.resolve())] = variants
+                for word in {w for words, joined in variants for w in (*words, joined)}:
+                    self.df[word] = self.df.get(word, 0) + 1
         self.vocabulary = vocabulary
         self._by_length: dict[int, list[str]] = {}
         for word in vocabulary:
@@ -182,18 +186,25 @@ class TitleIndex:
     def ranking(self, query: str, score: str = "both") -> list[tuple[str, int, float]]:
         """(note path, rank, score) best first; tied notes share the best rank of their tie.
         `score`: "both" (the share of the title's words the query covers times the share of the
-        query's words the title covers) or "share" (the title's share alone, the query's share
-        breaking ties)."""
+        query's words the title covers), "share" (the title's share alone, the query's share
+        breaking ties) or "idf" (as "both", each word weighing its idf among the notes' titles,
+        log((N + 1) / df): a word most titles hold, "obsidian" or "plugin", weighs little)."""
         raw = [w for w in raw_words(query) if w not in _stop_words()]
         words = [stem(w) for w in raw if len(w) > 1 or w.isdigit()]
         if not words:
             return []
         near = {w: self._near(w) for w in set(words)}
         joined_near: dict[str, int] = {}  # a joined title word -> the most query words joined to it
+        joined_words: dict[str, set[str]] = {}  # ... and those query words
         for n in (1, 2, 3):
             for i in range(len(raw) - n + 1):
                 for word in self._near("".join(raw[i : i + n])):
-                    joined_near[word] = max(joined_near.get(word, 0), n)
+                    if n > joined_near.get(word, 0):
+                        joined_near[word] = n
+                        joined_words[word] = {stem(w) for w in raw[i : i + n]}
+        total = len(self.titles) + 1
+        query_idf = {w: math.log(total / max((self.df[m] for m in near[w]), default=1)) for w in near}
+        query_mass = sum(query_idf.values()) or 1.0
         scored = []
         for path, variants in self.titles.items():
             best = (0.0, 0.0)
@@ -204,7 +215,18 @@ class TitleIndex:
                 else:
                     covered = {t for t in title if any(t in near[w] for w in near)}
                     query_share = sum(1 for w in words if near[w] & set(title)) / len(words)
-                if covered:
+                if covered and score == "idf":
+                    if joined in joined_near and len(title) > 1:
+                        asked = joined_words[joined] & set(near)
+                    else:
+                        asked = {w for w in near if near[w] & set(title)}
+                    weights = [math.log(total / self.df.get(t, 1)) for t in title]
+                    title_share = sum(w for t, w in zip(title, weights, strict=True) if t in covered) / (
+                        sum(weights) or 1.0
+                    )
+                    query_share = sum(query_idf[w] for w in asked) / query_mass
+                    best = max(best, (title_share * query_share, title_share))
+                elif covered:
                     title_share = len(covered) / len(title)
                     if score == "both":
                         best = max(best, (title_share * query_share, title_share))

@@ -38,7 +38,7 @@ DATA = SHARED / "scifact"
 NATURAL = Path(__file__).resolve().parent / "data" / "natural"
 VAULTS = Path(__file__).resolve().parent / "data" / "vaults"
 MODES = ("dense", "keyword", "hybrid", "rrf")  # rrf: the plain baseline of bench/baseline.py
-BASELINES = {"rrf": "both", "rrf-share": "share"}  # baseline mode -> its title score
+BASELINES = {"rrf": "both", "rrf-share": "share", "rrf-idf": "idf"}  # baseline mode -> its title score
 
 
 def vault_names() -> tuple[str, ...]:
