@@ -360,6 +360,39 @@ def _baseline_rows(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+LOVO_METHOD = """### The answer decision, each vault left out
+
+`python -m bench.lovo` over `python -m bench.fit dump --set VAULT` for each judged vault
+(`bench/results/lovo.json`): at the default threshold 0.7, on each vault's sealed test split, the
+share of answerable questions answered (a right page among the hits kept), of unanswerable ones
+left silent, and of unanswerable ones answered with confidence; `shipped` with the constants mdrag
+holds (fitted on the train questions of powershell, eips and tldr), `refit` with the same decision
+fitted on the other vaults' train questions only. The order, and so a right page first, does not
+change with the decision."""
+
+
+def _lovo_rows(result: dict[str, Any]) -> list[str]:
+    """Per vault (test split): shipped and refitted decisions at 0.7, and the best curve point."""
+
+    def rate(figure: dict[str, Any]) -> str:
+        return "–" if figure.get("rate") is None else f"{figure['rate']:.2f}"
+
+    rows = [
+        "| vault left out | answerable / not | shipped answered / silent / confident-unanswerable "
+        "| refit answered / silent / confident-unanswerable |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, data in result["vaults"].items():
+        shipped, refit = data["test"]["shipped"]["at_0.7"], data["test"]["lovo"]["at_0.7"]
+        cells = [
+            " / ".join(rate(at[key]) for key in ("answered", "silent", "confident_unanswerable"))
+            for at in (shipped, refit)
+        ]
+        counts = f"{shipped['answered']['of']} / {shipped['silent']['of']}"
+        rows.append(f"| {name} | {counts} | {cells[0]} | {cells[1]} |")
+    return rows
+
+
 def _load(name: str) -> dict[str, Any] | None:
     path = harness.RESULTS / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
@@ -390,6 +423,9 @@ def render() -> str:
     baseline = _load("baseline")
     if baseline is not None:
         parts += [BASELINE_METHOD, "", *_baseline_rows(baseline), ""]
+    lovo = _load("lovo")
+    if lovo is not None:
+        parts += [LOVO_METHOD, "", *_lovo_rows(lovo), ""]
     parts += ["", "## Speed and memory", "", METHOD]
     speed = _load("bench")
     if speed is None:
