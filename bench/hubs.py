@@ -202,10 +202,11 @@ def rates(rows: Sequence[dict[str, Any]], way: tuple[str | None, float, float]) 
 
 
 def grids(hub_w: Sequence[float] = HUB_W) -> dict[str, list[tuple[str | None, float, float]]]:
-    hub = [(h, w, 0.0) for h in HUBS for w in hub_w if w > 0]
-    title = [(None, 0.0, v) for v in TITLE_V if v > 0]
-    both = [(h, w, v) for h in HUBS for w in hub_w if w > 0 for v in TITLE_V if v > 0]
-    shipped = [(None, 0.0, 0.0)]
+    Way = tuple[str | None, float, float]
+    hub: list[Way] = [(h, w, 0.0) for h in HUBS for w in hub_w if w > 0]
+    title: list[Way] = [(None, 0.0, v) for v in TITLE_V if v > 0]
+    both: list[Way] = [(h, w, v) for h in HUBS for w in hub_w if w > 0 for v in TITLE_V if v > 0]
+    shipped: list[Way] = [(None, 0.0, 0.0)]
     return {"hub": shipped + hub, "title": shipped + title, "both": shipped + hub + title + both}
 
 
@@ -241,7 +242,8 @@ def way_name(way: tuple[str | None, float, float]) -> dict[str, Any]:
 def changes(
     rows: Sequence[dict[str, Any]], way: tuple[str | None, float, float], limit: int = 8
 ) -> dict[str, Any]:
-    fixed, broken = [], []
+    fixed: list[dict[str, Any]] = []
+    broken: list[dict[str, Any]] = []
     for row in rows:
         a, b = ranked(row, None, 0.0, 0.0), ranked(row, *way)
         was, now = bool(a and a[0][1]), bool(b and b[0][1])
