@@ -240,12 +240,16 @@ def test_a_tree_a_thousand_folders_deep_is_watched_and_indexed_and_the_rest_stay
     os.close(deep)
     time.sleep(2)  # the folder's events first
     after = write(daemon.notes / "after-stairs.md", "# After\n\nA lantern hangs by the stairwell door.\n")
-    wait_until(lambda: searchable(daemon, "lantern stairwell door", after), 60)
+    # watchdog walks each new folder's subtree as it reads the folder's creation event: a tree made
+    # faster than it reads them costs it the square of the depth (4-62 s alone on two cores, after
+    # mdrag stopped building a megabyte warning per watch and a Path per parent per event). The
+    # thread must live through it and every save be seen: within two minutes.
+    wait_until(lambda: searchable(daemon, "lantern stairwell door", after), 120)
     wait_until(
         lambda: any(
             h["file_path"].endswith("/s/landing.md") for h in daemon.search("dusty landing", top_k=50)
         ),
-        60,
+        120,
     )
     assert not failed_under(daemon, top)
     assert "RecursionError" not in daemon.log()

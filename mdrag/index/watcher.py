@@ -19,7 +19,7 @@ from watchdog.observers import Observer
 
 from mdrag.index.workqueue import WorkQueue
 from mdrag.notes.pathtext import to_text
-from mdrag.notes.scanner import NOTE_SUFFIXES, NoteFilter, hidden, ignore_settings_scope, walk
+from mdrag.notes.scanner import NOTE_SUFFIXES, NoteFilter, hidden_text, ignore_settings_scope, walk
 
 # Quiet time after the last folder arrived before the watches are renewed (see Watcher).
 RENEW_AFTER_S = 1.0
@@ -67,11 +67,12 @@ class NoteEventHandler(FileSystemEventHandler):
         return ignore_settings_scope(Path(path), root) if root is not None else None
 
     def _may_hold_notes(self, folder: str) -> bool:
-        """A folder under a root and outside hidden and skipped ones (.git's churn is not ours)."""
-        root = self.filter.root_of(Path(folder))
+        """A folder under a root and outside hidden and skipped ones (.git's churn is not ours);
+        asked of every event, so of the path's text alone."""
+        root = self.filter.root_of(folder)
         if root is None:
             return False
-        return not hidden(Path(folder).relative_to(root).parts)
+        return not hidden_text(folder[len(str(root)) :].lstrip("/"))
 
 
 def _text(path: str | bytes) -> str:
@@ -102,11 +103,18 @@ _REFUSED = _Refusals()
 
 
 def _count_refusals() -> None:
-    """Make watchdog's inotify tell us of each watch refused for the watch limit.
+    """Make watchdog's inotify tell us of each watch refused for the watch limit, and add a watch
+    a folder already has without a word.
 
     watchdog adds a subfolder's watch and swallows its failure (only the root's reaches the
     caller): past fs.inotify.max_user_watches whole trees went unwatched without a word, their
-    edits waiting for the next sweep. Patched once per process; no inotify (macOS): nothing to do.
+    edits waiting for the next sweep. And a folder watched again (a tree arriving at once: see
+    `Watcher.start`) built a warning holding the repr of the watch, whose callback's repr holds
+    every watched path: in a tree 1,200 folders deep, watched folder by folder as it was made,
+    the watcher's thread spent a minute building megabyte warnings that were then ignored, and
+    saves elsewhere waited. The watch is added as watchdog adds it (the kernel returns the
+    folder's own watch), its callback set, and no warning built. Patched once per process; no
+    inotify (macOS): nothing to do.
     """
     try:
         from watchdog.observers.inotify_c import InotifyFD
@@ -114,11 +122,13 @@ def _count_refusals() -> None:
         return
     if getattr(InotifyFD, "_mdrag_counted", False):
         return
-    original = InotifyFD.add_callback
 
-    def add_callback(self: Any, path: bytes, *args: Any, **kwargs: Any) -> Any:
+    def add_callback(self: Any, path: bytes, mask: Any, callback: Any, id_: Any) -> Any:
         try:
-            return original(self, path, *args, **kwargs)
+            with self._lock:
+                watch = self._get_or_create_watch(path, mask)
+                watch.callbacks[id_] = callback
+                return watch.wd
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 _REFUSED.add(os.fsdecode(path))

@@ -79,6 +79,17 @@ def hidden(parts: tuple[str, ...]) -> bool:
     return any(part.startswith(".") or part in SKIPPED_DIRS for part in parts)
 
 
+# `hidden` over a relative path's text, in one scan of it: the watcher asks it of every event.
+_HIDDEN_TEXT = re.compile(
+    r"(?:^|/)(?:\.|(?:" + "|".join(re.escape(d) for d in sorted(SKIPPED_DIRS)) + r")(?:/|$))"
+)
+
+
+def hidden_text(relative: str) -> bool:
+    """`hidden` of a relative path given as text ("a/.git/b"): no Path is made of it."""
+    return _HIDDEN_TEXT.search(relative) is not None
+
+
 def ignore_settings_scope(path: Path, root: Path) -> Path | None:
     """The folder whose notes an edit of `path` may let in or keep out: an ignore file's own
     folder, the root for Obsidian's settings; None for any other file."""
@@ -104,6 +115,10 @@ class NoteFilter:
 
     def __init__(self, roots: Iterable[str | Path], exclude: Iterable[str] = ()) -> None:
         self.roots = tuple(Path(r).expanduser().resolve() for r in roots)
+        # Each root's text and the prefix of the paths under it: a path's root is found by
+        # comparing text, not by making a Path of each of its parents (an event deep in a tree
+        # 1,200 folders deep made 1,200, and a tree arriving at once sends events by the thousand).
+        self._root_texts = tuple((root, str(root), str(root).rstrip("/") + "/") for root in self.roots)
         self.exclude = tuple(exclude)
         self._rules: dict[Path, tuple[float, tuple[float, ...], FolderRules]] = {}
         # Folders (or entries) the last scan could not read, with the reason: their notes are
@@ -152,9 +167,11 @@ class NoteFilter:
             chain, parts, is_dir
         )
 
-    def root_of(self, path: Path) -> Path | None:
-        for root in self.roots:
-            if path == root or root in path.parents:
+    def root_of(self, path: Path | str) -> Path | None:
+        """The root `path` (absolute, normalised) is under, or is; None for none."""
+        text = str(path)
+        for root, exact, prefix in self._root_texts:
+            if text == exact or text.startswith(prefix):
                 return root
         return None
 
