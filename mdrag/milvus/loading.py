@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from pymilvus import MilvusClient
 
 from mdrag.milvus.calls import EngineCalls
 from mdrag.milvus.databases import Databases
+from mdrag.milvus.keywords import KeywordIndex
 from mdrag.milvus.schema import METADATA, VECTORS
 
 # Every call has a deadline (calls.py); loading's is its own: it reads every row, so it may take
@@ -44,3 +47,16 @@ class VectorsLoading:
         if shard == 0:
             self._engine.call(client.load_collection, METADATA, timeout=LOAD_DEADLINE_S)
         self.load(client)
+
+
+@dataclass
+class VectorRowsAccess:
+    """What the vector rows' reads and writes go through (the Store hands one to each): the
+    shards, the engine's calls, `vectors` (the vectors collection's name, loaded on its first
+    call: a read that finds nothing to ask never loads it) and `words` (the keyword index open
+    now: a reopen may open another)."""
+
+    db: Databases
+    engine: EngineCalls
+    vectors: Callable[[], str]
+    words: Callable[[], KeywordIndex]

@@ -26,7 +26,7 @@ from mdrag.milvus.filters import EVERY_NOTE, NoteScope, in_filter, metadata_expr
 from mdrag.milvus.hits import DenseHits
 from mdrag.milvus.keywords import KeywordHit, KeywordIndex
 from mdrag.milvus.layout import carry, ensure_shards, keyword_gaps, old_vectors, open_keywords
-from mdrag.milvus.loading import VectorsLoading
+from mdrag.milvus.loading import VectorRowsAccess, VectorsLoading
 from mdrag.milvus.rows import KeywordRow, NoteMatch, NoteVector, ShownRow, VectorKey, clip_bytes
 from mdrag.milvus.schema import METADATA, VECTORS, identity
 from mdrag.milvus.vectorreads import VectorReads
@@ -91,8 +91,8 @@ class Store:
         self.is_lite = self._db.is_lite
         self._engine = EngineCalls(self._db, uri, timeout_s)
         self._loading = VectorsLoading(self._db, self._engine)
-        self._reads = VectorReads(self._db, self._engine, self._loading.vectors, lambda: self._words)
-        self._writes = VectorWrites(self._db, self._engine, self._loading.vectors, lambda: self._words)
+        access = VectorRowsAccess(self._db, self._engine, self._loading.vectors, lambda: self._words)
+        self._reads, self._writes = VectorReads(access), VectorWrites(access)
         self._db.open()
         self._identity = identity(model_id, dimension, len(self._db))
         self._reopen_checked_at = 0

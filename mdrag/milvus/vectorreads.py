@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from pymilvus import MilvusClient
 
 from mdrag.keys import doc_id, row_hex, row_number
-from mdrag.milvus.calls import IN_BATCH, EngineCalls, batches
-from mdrag.milvus.databases import Databases
+from mdrag.milvus.calls import IN_BATCH, batches
 from mdrag.milvus.filters import in_filter, in_numbers
 from mdrag.milvus.keywords import KeywordIndex
+from mdrag.milvus.loading import VectorRowsAccess
 from mdrag.milvus.rows import Shown, VectorKey
 
 
@@ -28,21 +28,11 @@ def displayed(
 
 
 class VectorReads:
-    """The store's reads of its vector rows (Store delegates to them). `vectors` names the
-    vectors collection, loading it on its first call (a read that finds nothing to ask never
-    loads it); `words` is the keyword index open now (a reopen may open another)."""
+    """The store's reads of its vector rows (Store delegates to them), through `access`."""
 
-    def __init__(
-        self,
-        db: Databases,
-        engine: EngineCalls,
-        vectors: Callable[[], str],
-        words: Callable[[], KeywordIndex],
-    ) -> None:
-        self._db = db
-        self._engine = engine
-        self._vectors = vectors
-        self._words = words
+    def __init__(self, access: VectorRowsAccess) -> None:
+        self._db, self._engine = access.db, access.engine
+        self._vectors, self._words = access.vectors, access.words
 
     def count(self) -> int:
         """Vector rows held, in every shard."""

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mdrag.keys import doc_id, row_number
-from mdrag.milvus.calls import IN_BATCH, WRITE_BATCH, EngineCalls, batches
-from mdrag.milvus.databases import Databases
+from mdrag.milvus.calls import IN_BATCH, WRITE_BATCH, batches
 from mdrag.milvus.filters import in_filter, in_numbers
-from mdrag.milvus.keywords import KeywordIndex
+from mdrag.milvus.loading import VectorRowsAccess
 
 
 def engine_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -19,22 +18,12 @@ def engine_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class VectorWrites:
-    """The store's writes of its vector rows (Store delegates to them), counting in
-    `rows_written` every row inserted, upserted or deleted (what makes a reopen due). `vectors`
-    names the vectors collection, loading it on its first call; `words` is the keyword index
-    open now."""
+    """The store's writes of its vector rows (Store delegates to them), through `access`,
+    counting in `rows_written` every row inserted, upserted or deleted (what makes a reopen due)."""
 
-    def __init__(
-        self,
-        db: Databases,
-        engine: EngineCalls,
-        vectors: Callable[[], str],
-        words: Callable[[], KeywordIndex],
-    ) -> None:
-        self._db = db
-        self._engine = engine
-        self._vectors = vectors
-        self._words = words
+    def __init__(self, access: VectorRowsAccess) -> None:
+        self._db, self._engine = access.db, access.engine
+        self._vectors, self._words = access.vectors, access.words
         self.rows_written = 0
 
     def write(self, how: str, rows: Sequence[Mapping[str, Any]]) -> None:
