@@ -35,8 +35,8 @@ def in_numbers(field: str, values: Iterable[int]) -> str:
 
 
 def metadata_expression(scope: Scope) -> str:
-    """The Milvus expression on the metadata rows that narrows them to `scope` (its exact test,
-    `Scope.holds`, runs on the rows): the engine's half of the translation."""
+    """The Milvus expression on the metadata rows that narrows them to `scope`: tags exactly, a
+    folder by LIKE where its text allows (`Scope.under` then checks the rows exactly)."""
     clauses = []
     if scope.tags:
         clauses.append(f"array_contains_any(tags, [{', '.join(quote(t) for t in scope.tags)}])")

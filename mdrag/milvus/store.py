@@ -276,8 +276,8 @@ class Store:
     def paths_within(self, scope: Scope) -> list[str]:
         """The paths of the notes in `scope` (what a filtered dense search searches among), read
         from their metadata rows."""
-        rows = self._engine.query(METADATA, metadata_expression(scope), ["file_path", "tags"])
-        return [row["file_path"] for row in rows if scope.holds(row["file_path"], row["tags"] or ())]
+        rows = self._engine.query(METADATA, metadata_expression(scope), ["file_path"])
+        return [row["file_path"] for row in rows if scope.under(row["file_path"])]
 
     def search_dense(self, vector: np.ndarray, limit: int, scope: NoteScope | None = None) -> DenseHits:
         """Nearest windows, each with what a hit shows (`distance`: the inner product of unit

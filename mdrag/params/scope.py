@@ -66,9 +66,12 @@ class Scope:
 
     def holds(self, path: str, tags: Sequence[str] = ()) -> bool:
         """Whether the note at `path` with `tags` is within the scope."""
-        if not path.startswith(self.path_prefix):
-            return False
-        return not self.tags or any(tag in self.tags for tag in tags)
+        return self.under(path) and (not self.tags or any(tag in self.tags for tag in tags))
+
+    def under(self, path: str) -> bool:
+        """Whether `path` is under the scope's folder: the part of it an engine may only narrow
+        (Milvus's LIKE cannot take every prefix), checked exactly on the rows it returns."""
+        return path.startswith(self.path_prefix)
 
     def words(self) -> str:
         """The scope as a sentence goes on to say it ("nothing matched" + this), or "" for none."""
