@@ -82,14 +82,18 @@ clean:
 
 # Retrieval quality and answerability on SciFact, bench/data/natural and the judged vaults
 # (bench/data/vaults), all modes; each corpus is indexed once into .eval-work/ (MDRAG_EVAL_WORK)
-# and reused while it is unchanged. Then every vault's candidate evidence is dumped and the ways
-# to score are compared on the sealed split (bench.vaultfit).
-VAULTS := powershell eips tldr otel hugo natural  # natural: another writer's questions, never fitted on
+# and reused while it is unchanged. Then every vault's candidate evidence is dumped: the ways to
+# score are compared on the sealed split (bench.vaultfit), and the order and the answer decision
+# are fitted leave-one-vault-out and printed beside the RRF baseline (bench.orderfit, bench.lovo).
+JUDGED := powershell eips tldr otel hugo obsidian-dev obsidian-hub
+VAULTS := $(JUDGED) natural  # natural: another writer's questions, never fitted on
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
 	$(PY) -m bench.baseline bench/results/eval.json  # shipped hybrid beside the RRF baseline (#57)
-	for v in $(VAULTS); do $(PY) -m bench.fit dump --set $$v --out .eval-work/dump-$$v.jsonl || exit 1; done
+	for v in $(VAULTS) scifact; do $(PY) -m bench.fit dump --set $$v --out .eval-work/dump-$$v.jsonl || exit 1; done
 	$(PY) -m bench.vaultfit $(foreach v,$(VAULTS),.eval-work/dump-$(v).jsonl) --out bench/results/vaults.json
+	$(PY) -m bench.orderfit $(foreach v,$(JUDGED) scifact,.eval-work/dump-$(v).jsonl)
+	$(PY) -m bench.lovo $(foreach v,$(JUDGED),.eval-work/dump-$(v).jsonl) --out bench/results/lovo.json
 	$(PY) -m bench.report
 
 # Speed and memory on the PowerShell reference (3,088 notes): cold index against the encode

@@ -7,11 +7,13 @@
 Each DUMP is a `python -m bench.fit dump --set VAULT` of one judged vault. For each vault V in
 turn, the small decision (bench.vaultfit's `decision` over DECISION_SMALL: the same evidence, the
 same fit, the bias placed so that 0.7 balances answered and silent on what it was fitted on) is
-fitted on the `train` questions of every other vault, never V's and never a `test` question, and
-measured on V: its test split and, beside it, all its questions (V's train questions are held
-out here too, as V never joins its own fit). The shipped constants (relevance.DECISION, fitting
-nothing) are measured on the same questions beside it; on powershell, eips and tldr their train
-questions are ones the shipped decision was fitted on.
+fitted on the `train` questions of every other vault, never V's and never a `test` question, over
+the order fitted without V too (bench.orderfit, on every answerable question of the other
+vaults), and measured on V: its test split and, beside it, all its questions (V's train questions
+are held out here too, as V never joins its own fit). The shipped constants (relevance.ORDER and
+relevance.DECISION, fitting nothing) are measured on the same questions beside it: the shipped
+order was fitted on every vault's questions, V's included, and the shipped decision on the train
+questions of powershell, eips and tldr.
 
 Per vault and split, at the default threshold 0.7: answered (an answerable question with a right
 note scored >= 0.7 within the first DEPTH), silent (an unanswerable question with nothing scored
@@ -49,6 +51,7 @@ from bench.answerability import DEPTH
 from bench.eval import VAULTS
 from bench.fit import anchor, fit_weights, load, scores_of
 from bench.metrics import wilson
+from bench.orderfit import Question, fit_order
 from bench.vaultfit import CURVE, DECISION, DECISION_SMALL, THRESHOLD, _scored, figures, levels
 from mdrag.retrieval import relevance
 
@@ -73,8 +76,10 @@ WAYS = {
 class Decision:
     """bench.vaultfit.decision's fit and rescoring, over one mode's order and these features."""
 
-    def __init__(self, mode: str, evidence_of: tuple[str, ...] = DECISION_SMALL) -> None:
-        bias0, weights0 = relevance.SCIFACT[mode]
+    def __init__(
+        self, mode: str, evidence_of: tuple[str, ...] = DECISION_SMALL, order: np.ndarray | None = None
+    ) -> None:
+        bias0, weights0 = relevance.ORDER[mode] if order is None else (0.0, order)
         self.bias0, self.coef0 = bias0, np.asarray(weights0)
         self.evidence_of = evidence_of
         self.picks = [relevance.FEATURES.index(name) for name in evidence_of]
@@ -238,11 +243,14 @@ def run(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
         "ways": WAYS,
         "vaults": {},
     }
-    deciders = {way: Decision(mode, evidence) for way, (evidence, _) in DIAGNOSTIC.items()}
-    deciders["lovo"] = decision
     for vault in vaults:
         queries = vault_queries(vault)
         own = [r for r in mine if r["set"] == vault]
+        # The order too is fitted without the vault (bench.orderfit): the shipped one was fitted
+        # on every vault, this one included.
+        order = fit_order([Question(r) for r in mine if r["set"] != vault and r["version"] == "answerable"])
+        deciders = {way: Decision(mode, evidence, order) for way, (evidence, _) in DIAGNOSTIC.items()}
+        deciders["lovo"] = Decision(mode, DECISION_SMALL, order)
         fitted_on = {
             way: [r for r in mine if r["set"] != vault and (r["split"] == "train" or wide)]
             for way, (_, wide) in {"lovo": (DECISION_SMALL, False), **DIAGNOSTIC}.items()
@@ -278,7 +286,7 @@ def run(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
                     for form in forms
                 }
             entry[split]["order_unchanged_by_decision"] = all(
-                entry[split][way]["at_0.7"]["right_first"] == entry[split]["shipped"]["at_0.7"]["right_first"]
+                entry[split][way]["at_0.7"]["right_first"] == entry[split]["lovo"]["at_0.7"]["right_first"]
                 for way in scored
             )
             # The ceiling the order leaves any decision: a right note among the first DEPTH.

@@ -8,7 +8,7 @@ reported on the train split (held out by 5 folds where something is fitted), on 
 of the four fitted-on folders (`test`: all of otel, a quarter of the others), on the unseen
 vault (hugo) and, when its dump is given, on bench/data/natural (another writer's questions over
 other notes), every rate with its Wilson 95% interval:
-- `scifact`: the per-hit constants fitted on SciFact (relevance.SCIFACT, the order) alone;
+- `scifact`: the per-hit constants fitted on SciFact (relevance.ORDER, the order) alone;
 - `words`: those with a weight for a query that names something no candidate holds, one for a
   query with a word no note holds, and a shift of the bias, the smallest that reach the best
   balanced rate on train (a grid): what mdrag shipped before its answer decision;
@@ -152,7 +152,7 @@ def with_words(
 
 
 def words(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
-    """SciFact's constants (relevance.SCIFACT) with the query-level weights and the bias shift
+    """SciFact's constants (relevance.ORDER) with the query-level weights and the bias shift
     that balance best on train."""
     parts = _split(rows)
     grid = [
@@ -163,7 +163,7 @@ def words(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     ]
 
     def constants(vaults: dict[str, float]) -> tuple[float, np.ndarray]:
-        return with_words(relevance.SCIFACT[mode], vaults)
+        return with_words(relevance.ORDER[mode], vaults)
 
     def balanced(vaults: dict[str, float], train: list[dict[str, Any]]) -> float:
         fixed = constants(vaults)
@@ -213,7 +213,7 @@ DECISION_SMALL = relevance.DECISION_FEATURES
 def decision(
     rows: list[dict[str, Any]], mode: str, evidence_of: tuple[str, ...] = DECISION
 ) -> dict[str, Any]:
-    bias0, weights0 = relevance.SCIFACT[mode]
+    bias0, weights0 = relevance.ORDER[mode]
     coef0 = np.asarray(weights0)
     picks = [relevance.FEATURES.index(name) for name in evidence_of]
     parts = _split(rows)
@@ -331,7 +331,7 @@ def curve(rows: Sequence[dict[str, Any]], constants: Any) -> list[dict[str, Any]
 
 def fit_mode(rows: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     mine = [r for r in rows if r["mode"] == mode]
-    bias, weights = relevance.SCIFACT[mode]
+    bias, weights = relevance.ORDER[mode]
     return {
         "scifact": {"bias": bias, **_report(_split(mine), lambda _: (bias, np.asarray(weights)))},
         "words": words(mine, mode),

@@ -10,7 +10,7 @@ import pytest
 from mdrag.retrieval import relevance
 from mdrag.retrieval.query import Query, keyword_query
 
-MODES = tuple(relevance.SCIFACT)
+MODES = tuple(relevance.ORDER)
 
 
 def _row(path: str, cosine: float, text: str = "", title: str = "", bm25: float | None = None) -> dict:
@@ -34,7 +34,7 @@ def _key(row: dict) -> tuple:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_weight_is_non_negative_so_more_evidence_never_lowers_the_score(mode):
-    _, order = relevance.SCIFACT[mode]
+    _, order = relevance.ORDER[mode]
     assert len(order) == len(relevance.FEATURES)
     assert all(w >= 0 for w in order)
     decision = relevance.DECISION[mode]
