@@ -525,3 +525,19 @@ def test_a_word_only_rows_that_are_gone_held_is_unheard(index, gone):
         index.write([_row("a", "/n/a.md", "foundry deploy scripts")])
     assert index.unheard("hardhat lighthouse") == ("hardhat",)
     assert index.unheard("hardhat lighthouse", Scope(path_prefix="/n/")) == ("hardhat",)
+
+
+def test_a_word_one_slip_from_a_held_one_also_searches_it_and_a_name_the_notes_lack_stays_unheard(index):
+    index.write(
+        [
+            _row("a", "/n/minify.md", "Minify the HTML output of the site"),
+            _row("b", "/n/blur.md", "GaussianBlur blurs an image"),
+            _row("c", "/n/look.md", "Look at the logs"),
+        ]
+    )
+    assert next(hit.id for hit in index.search("minfy html", 10)) == "a"  # a letter dropped
+    assert next(hit.id for hit in index.search("imaeg blurs", 10)) == "b"  # two swapped
+    assert index.search("extention", 10) == []  # nothing one slip away: nothing found
+    # A short name is never "corrected": Loki is not a misspelt "look", and stays unheard.
+    assert index.search("loki", 10) == []
+    assert index.unheard("loki minfy") == ("loki", "minfy")  # the decision still reads the typo

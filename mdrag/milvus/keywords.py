@@ -16,6 +16,7 @@ from typing import Any
 import tantivy
 
 from mdrag.errors import StoreError
+from mdrag.milvus import spelling
 from mdrag.milvus.filters import EVERY_NOTE
 from mdrag.milvus.keywordtext import (
     ANALYZER,
@@ -43,6 +44,8 @@ COMPLETE = "mdrag-complete"
 # What a vector row's document keeps for its hit (index.rows.window_rows makes them): the fields
 # the store leaves out of Milvus, whose Lite engine holds every field of every row in memory.
 SHOWN_FIELDS = ("display", "embedded_text")
+CORRECTED = 3  # words of a query corrected at most (each reads a few hundred term counts)
+STEM_LETTERS = 4  # the shortest stem a correction may search
 
 
 @dataclass(frozen=True)
@@ -301,11 +304,14 @@ class KeywordIndex:
         ]
 
     def _search(self, text: str, limit: int, scope: Scope) -> list[tuple[float, Any]]:
-        """The best documents for `text` with their BM25 scores (see `search`)."""
-        terms = parsed_terms(text)
-        if not terms or not scope_encodable(scope):
+        """The best documents for `text` with their BM25 scores (see `search`). A word no row
+        holds is searched as typed and as the word one slip away that rows hold (spelling)."""
+        if not encodable(text) or not scope_encodable(scope):
             return []  # nothing to match, or a filter no stored path or tag can meet
         index = self._index
+        terms = parsed_terms(" ".join([text, *self._corrections(text, index.searcher())]))
+        if not terms:
+            return []
         try:
             query = index.parse_query(terms, ["text"])
         except ValueError:
@@ -325,6 +331,30 @@ class KeywordIndex:
                     found.append((float(score), doc))
         except ValueError as exc:
             raise StoreError(f"the keyword index {self.path} could not answer {text!r}: {exc}") from exc
+        return found
+
+    @staticmethod
+    def _corrections(text: str, searcher: Any) -> list[str]:
+        """For the first CORRECTED words of `text` that no row holds, the word one slip away that
+        most rows hold (spelling.corrected), where there is one: "minfy" also searches "minify".
+        A neighbour whose stem is under STEM_LETTERS letters is none ("minly" is "min", a word
+        of every other note). About 3 ms a word corrected; a held word costs one term lookup."""
+
+        def notes_holding(word: str) -> int:
+            terms = WORDS.analyze(word)
+            return min((searcher.doc_freq("text", t) for t in terms), default=1)  # a stop word: held
+
+        def counted(word: str) -> int:
+            terms = WORDS.analyze(word)
+            return notes_holding(word) if terms and all(len(t) >= STEM_LETTERS for t in terms) else 0
+
+        found = []
+        for word in dict.fromkeys(query_words(text)):
+            if len(found) == CORRECTED:
+                break
+            fixed = spelling.corrected(word, notes_holding, counted)
+            if fixed is not None:
+                found.append(fixed)
         return found
 
 

@@ -1,0 +1,47 @@
+"""Spelling: a query word no note holds, read as the word the notes hold one typing slip away."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterator
+
+# Only words this long are corrected: a short word is one slip from many others ("loki" from
+# "look", "bun" from "run"), and a name the notes lack must stay a word no note holds.
+MIN_LETTERS = 5
+LETTERS = string.ascii_lowercase
+
+
+def corrected(
+    word: str, notes_holding: Callable[[str], int], counted: Callable[[str], int] | None = None
+) -> str | None:
+    """The word one slip from `word` (a letter dropped, added, changed, or two swapped) that the
+    most notes hold, or None: for a word that is no plain lower-case ASCII word of MIN_LETTERS or
+    more, one some note holds itself (`notes_holding`: how many rows hold a word), or one with no
+    such neighbour. `counted` counts a neighbour instead where given (the index leaves out one
+    whose stem is too short to mean it). Ties go to the alphabetically first, so the same index
+    always corrects alike."""
+    if len(word) < MIN_LETTERS or not word.isascii() or not word.isalpha() or not word.islower():
+        return None
+    if notes_holding(word) > 0:
+        return None
+    best, best_count = None, 0
+    for candidate in sorted(set(_one_slip(word))):
+        count = (counted or notes_holding)(candidate)
+        if count > best_count:
+            best, best_count = candidate, count
+    return best
+
+
+def _one_slip(word: str) -> Iterator[str]:
+    """Every word one edit from `word` (Damerau: adjacent letters swapped count as one)."""
+    for cut in range(len(word) + 1):
+        head, tail = word[:cut], word[cut:]
+        if tail:
+            yield head + tail[1:]
+            for letter in LETTERS:
+                if letter != tail[0]:
+                    yield head + letter + tail[1:]
+        if len(tail) > 1:
+            yield head + tail[1] + tail[0] + tail[2:]
+        for letter in LETTERS:
+            yield head + letter + tail
