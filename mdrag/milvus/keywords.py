@@ -348,7 +348,7 @@ class KeywordIndex:
             terms = WORDS.analyze(word)
             return notes_holding(word) if terms and all(len(t) >= STEM_LETTERS for t in terms) else 0
 
-        found = []
+        found: list[str] = []
         for word in dict.fromkeys(query_words(text)):
             if len(found) == CORRECTED:
                 break
