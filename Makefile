@@ -89,7 +89,8 @@ JUDGED := powershell eips tldr otel hugo obsidian-dev obsidian-hub
 VAULTS := $(JUDGED) natural  # natural: another writer's questions, never fitted on
 eval: install
 	$(PY) -m bench.eval $(EVAL_ARGS)
-	$(PY) -m bench.baseline bench/results/eval.json  # shipped hybrid beside the RRF baseline (#57)
+	$(PY) -m bench.baseline_parts --sets $(JUDGED) --out .eval-work/parts.json
+	$(PY) -m bench.baseline bench/results/eval.json --parts .eval-work/parts.json --out bench/results/baseline.json
 	for v in $(VAULTS) scifact; do $(PY) -m bench.fit dump --set $$v --out .eval-work/dump-$$v.jsonl || exit 1; done
 	$(PY) -m bench.vaultfit $(foreach v,$(VAULTS),.eval-work/dump-$(v).jsonl) --out bench/results/vaults.json
 	$(PY) -m bench.orderfit $(foreach v,$(JUDGED) scifact,.eval-work/dump-$(v).jsonl)

@@ -2,6 +2,7 @@
 
     python -m bench.eval --sets obsidian-dev --modes hybrid rrf      (the `rrf` mode)
     python -m bench.baseline RESULT.json [--misses]                  (the table beside hybrid)
+    python -m bench.baseline RESULT.json --parts PARTS.json --out bench/results/baseline.json
 
 The three rankings, each over notes (a note ranks at its best section or window):
 1. dense: the store's nearest windows to the query's MiniLM vector (mdrag's own index);
@@ -385,6 +386,39 @@ def misses(result: dict[str, Any], name: str, mode: str = "hybrid", split: str =
     return "\n".join(out)
 
 
+ABOUT = (
+    "#57: mdrag's shipped hybrid order beside the RRF baseline (k=60) of dense, BM25 and a fuzzy "
+    "title match (rrf), per judged vault: right_first / right_in_3 over the answerable questions at "
+    "threshold 0 (the ranking alone), Wilson 95%, from bench.eval; components.both: each ranking "
+    "alone and their fusions, note level (bench.baseline_parts). The shipped order was fitted on "
+    "every vault's questions: bench/results/order.json holds each vault out of its own fit."
+)
+
+
+def collected(merged: dict[str, Any], parts: dict[str, Any]) -> dict[str, Any]:
+    """What bench/results/baseline.json keeps per judged vault: hybrid and rrf (rates, metrics,
+    each question's first three notes) and the parts' fusions."""
+    out: dict[str, Any] = {"about": ABOUT, "sets": {}}
+    for name, data in merged["sets"].items():
+        if name not in parts or "rrf" not in data["modes"]:
+            continue  # not a judged vault with its baseline measured
+        entry: dict[str, Any] = {key: data[key] for key in ("notes", "queries", "answerable", "index")}
+        entry["modes"] = {}
+        for mode in ("hybrid", "rrf"):
+            figures = data["modes"][mode]
+            entry["modes"][mode] = {
+                "splits": {
+                    split: {key: rates[key] for key in ("right_first", "right_in_3")}
+                    for split, rates in figures.get("splits", {}).items()
+                },
+                "metrics": figures["metrics"],
+                "questions": [{**q, "top": q["top"][:3]} for q in figures.get("questions", [])],
+            }
+        entry["components"] = {"both": parts[name]}
+        out["sets"][name] = entry
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -393,6 +427,8 @@ def main() -> None:
     parser.add_argument(
         "--misses", nargs="*", default=None, help="print the hybrid first-hit misses of these sets"
     )
+    parser.add_argument("--parts", type=Path, help="a bench.baseline_parts JSON, kept beside")
+    parser.add_argument("--out", type=Path, help="write the vaults' figures here (with --parts)")
     args = parser.parse_args()
     merged: dict[str, Any] = {"sets": {}}
     for path in args.results:
@@ -401,6 +437,10 @@ def main() -> None:
     for name in args.misses or ():
         print(f"\n## {name}: hybrid first-hit misses (test)")
         print(misses(merged, name))
+    if args.out and args.parts:
+        parts = json.loads(args.parts.read_text(encoding="utf-8"))
+        args.out.write_text(json.dumps(collected(merged, parts), indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ def build_server(socket_path: str) -> MCPServer:
         Measured on real documentation vaults, a confident answer holds a right page for about 7 in 10
         answerable questions, and about 1 in 5 questions the notes cannot answer still gets one, so
         check a hit's text before relying on it. `confidence.level` sums up the best hit: high (0.9+),
-        medium (0.7+), low (0.5+) or none. Measured, the first hit was a right page for about 8 in 10
+        medium (0.7+), low (0.5+) or none. Measured, the first hit was a right page for about 9 in 10
         searches answered at high, 6 in 10 at medium, 4 in 10 "related" and 2 in 10 "none". While a
         large folder is first indexed, `indexing` says how far it is, and a hit whose
         `metadata.waiting` is true was found by its words in a note the model has not reached yet
