@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mdrag.errors import StoreError
-from mdrag.milvus.keywords import KeywordIndex
+from mdrag.milvus.keywords import CORRECTED, KeywordIndex
 from mdrag.milvus.keywordtext import parsed_terms
 from mdrag.params.scope import Scope
 from tests.conftest import write
@@ -541,3 +541,18 @@ def test_a_word_one_slip_from_a_held_one_also_searches_it_and_a_name_the_notes_l
     # A short name is never "corrected": Loki is not a misspelt "look", and stays unheard.
     assert index.search("loki", 10) == []
     assert index.unheard("loki minfy") == ("loki", "minfy")  # the decision still reads the typo
+
+
+def test_a_pasted_page_of_words_no_note_holds_tries_only_the_first_few():
+    class Counting:
+        lookups = 0
+
+        def doc_freq(self, field, term):
+            Counting.lookups += 1
+            return 0  # no note holds anything: every word is unheard, no neighbour is held
+
+    page = " ".join(f"unheard{chr(97 + i % 26)}{chr(97 + i // 26)}word" for i in range(300))
+    assert KeywordIndex._corrections(page, Counting()) == []
+    # One lookup a word to find it unheard, then a few hundred for each of the first CORRECTED
+    # tried (a page of 300 such words tried whole would take some 150,000).
+    assert Counting.lookups < 300 + CORRECTED * 1500

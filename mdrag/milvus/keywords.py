@@ -44,7 +44,7 @@ COMPLETE = "mdrag-complete"
 # What a vector row's document keeps for its hit (index.rows.window_rows makes them): the fields
 # the store leaves out of Milvus, whose Lite engine holds every field of every row in memory.
 SHOWN_FIELDS = ("display", "embedded_text")
-CORRECTED = 3  # words of a query corrected at most (each reads a few hundred term counts)
+CORRECTED = 3  # words of a query spelling tries at most (each reads a few hundred term counts)
 STEM_LETTERS = 4  # the shortest stem a correction may search
 
 
@@ -335,10 +335,11 @@ class KeywordIndex:
 
     @staticmethod
     def _corrections(text: str, searcher: Any) -> list[str]:
-        """For the first CORRECTED words of `text` that no row holds, the word one slip away that
-        most rows hold (spelling.corrected), where there is one: "minfy" also searches "minify".
-        A neighbour whose stem is under STEM_LETTERS letters is none ("minly" is "min", a word
-        of every other note). About 3 ms a word corrected; a held word costs one term lookup."""
+        """For each of the first CORRECTED words of `text` that no row holds, the word one slip
+        away that most rows hold (spelling.corrected), where there is one: "minfy" also searches
+        "minify". A neighbour whose stem is under STEM_LETTERS letters is none ("minly" is "min",
+        a word of every other note). About 3 ms a word tried, so a pasted page of unheard words
+        costs no more than three; a held word costs one term lookup."""
 
         def notes_holding(word: str) -> int:
             terms = WORDS.analyze(word)
@@ -348,14 +349,15 @@ class KeywordIndex:
             terms = WORDS.analyze(word)
             return notes_holding(word) if terms and all(len(t) >= STEM_LETTERS for t in terms) else 0
 
-        found: list[str] = []
-        for word in dict.fromkeys(query_words(text)):
-            if len(found) == CORRECTED:
-                break
-            fixed = spelling.corrected(word, notes_holding, counted)
-            if fixed is not None:
-                found.append(fixed)
-        return found
+        unheard = (
+            word
+            for word in dict.fromkeys(query_words(text))
+            if spelling.correctable(word) and notes_holding(word) == 0
+        )
+        found = (
+            spelling.corrected(word, notes_holding, counted) for word in itertools.islice(unheard, CORRECTED)
+        )
+        return [word for word in found if word is not None]
 
 
 def stored_json(document: Any) -> Any:

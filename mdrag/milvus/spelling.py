@@ -20,9 +20,7 @@ def corrected(
     such neighbour. `counted` counts a neighbour instead where given (the index leaves out one
     whose stem is too short to mean it). Ties go to the alphabetically first, so the same index
     always corrects alike."""
-    if len(word) < MIN_LETTERS or not word.isascii() or not word.isalpha() or not word.islower():
-        return None
-    if notes_holding(word) > 0:
+    if not correctable(word) or notes_holding(word) > 0:
         return None
     best, best_count = None, 0
     for candidate in sorted(set(_one_slip(word))):
@@ -30,6 +28,11 @@ def corrected(
         if count > best_count:
             best, best_count = candidate, count
     return best
+
+
+def correctable(word: str) -> bool:
+    """Whether `word` is one spelling may correct: plain lower-case ASCII letters, MIN_LETTERS or more."""
+    return len(word) >= MIN_LETTERS and word.isascii() and word.isalpha() and word.islower()
 
 
 def _one_slip(word: str) -> Iterator[str]:
