@@ -248,7 +248,7 @@ def without(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[str
 
 def fit(args: argparse.Namespace) -> None:
     rows = without(load(args.features), LEFT_OUT)
-    qrels_count = _qrels_count(args)
+    qrels_count = relevant_counts(args.set)
     # Other judged sets join every fold's training, weighted so each set counts as much as
     # this one; folds, held-out figures and the anchor are this set's alone.
     others = [load(path) for path in args.also]
@@ -320,7 +320,7 @@ def fit(args: argparse.Namespace) -> None:
 
 def report(args: argparse.Namespace) -> None:
     rows = load(args.features)
-    qrels_count = _qrels_count(args)
+    qrels_count = relevant_counts(args.set)
     result = {}
     for mode in sorted({r["mode"] for r in rows}):
         mine = [r for r in rows if r["mode"] == mode]
@@ -348,10 +348,11 @@ def _ndcg(scored: list[tuple[str, int, float]], total: int | None) -> float:
     return ndcg_at_k(ranking, relevant, 10)
 
 
-def _qrels_count(args: argparse.Namespace) -> dict[str, int]:
+def relevant_counts(name: str) -> dict[str, int]:
+    """Each question of the judged set `name` with how many notes answer it."""
     from bench import eval as ev
 
-    judged = ev.judged_set(args.set)
+    judged = ev.judged_set(name)
     return {q: sum(1 for g in rel.values() if g > 0) for q, rel in judged.qrels.items()}
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import optimize
 
 from bench.eval import vault_names
-from bench.fit import load, summarize
+from bench.fit import load, relevant_counts, summarize
 from bench.metrics import wilson
 from mdrag.retrieval import relevance
 
@@ -73,9 +73,8 @@ class Question:
         return firsts[0], any(firsts[:3])
 
 
-def questions(paths: Sequence[Path], mode: str) -> list[Question]:
-    """Every answerable question of the judged vaults in these dumps, in this mode."""
-    rows = [row for path in paths for row in load(path)]
+def questions(rows: Sequence[dict[str, Any]], mode: str) -> list[Question]:
+    """Every answerable question of the judged vaults in these dump rows, in this mode."""
     judged = set(vault_names())  # not SciFact, nor bench/data/natural (another writer's, never fitted on)
     return [
         Question(row)
@@ -154,25 +153,21 @@ def baselines(path: Path) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def scifact_ndcg(paths: Sequence[Path], mode: str, coef: np.ndarray) -> float | None:
+def scifact_ndcg(rows: Sequence[dict[str, Any]], mode: str, coef: np.ndarray) -> float | None:
     """nDCG@10 of SciFact's answerable questions ordered by these weights (a diagnostic)."""
-    from bench.fit import _qrels_count
-
-    rows = [
+    asked = [
         row
-        for path in paths
-        for row in load(path)
+        for row in rows
         if row["set"] == "scifact" and row["mode"] == mode and row["version"] == "answerable"
     ]
-    if not rows:
+    if not asked:
         return None
-    counts = _qrels_count(argparse.Namespace(set="scifact"))
-    ndcg = summarize(rows, 0.0, coef, counts)["ndcg@10"]
+    ndcg = summarize(asked, 0.0, coef, relevant_counts("scifact"))["ndcg@10"]
     return None if ndcg is None else round(ndcg, 4)
 
 
-def run_mode(paths: Sequence[Path], mode: str, baseline: dict[str, Any]) -> dict[str, Any]:
-    asked = questions(paths, mode)
+def run_mode(rows: Sequence[dict[str, Any]], mode: str, baseline: dict[str, Any]) -> dict[str, Any]:
+    asked = questions(rows, mode)
     shipped = np.asarray(relevance.ORDER[mode][1])
     before = np.asarray(SCIFACT_ORDER[mode])
     per_vault: dict[str, Any] = {}
@@ -195,9 +190,9 @@ def run_mode(paths: Sequence[Path], mode: str, baseline: dict[str, Any]) -> dict
         },
         "fitted_on_every_vault": weights_of(final),
         "scifact_ndcg@10": {
-            "shipped": scifact_ndcg(paths, mode, shipped),
-            "scifact_order": scifact_ndcg(paths, mode, before),
-            "fitted_on_every_vault": scifact_ndcg(paths, mode, final),
+            "shipped": scifact_ndcg(rows, mode, shipped),
+            "scifact_order": scifact_ndcg(rows, mode, before),
+            "fitted_on_every_vault": scifact_ndcg(rows, mode, final),
         },
     }
 
@@ -236,10 +231,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/order.json"))
     args = parser.parse_args()
     baseline = baselines(args.baseline)
+    rows = [row for path in args.dumps for row in load(path)]
     result: dict[str, Any] = {
         "about": __doc__.split("\n\n")[2].replace("\n", " "),
         "l2": L2,
-        "modes": {mode: run_mode(args.dumps, mode, baseline) for mode in args.modes},
+        "modes": {mode: run_mode(rows, mode, baseline) for mode in args.modes},
     }
     for mode, data in result["modes"].items():
         print(table(data, mode), "\n")
