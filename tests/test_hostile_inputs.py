@@ -127,6 +127,33 @@ def test_a_file_gone_before_its_read_is_a_vanished_file(tmp_path):
         read_bytes(str(tmp_path / "gone-dir" / "note.md"))
 
 
+def _special_files(folder: Path) -> dict[str, Path]:
+    """One path of each kind that is no regular file, each named as a note."""
+    import socket
+
+    folder.mkdir(exist_ok=True)
+    made = {name: folder / f"{name}.md" for name in ("fifo", "socket", "folder", "device", "device-link")}
+    os.mkfifo(made["fifo"])
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(made["socket"]))
+    listener.close()  # the socket file stays
+    made["folder"].mkdir()
+    os.symlink("/dev/null", made["device"])
+    os.symlink("/dev/zero", made["device-link"])
+    return made
+
+
+def test_a_note_that_became_a_fifo_socket_folder_or_device_after_the_scan_fails_at_once(tmp_path):
+    """The indexer reads what the scan found; by then the path may be anything. A FIFO once held
+    the reader for ever (a plain open waits for a writer) and /dev/zero streamed to the limit."""
+    for kind, path in _special_files(tmp_path).items():
+        started = time.monotonic()
+        with pytest.raises(DocumentError, match="not a regular file") as failed:
+            read_bytes(str(path))
+        assert not isinstance(failed.value, FileVanished), kind  # a failure, never a delete
+        assert time.monotonic() - started < 1.0, kind
+
+
 # ---- frontmatter ------------------------------------------------------------------------------
 
 ALIAS_BOMB = (

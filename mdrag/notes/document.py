@@ -16,6 +16,7 @@ from frontmatter.default_handlers import YAMLHandler
 from mdrag import keys
 from mdrag.errors import DocumentError
 from mdrag.notes.pathtext import to_fs
+from mdrag.notes.regular import open_regular
 
 MAX_FILE_BYTES = 5_000_000  # the default of `index.max_file_mb`
 _YAML = YAMLHandler()
@@ -81,22 +82,19 @@ class FileUnreadable(DocumentError):
 
 def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The file's bytes (`path` as stored, see pathtext), or a DocumentError saying why not."""
-    path = to_fs(str(path))
     try:
-        size = os.path.getsize(path)
-        if size > limit:
-            raise DocumentError(
-                f"file is {size / 1e6:.1f} MB, over the index.max_file_mb limit of {limit / 1e6:g} MB; "
-                "raise index.max_file_mb to index it"
-            )
-        with open(path, "rb") as handle:
+        with open_regular(to_fs(str(path))) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise DocumentError(
+                    f"file is {size / 1e6:.1f} MB, over the index.max_file_mb limit of {limit / 1e6:g} MB; "
+                    "raise index.max_file_mb to index it"
+                )
             data = handle.read(limit + 1)  # never more than the limit, if it grew meanwhile
     except (FileNotFoundError, NotADirectoryError):
         raise FileVanished("file disappeared before it could be read") from None
     except PermissionError as exc:
         raise FileUnreadable(f"cannot read file: {exc.strerror or exc}") from None
-    except IsADirectoryError:
-        raise DocumentError("path is a directory, not a file") from None
     except OSError as exc:
         raise DocumentError(f"cannot read file: {exc.strerror or exc}") from None
     if len(data) > limit:
