@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -96,7 +95,6 @@ class Service:
                 )
         # What an older mdrag or a umask of 022 left readable by others: the notes' text is in there.
         private.tighten(files.present())
-        self.started_at = time.time()
         self.embedder = embedder or Embedder(
             config.embedding_model,
             config.embedding_device,
