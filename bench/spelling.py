@@ -4,7 +4,7 @@
 
 Each judged set's cached index (bench.eval's) is opened once; every question is searched as
 mdrag's default search (hybrid, top 10, threshold 0.7) twice, once with the keyword search's
-corrections (milvus/spelling.py) and once without, in alternating order so that neither way
+corrections (mdrag/spelling.py) and once without, in alternating order so that neither way
 runs on a warmer cache; the wall time of `Service.search` is the figure (no socket, no process
 start: what the daemon adds is the same either way). Five searches warm the index first.
 """

@@ -195,6 +195,16 @@ def examples(make_service, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_typo_no_note_holds_is_named_with_the_word_the_best_notes_hold_one_slip_away(examples):
+    service, _ = examples
+    response = service.search({"query": "how do I restore a databse bakcup"})
+    reason = response["confidence"]["reason"]
+    assert reason == "no note mentions databse or bakcup (did you mean database or backup?)", reason
+    closest = [note["path"] for note in response["closest"]]
+    assert any("restore" in Path(path).name for path in closest), closest  # the suggestion's source
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_a_search_for_an_exact_term_finds_the_note_holding_it_at_the_default_threshold(examples, mode):
     service, root = examples

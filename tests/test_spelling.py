@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdrag.milvus.spelling import MIN_LETTERS, corrected
+from mdrag.spelling import MIN_LETTERS, corrected, meant
 
 HELD = {
     "minify": 3,
@@ -50,3 +50,38 @@ def test_a_short_word_a_held_word_or_no_plain_lower_case_word_is_never_corrected
 
 def test_a_word_some_note_holds_is_never_corrected_though_another_is_held_more():
     assert corrected("minor", lambda w: {"minor": 1, "manor": 50}.get(w, 0)) is None
+
+
+FOUND = [
+    "restore the database from last night's backup",
+    "# Restore the database\nthe database dump, then pg_restore",
+    "a dataset is not a database",
+]
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [
+        ("databse", "database"),  # a letter dropped
+        ("dattabase", "database"),  # one added
+        ("databasw", "database"),  # one changed
+        ("datbaase", "database"),  # two swapped
+        ("bakcup", "backup"),
+        ("restroe", "restore"),
+        ("dtaaset", "dataset"),
+    ],
+)
+def test_a_typed_word_is_taken_as_the_word_one_slip_away_that_the_found_sections_say(typed, suggested):
+    assert meant(typed, FOUND) == suggested
+
+
+def test_nothing_is_suggested_for_a_short_or_unmatched_word_or_from_inside_a_longer_one():
+    assert meant("dump", ["the dumps"]) is None  # under MIN_LETTERS: a name, not a typo
+    assert meant("kubernetes", FOUND) is None  # nothing found is one slip from it
+    assert meant("estore", ["restored"]) is None  # "restore" is only part of a word there
+    assert meant("Databse", FOUND) is None  # a capitalised word may be a name
+
+
+def test_the_word_the_sections_say_most_often_is_suggested_ties_alphabetically():
+    assert meant("fable", ["table", "cable", "table"]) == "table"
+    assert meant("fable", ["table", "cable"]) == "cable"

@@ -15,8 +15,8 @@ from typing import Any
 
 import tantivy
 
+from mdrag import spelling
 from mdrag.errors import StoreError
-from mdrag.milvus import spelling
 from mdrag.milvus.filters import EVERY_NOTE
 from mdrag.milvus.keywordtext import (
     ANALYZER,

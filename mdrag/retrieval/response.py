@@ -17,8 +17,10 @@ from mdrag.retrieval.explain import explain
 from mdrag.retrieval.hits import Hit, hit_of, source_reference
 from mdrag.retrieval.ranking import pass_threshold
 from mdrag.retrieval.relevance import QueryEvidence
+from mdrag.spelling import meant
 
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
+SUGGEST_FROM = 10  # a typo's likely meaning is looked for in this many of the best sections
 
 
 @dataclass
@@ -66,7 +68,7 @@ def respond(
         floor = params.threshold - RELATED_BAND
         close = [c for c in dropped if c["score"] >= floor]
         related = [hit_of(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-        reason, message = _why_none(params, best, evidence, indexing)
+        reason, message = _why_none(params, best, evidence, indexing, ordered)
         closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
     if level == "none":
         message = NO_ANSWER + (f": {message}" if message else "")
@@ -99,9 +101,14 @@ def respond(
 
 
 def _why_none(
-    params: SearchParams, best: float | None, evidence: QueryEvidence, indexing: bool
+    params: SearchParams,
+    best: float | None,
+    evidence: QueryEvidence,
+    indexing: bool,
+    ordered: Sequence[Candidate] = (),
 ) -> tuple[str, str]:
-    """Why no hit passed, when known (the reason), and the message that says it."""
+    """Why no hit passed, when known (the reason), and the message that says it: a word no note
+    holds is named, with the word one slip from it that the best sections hold (a typo's meaning)."""
     if best is None and (params.scope.narrows or not evidence.unheard):
         # Nothing to score: a filter that leaves no note says so, rather than blame a word;
         # unfiltered, a word no note holds is why (a keyword search for such words alone).
@@ -110,9 +117,20 @@ def _why_none(
     if evidence.unheard:
         so_far = " indexed so far" if indexing else ""
         reason = f"no note{so_far} mentions " + _either(evidence.unheard) + params.scope.words()
+        reason += _did_you_mean(evidence.unheard, ordered[:SUGGEST_FROM])
     elif evidence.absent:
         reason = "no note found mentions " + _either(evidence.absent)
     return reason, reason or f"no section scored {params.threshold:g} or more"
+
+
+def _did_you_mean(unheard: Sequence[str], best: Sequence[Candidate]) -> str:
+    """' (did you mean database?)' when the best sections hold a word one slip from an unheard one."""
+    texts = [
+        f"{row.get('title') or ''} {row.get('heading_path') or ''} {row.get('section_text') or ''}".lower()
+        for row in best
+    ]
+    suggested = [word for word in dict.fromkeys(meant(typed, texts) for typed in unheard) if word]
+    return f" (did you mean {_either(suggested)}?)" if suggested else ""
 
 
 def _either(words: Sequence[str]) -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import string
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 
 # Only words this long are corrected: a short word is one slip from many others ("loki" from
 # "look", "bun" from "run"), and a name the notes lack must stay a word no note holds.
 MIN_LETTERS = 5
 LETTERS = string.ascii_lowercase
+_WORD = re.compile(r"[a-z]+")
 
 
 def corrected(
@@ -28,6 +31,18 @@ def corrected(
         if count > best_count:
             best, best_count = candidate, count
     return best
+
+
+def meant(word: str, texts: Iterable[str]) -> str | None:
+    """The word of `texts` (lower case: what the search found) one slip from `word` that they say
+    most often, or None: what a reader most likely meant by a word no note holds. The index holds
+    stems ("databas"), so the word as written is taken from the notes. Ties go to the
+    alphabetically first."""
+    if not correctable(word):
+        return None
+    near = set(_one_slip(word))
+    counts = Counter(found for text in texts for found in _WORD.findall(text) if found in near)
+    return min(counts, key=lambda found: (-counts[found], found)) if counts else None
 
 
 def correctable(word: str) -> bool:
