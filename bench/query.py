@@ -171,6 +171,10 @@ def grow(daemon: Daemon, sections: int, per_copy: int | None = None) -> dict[str
     }
 
 
+def _ignored(_progress: object) -> None:
+    """A progress line, not shown."""
+
+
 def _absorbed(daemon: Daemon, target: Path, stalls: list[str]) -> dict[str, Any]:
     """The daemon's report of indexing the copy `target`. A Milvus Lite engine can stall past
     the store's deadline while it absorbs a copy: the daemon queues the changes and retries by
@@ -275,7 +279,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-def _ignored(_progress: object) -> None:
-    """A progress line, not shown."""

@@ -130,6 +130,20 @@ def test_every_module_opens_with_a_docstring():
         assert ast.get_docstring(ast.parse(module.read_text())), f"{name(module)} has no docstring"
 
 
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+
+
+def test_a_script_runs_its_main_only_after_everything_it_defines():
+    """`python -m bench.query` once died at its growth step: a helper defined below the
+    `if __name__ == "__main__"` block did not exist yet when main() ran (imported, it did)."""
+    scripts = [*modules(), *sorted((PACKAGE.parent / "bench").rglob("*.py"))]
+    for script in scripts:
+        body = ast.parse(script.read_text()).body
+        guards = [i for i, node in enumerate(body) if _is_main_guard(node)]
+        assert not guards or guards == [len(body) - 1], f"{script} defines things after its main guard"
+
+
 def wing(module: Path) -> str:
     """The wing a module belongs to: its folder under the package, or the base (or root) at the top."""
     parts = module.relative_to(PACKAGE).parts
