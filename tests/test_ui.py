@@ -110,6 +110,23 @@ def test_search_json_hits_carry_a_file_uri_and_an_obsidian_uri(world):
     assert vault == {"vault": ["notes"], "file": ["runbooks/restore-the-database.md"]}
 
 
+def test_a_path_typed_from_the_root_name_filters_the_first_search_of_a_page_as_it_does_the_next(world):
+    """A page started before its daemon knows no roots until it first asks; a path typed as the
+    hits show it (`notes/runbooks`) was read from the working folder on that first search."""
+    from mdrag.config import Config
+    from mdrag.ui.app import Page
+    from mdrag.ui.client import PageClient
+
+    daemon, _ = world
+    page = Page(PageClient(daemon.socket_path), Config())
+    asked = {"q": "restore the database from a backup", "path": "notes/runbooks", "threshold": "0"}
+    first, second = page.answer(asked), page.answer(asked)
+    assert first["error"] is None, first["error"]
+    hits = [hit["file_path"] for hit in first["response"]["results"]]
+    assert hits and all(path.startswith(str(daemon.notes / "runbooks")) for path in hits), hits
+    assert hits == [hit["file_path"] for hit in second["response"]["results"]]
+
+
 def test_mdrag_open_runs_the_configured_command_on_the_nth_hit_with_the_path_as_one_argument(world):
     daemon, record = world
     result = mdrag_cli(daemon.env, "open", "spring tide tables harbour", "1", timeout=60)

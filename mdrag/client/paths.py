@@ -21,6 +21,11 @@ class Paths:
         resolved = {os.path.realpath(os.path.expanduser(root)) for root in roots}
         self._roots = sorted(resolved, key=len, reverse=True)
 
+    @property
+    def known(self) -> bool:
+        """Whether any roots are known (a page's client learns them from its first request)."""
+        return bool(self._roots)
+
     def typed(self, path: str) -> str:
         """A path as a person types it, made absolute: from the working directory when something
         is there, else, when it begins with a root's name as text output shows it (`vault/a/b.md`,

@@ -132,11 +132,13 @@ class Page:
         if not (query.get("q") or "").strip():
             return {"response": None, "error": None, "status": 200}
         params = search_params(query)
-        if params.get("path_prefix"):  # as typed on the form, read against the daemon's roots
-            params["path_prefix"] = self.route.paths.typed(params["path_prefix"])
         if typing:
             params["record_gap"] = False
         try:
+            if params.get("path_prefix"):  # as typed on the form, read against the daemon's roots
+                if not self.route.paths.known:  # a page started before its daemon: ask them first
+                    self.route.call("ping")
+                params["path_prefix"] = self.route.paths.typed(params["path_prefix"])
             response = self.route.search(SearchParams.parse(params, search_defaults(self.config)))
         except MdragError as exc:
             return {"response": None, "error": str(exc), "status": http_status(exc)}
