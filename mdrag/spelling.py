@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 # Only words this long are corrected: a short word is one slip from many others ("loki" from
 # "look", "bun" from "run"), and a name the notes lack must stay a word no note holds.
 MIN_LETTERS = 5
 LETTERS = string.ascii_lowercase
-_WORD = re.compile(r"[a-z]+")
+# A word of the notes' text: letters, any script ("übersetzung" whole, never its ASCII tail).
+_WORD = re.compile(r"[^\W\d_]+")
 
 
 def corrected(
@@ -33,16 +34,20 @@ def corrected(
     return best
 
 
-def meant(word: str, texts: Iterable[str]) -> str | None:
-    """The word of `texts` (lower case: what the search found) one slip from `word` that they say
-    most often, or None: what a reader most likely meant by a word no note holds. The index holds
+def said(texts: Iterable[str]) -> Counter[str]:
+    """How often each word occurs in `texts` (lower case: what a search found)."""
+    return Counter(word for text in texts for word in _WORD.findall(text))
+
+
+def meant(word: str, counts: Mapping[str, int]) -> str | None:
+    """The word one slip from `word` that `counts` (said: the words a search found) holds most
+    often, or None: what a reader most likely meant by a word no note holds. The index holds
     stems ("databas"), so the word as written is taken from the notes. Ties go to the
     alphabetically first."""
     if not correctable(word):
         return None
-    near = set(_one_slip(word))
-    counts = Counter(found for text in texts for found in _WORD.findall(text) if found in near)
-    return min(counts, key=lambda found: (-counts[found], found)) if counts else None
+    near = [found for found in set(_one_slip(word)) if counts.get(found, 0) > 0]
+    return min(near, key=lambda found: (-counts[found], found)) if near else None
 
 
 def correctable(word: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdrag.spelling import MIN_LETTERS, corrected, meant
+from mdrag.spelling import MIN_LETTERS, corrected, meant, said
 
 HELD = {
     "minify": 3,
@@ -72,16 +72,19 @@ FOUND = [
     ],
 )
 def test_a_typed_word_is_taken_as_the_word_one_slip_away_that_the_found_sections_say(typed, suggested):
-    assert meant(typed, FOUND) == suggested
+    assert meant(typed, said(FOUND)) == suggested
 
 
 def test_nothing_is_suggested_for_a_short_or_unmatched_word_or_from_inside_a_longer_one():
-    assert meant("dump", ["the dumps"]) is None  # under MIN_LETTERS: a name, not a typo
-    assert meant("kubernetes", FOUND) is None  # nothing found is one slip from it
-    assert meant("estore", ["restored"]) is None  # "restore" is only part of a word there
-    assert meant("Databse", FOUND) is None  # a capitalised word may be a name
+    assert meant("dump", said(["the dumps"])) is None  # under MIN_LETTERS: a name, not a typo
+    assert meant("kubernetes", said(FOUND)) is None  # nothing found is one slip from it
+    assert meant("estore", said(["restored"])) is None  # "restore" is only part of a word there
+    assert meant("Databse", said(FOUND)) is None  # only the lower-case words a query is read as
+    # A word of another script is one word, never its ASCII tail ("bersetzung", "clair").
+    assert meant("ubersetzung", said(["die übersetzung der datei"])) is None
+    assert meant("eclair", said(["un éclair"])) is None
 
 
 def test_the_word_the_sections_say_most_often_is_suggested_ties_alphabetically():
-    assert meant("fable", ["table", "cable", "table"]) == "table"
-    assert meant("fable", ["table", "cable"]) == "cable"
+    assert meant("fable", said(["table", "cable", "table"])) == "table"
+    assert meant("fable", said(["table", "cable"])) == "cable"

@@ -110,7 +110,9 @@ def test_search_json_hits_carry_a_file_uri_and_an_obsidian_uri(world):
     assert vault == {"vault": ["notes"], "file": ["runbooks/restore-the-database.md"]}
 
 
-def test_a_path_typed_from_the_root_name_filters_the_first_search_of_a_page_as_it_does_the_next(world):
+def test_a_path_typed_from_the_root_name_filters_the_first_search_of_a_page_as_it_does_the_next(
+    world, tmp_path, monkeypatch
+):
     """A page started before its daemon knows no roots until it first asks; a path typed as the
     hits show it (`notes/runbooks`) was read from the working folder on that first search."""
     from mdrag.config import Config
@@ -118,6 +120,7 @@ def test_a_path_typed_from_the_root_name_filters_the_first_search_of_a_page_as_i
     from mdrag.ui.client import PageClient
 
     daemon, _ = world
+    monkeypatch.chdir(tmp_path)  # no notes/runbooks here: only the roots can say where it is
     page = Page(PageClient(daemon.socket_path), Config())
     asked = {"q": "restore the database from a backup", "path": "notes/runbooks", "threshold": "0"}
     first, second = page.answer(asked), page.answer(asked)

@@ -94,7 +94,8 @@ def build_server(socket_path: str) -> MCPServer:
         why when it is known ("no note mentions loki": no note at all holds that word; "no note indexed
         so far mentions loki": none of the notes indexed yet does, the rest may; "no note found
         mentions loki": none of the notes the search found names it, though the keyword search
-        looked for it).
+        looked for it; "no note mentions databse (did you mean database?)": likely a typo, so
+        search again with the word suggested).
         Measured on real documentation vaults, a confident answer holds a right page for about 7 in 10
         answerable questions, and about 1 in 5 questions the notes cannot answer still gets one, so
         check a hit's text before relying on it. `confidence.level` sums up the best hit: high (0.9+),

@@ -51,13 +51,12 @@ def open_regular(fs: str) -> BinaryIO:
         if exc.errno == errno.ELOOP:
             raise DocumentError("file was replaced by a symbolic link; not read") from None
         raise
-    handle = os.fdopen(fd, "rb")
     try:
         _check(os.fstat(fd).st_mode)  # the path may have been swapped since it was looked at
+        return os.fdopen(fd, "rb")
     except BaseException:
-        handle.close()
+        os.close(fd)
         raise
-    return handle
 
 
 def _check(mode: int) -> None:

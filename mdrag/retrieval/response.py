@@ -17,10 +17,12 @@ from mdrag.retrieval.explain import explain
 from mdrag.retrieval.hits import Hit, hit_of, source_reference
 from mdrag.retrieval.ranking import pass_threshold
 from mdrag.retrieval.relevance import QueryEvidence
-from mdrag.spelling import meant
+from mdrag.spelling import correctable, meant, said
 
 CLOSEST = 3  # notes shown when nothing passes the threshold, so an answer is never a bare "nothing"
 SUGGEST_FROM = 10  # a typo's likely meaning is looked for in this many of the best sections
+SUGGESTED = 3  # unheard words a suggestion is looked for, at most
+SUGGEST_CHARS = 4000  # of each section's text
 
 
 @dataclass
@@ -116,20 +118,26 @@ def _why_none(
     reason = ""
     if evidence.unheard:
         so_far = " indexed so far" if indexing else ""
-        reason = f"no note{so_far} mentions " + _either(evidence.unheard) + params.scope.words()
-        reason += _did_you_mean(evidence.unheard, ordered[:SUGGEST_FROM])
+        suggestion = _did_you_mean(evidence.unheard, ordered[:SUGGEST_FROM])
+        reason = f"no note{so_far} mentions " + _either(evidence.unheard) + suggestion + params.scope.words()
     elif evidence.absent:
         reason = "no note found mentions " + _either(evidence.absent)
     return reason, reason or f"no section scored {params.threshold:g} or more"
 
 
 def _did_you_mean(unheard: Sequence[str], best: Sequence[Candidate]) -> str:
-    """' (did you mean database?)' when the best sections hold a word one slip from an unheard one."""
-    texts = [
-        f"{row.get('title') or ''} {row.get('heading_path') or ''} {row.get('section_text') or ''}".lower()
+    """' (did you mean database?)' when the best sections hold a word one slip from an unheard one
+    (the first SUGGESTED that may be typos, in each section's opening: a pasted page of unheard
+    words, or sections of megabytes, cost no more)."""
+    typos = [word for word in unheard if correctable(word)][:SUGGESTED]
+    if not typos:
+        return ""
+    counts = said(
+        f"{row.get('title') or ''} {row.get('heading_path') or ''} "
+        f"{str(row.get('section_text') or '')[:SUGGEST_CHARS]}".lower()
         for row in best
-    ]
-    suggested = [word for word in dict.fromkeys(meant(typed, texts) for typed in unheard) if word]
+    )
+    suggested = [word for word in dict.fromkeys(meant(typed, counts) for typed in typos) if word]
     return f" (did you mean {_either(suggested)}?)" if suggested else ""
 
 

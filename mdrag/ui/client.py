@@ -38,5 +38,6 @@ class PageClient(DaemonClient):
             self.roots_known = self.roots_known or op == "ping"
             return answer
         except ServerNotRunningError as exc:
-            self.roots_known = False  # the next daemon may serve other roots
+            self.roots_known = False  # the next daemon may serve other roots: none read until it says
+            self.paths.use_roots(())
             raise ServerNotRunningError(f"{NO_DAEMON} ({exc})") from None
