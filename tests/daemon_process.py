@@ -129,6 +129,21 @@ class DaemonProcess:
         shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
+SEED = {"seed.md": "# Seed\n\nThe lighthouse keeper trims the wick every evening.\n"}
+
+
+def started_over(base: Path, notes: dict[str, str] | None = None, **env: str) -> DaemonProcess:
+    """A daemon over `base`/notes, holding `notes` (name -> text; the seed note by default), its
+    index under `base`/state, started and fresh; `env`: MDRAG_* settings of its own."""
+    for name, text in (notes or SEED).items():
+        path = base / "notes" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    process = DaemonProcess(base / "notes", base / "state", extra_env=env).start()
+    process.wait_fresh()
+    return process
+
+
 def wait_until(predicate, timeout: float, interval: float = 0.05) -> float:
     """Seconds until `predicate()` held; AssertionError if it never did within `timeout`."""
     started = time.monotonic()

@@ -13,16 +13,19 @@ import time
 import pytest
 
 from tests.conftest import stand_in_lite_server, write
-from tests.daemon_process import DaemonProcess, mdrag_cli, rebuilt_vector_ids, stored_vector_ids, wait_until
+from tests.daemon_process import (
+    DaemonProcess,
+    mdrag_cli,
+    rebuilt_vector_ids,
+    started_over,
+    stored_vector_ids,
+    wait_until,
+)
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    base = tmp_path_factory.mktemp("daemon")
-    notes = base / "notes"
-    write(notes / "seed.md", "# Seed\n\nThe lighthouse keeper trims the wick every evening.\n")
-    process = DaemonProcess(notes, base / "state").start()
-    process.wait_fresh()
+    process = started_over(tmp_path_factory.mktemp("daemon"))
     yield process
     process.close()
 

@@ -15,7 +15,7 @@ import pytest
 from mdrag.client.connection import DaemonClient
 from mdrag.errors import RemoteError
 from tests.conftest import write
-from tests.daemon_process import DaemonProcess, wait_until
+from tests.daemon_process import DaemonProcess, started_over, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -29,11 +29,7 @@ STUCK_REPORTED_S = 30.0  # a stuck engine is in status within this; a search fai
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    base = tmp_path_factory.mktemp("engine")
-    for name, text in NOTES.items():
-        write(base / "notes" / name, text)
-    process = DaemonProcess(base / "notes", base / "state").start()
-    process.wait_fresh()
+    process = started_over(tmp_path_factory.mktemp("engine"), NOTES)
     yield process
     process.close()
 

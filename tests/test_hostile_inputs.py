@@ -25,7 +25,7 @@ from mdrag.notes.document import (
 )
 from mdrag.notes.pathtext import to_fs, to_text
 from tests.conftest import write
-from tests.daemon_process import DaemonProcess, mdrag_cli, wait_until
+from tests.daemon_process import mdrag_cli, started_over, wait_until
 
 # ---- names ----------------------------------------------------------------------------------
 
@@ -444,11 +444,7 @@ def test_an_unreadable_folder_or_file_fails_with_the_reason_and_keeps_its_notes(
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    base = tmp_path_factory.mktemp("hostile")
-    notes = base / "notes"
-    write(notes / "seed.md", "# Seed\n\nThe lighthouse keeper trims the wick every evening.\n")
-    process = DaemonProcess(notes, base / "state").start()
-    process.wait_fresh()
+    process = started_over(tmp_path_factory.mktemp("hostile"))
     yield process
     process.close()
 

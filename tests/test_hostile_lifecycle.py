@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write
-from tests.daemon_process import DaemonProcess, mdrag_cli, wait_until
+from tests.daemon_process import DaemonProcess, mdrag_cli, started_over, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -22,17 +22,9 @@ NOTES = {
 }
 
 
-def start_daemon(base: Path, **env: str) -> DaemonProcess:
-    for name, text in NOTES.items():
-        write(base / "notes" / name, text)
-    process = DaemonProcess(base / "notes", base / "state", extra_env=env).start()
-    process.wait_fresh()
-    return process
-
-
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    process = start_daemon(tmp_path_factory.mktemp("lifecycle"), MDRAG_WATCH_MAX_WAIT_MS="3000")
+    process = started_over(tmp_path_factory.mktemp("lifecycle"), NOTES, MDRAG_WATCH_MAX_WAIT_MS="3000")
     yield process
     process.close()
 
@@ -82,7 +74,7 @@ def test_a_note_rewritten_every_300_ms_becomes_searchable_while_it_is_still_bein
 
 
 def test_sighup_stops_the_daemon_cleanly_unless_nohup_ignores_it_and_the_next_start_repairs_nothing(tmp_path):
-    daemon = start_daemon(tmp_path)
+    daemon = started_over(tmp_path, NOTES)
     marker = tmp_path / "state" / "milvus.db.dirty"
     try:
         assert marker.exists()

@@ -22,7 +22,7 @@ from mdrag.notes.document import parse_document
 from mdrag.notes.links import extract_links
 from mdrag.notes.sections import Sectioner, embedding_inputs
 from tests.conftest import write
-from tests.daemon_process import DaemonProcess, mdrag_cli, wait_until
+from tests.daemon_process import DaemonProcess, mdrag_cli, started_over, wait_until
 
 # ---- markup whose cost grew with the square of its length -----------------------------------
 
@@ -139,11 +139,7 @@ def test_sectioning_a_note_of_many_small_blocks_holds_a_few_times_its_size(name)
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    base = tmp_path_factory.mktemp("hostile-notes")
-    notes = base / "notes"
-    write(notes / "seed.md", "# Seed\n\nThe lighthouse keeper trims the wick every evening.\n")
-    process = DaemonProcess(notes, base / "state").start()
-    process.wait_fresh()
+    process = started_over(tmp_path_factory.mktemp("hostile-notes"))
     yield process
     process.close()
 

@@ -16,7 +16,7 @@ import pytest
 
 from mdrag.client.connection import DaemonClient
 from tests.conftest import write
-from tests.daemon_process import DaemonProcess, mdrag_cli, stored_vector_ids, wait_until
+from tests.daemon_process import DaemonProcess, mdrag_cli, started_over, stored_vector_ids, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -27,17 +27,9 @@ NOTES = {
 }
 
 
-def start_daemon(base: Path) -> DaemonProcess:
-    for name, text in NOTES.items():
-        write(base / "notes" / name, text)
-    process = DaemonProcess(base / "notes", base / "state").start()
-    process.wait_fresh()
-    return process
-
-
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    process = start_daemon(tmp_path_factory.mktemp("hostile"))
+    process = started_over(tmp_path_factory.mktemp("hostile"), NOTES)
     yield process
     process.close()
 
@@ -69,7 +61,7 @@ def test_second_writers_are_refused_every_time_and_leave_the_index_as_a_rebuild_
     )
     daemon = None
     try:
-        daemon = start_daemon(tmp_path)
+        daemon = started_over(tmp_path, NOTES)
         state = tmp_path / "state"
         lite_locks = {path: path.stat().st_ino for path in state.glob(".*.lock")}
         assert len(lite_locks) == 2  # one per shard
