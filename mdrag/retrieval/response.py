@@ -107,7 +107,7 @@ def _why_none(
     best: float | None,
     evidence: QueryEvidence,
     indexing: bool,
-    ordered: Sequence[Candidate] = (),
+    ordered: Sequence[Candidate],
 ) -> tuple[str, str]:
     """Why no hit passed, when known (the reason), and the message that says it: a word no note
     holds is named, with the word one slip from it that the best sections hold (a typo's meaning)."""

@@ -25,19 +25,14 @@ class PageClient(DaemonClient):
 
     def __init__(self, socket_path: str) -> None:
         super().__init__(socket_path, timeout=PAGE_TIMEOUT_S)
-        self.roots_known = False
 
     def call(
         self, op: str, timeout: float | None = None, on_progress: OnProgress | None = None, **params: Any
     ) -> Any:
         try:
-            if not self.roots_known and op != "ping":
+            if not self.paths.known and op != "ping":
                 super().call("ping", timeout=CONNECT_TIMEOUT_S)  # it takes the daemon's roots
-                self.roots_known = True
-            answer = super().call(op, timeout, on_progress, **params)
-            self.roots_known = self.roots_known or op == "ping"
-            return answer
+            return super().call(op, timeout, on_progress, **params)
         except ServerNotRunningError as exc:
-            self.roots_known = False  # the next daemon may serve other roots: none read until it says
-            self.paths.use_roots(())
+            self.paths.use_roots(())  # the next daemon may serve other roots: none read until it says
             raise ServerNotRunningError(f"{NO_DAEMON} ({exc})") from None
