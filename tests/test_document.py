@@ -29,6 +29,25 @@ def test_tags_topics_keywords_become_lists_from_yaml_lists_or_comma_strings(tmp_
     assert doc.has_frontmatter
 
 
+@pytest.mark.parametrize(
+    ("frontmatter", "aliases"),
+    [
+        (b"aliases: [k8s, kube]", ["k8s", "kube"]),
+        (b"aliases: k8s, kube", ["k8s", "kube"]),  # a comma-separated string
+        (b"alias: k8s", ["k8s"]),  # Obsidian's older key
+        (b"aliases: [K8s, k8s, '  Kube  control ']", ["K8s", "Kube control"]),  # once, spaces closed
+        (b"aliases: [/about/privacy/, docs/old, 'C:\\\\notes', k8s]", ["k8s"]),  # a site's old URLs
+        (b"aliases: [null, {a: b}, [x], 2024]", ["2024"]),  # no mapping, list or null is a name
+        (b"aliases: ['" + b"x" * 121 + b"', k8s]", ["k8s"]),  # a paragraph is no name
+        (b"aliases: [a, b, c, d, e, f, g, h, i, j]", ["a", "b", "c", "d", "e", "f", "g", "h"]),
+        (b"aliases:", []),
+        (b"title: T", []),
+    ],
+)
+def test_aliases_are_the_notes_other_names_and_nothing_else(tmp_path, frontmatter, aliases):
+    assert parse(tmp_path, b"---\n" + frontmatter + b"\n---\nbody\n").aliases == aliases
+
+
 def test_frontmatter_is_not_part_of_the_body(tmp_path):
     doc = parse(tmp_path, b"---\ntitle: T\nsecret: frontmatter-only\n---\n# Body\n\ntext\n")
     assert "frontmatter-only" not in doc.body

@@ -340,6 +340,36 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
         upgraded.close()
 
 
+def test_an_upgrade_to_aliased_titles_embeds_again_only_the_notes_with_aliases(
+    make_service, embedder, notes, monkeypatch
+):
+    from mdrag.milvus import schema
+    from mdrag.notes.document import Document
+    from mdrag.service import Service
+
+    write(notes / "bread.md", SOURDOUGH)
+    write(
+        notes / "boiler.md",
+        "---\naliases: [Vaillant ecoTEC]\n---\n# Boiler\n\nBleed the radiators each autumn.\n",
+    )
+    # Layout 8 embedded the title without the note's other names.
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 8)
+    monkeypatch.setattr(Document, "aliases", property(lambda self: []))
+    old = make_service([notes])
+    old.reindex()
+    old.close()
+    monkeypatch.undo()
+    upgraded = Service.open(old.config, embedder=embedder)
+    try:
+        report = upgraded.reindex()
+        assert report.added == 2
+        assert report.sections_embedded == 1 and report.sections_reused == 2  # the boiler's one section
+        found = upgraded.search({"query": "vaillant ecotec", "mode": "keyword", "threshold": 0.0})["results"]
+        assert found and found[0]["file_path"].endswith("boiler.md")
+    finally:
+        upgraded.close()
+
+
 @pytest.mark.slow
 def test_an_index_whose_rows_keep_their_sections_in_milvus_is_rebuilt_without_embedding_again(
     make_service, embedder, notes, monkeypatch

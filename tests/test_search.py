@@ -185,6 +185,24 @@ def test_top_k_limits_the_number_of_hits(service):
     assert len(service.search({"query": "notes", "threshold": 0, "top_k": 2})["results"]) == 2
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
+def test_a_note_is_found_by_an_alias_its_text_never_says(make_service, notes, mode):
+    write(
+        notes / "home/boiler.md",
+        "---\naliases: [Vaillant ecoTEC]\n---\n# Boiler\n\nBleed the radiators each autumn.\n",
+    )
+    write(notes / "home/kettle.md", "# Kettle\n\nDescale it with vinegar every month.\n")
+    write(
+        notes / "site/about.md", "---\naliases: [/vaillant/ecotec/]\n---\n# About\n\nWho writes this site.\n"
+    )
+    service = make_service([notes])
+    service.reindex()
+    found = service.search({"query": "vaillant ecotec", "mode": mode, "threshold": 0.0})["results"]
+    assert Path(found[0]["file_path"]).name == "boiler.md", [h["file_path"] for h in found]
+    assert found[0]["heading_path"] == "Boiler"  # what a hit shows: the title, not the aliases
+
+
 @pytest.fixture()
 def examples(make_service, tmp_path):
     root = tmp_path / "examples"

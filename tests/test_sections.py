@@ -182,3 +182,17 @@ def test_the_heading_path_is_led_by_the_title_once():
     assert titled_path("Sourdough  Bread", ("sourdough bread", "Baking")) == ["sourdough bread", "Baking"]
     assert titled_path("Notes", ()) == ["Notes"]
     assert titled_path("", ("A", "B")) == ["A", "B"]
+
+
+def test_a_notes_aliases_follow_its_title_in_every_section_it_embeds():
+    from mdrag.notes.document import parse_document
+    from mdrag.notes.sections import embedding_inputs
+
+    text = "---\naliases: [k8s, Kubernetes, /old/url/]\n---\n# Kubernetes\n\nIntro.\n\n## Upgrade\n\nSteps.\n"
+    _, title, inputs = embedding_inputs(Sectioner(words), parse_document("/n/kube.md", text.encode()))
+    assert title == "Kubernetes"  # what a hit shows: the title alone
+    assert [prefix for prefix, _ in inputs] == ["Kubernetes (k8s)", "Kubernetes (k8s) > Upgrade"]
+    _, _, inputs = embedding_inputs(
+        Sectioner(words), parse_document("/n/davish.md", b"---\nalias: Davis Haupt\n---\nA person.\n")
+    )
+    assert inputs == [("davish (Davis Haupt)", "A person.")]  # a file name's note is named by its alias

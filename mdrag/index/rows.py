@@ -68,6 +68,7 @@ def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
     rows = []
     heading_title = _clip(_heading_title(p), 8000)
     title = _clip(p.title, 4000)
+    aliases = p.document.aliases
     for ordinal, (section, sid, windows) in enumerate(zip(p.sections, p.section_ids, p.windows, strict=True)):
         positions = _window_positions(
             section, p.spans[ordinal] if ordinal < len(p.spans) else [], len(windows)
@@ -98,6 +99,7 @@ def window_rows(p: PreparedNote) -> list[dict[str, Any]]:
                 "end_line": section.end_line,
                 "anchor": anchor,
                 "title": title,
+                "aliases": aliases,
                 "tags": tags,
             }
             rows.append(

@@ -45,6 +45,7 @@ class Shown(_ShownAlways, total=False):
 
     window_start: int | None  # file offsets of the text the window embedded; absent on an older
     window_end: int | None  # layout's rows
+    aliases: list[str]  # the note's other names (Document.aliases); absent on an older layout's rows
 
 
 class ShownRow(Shown):

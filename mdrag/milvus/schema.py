@@ -19,8 +19,9 @@ METADATA = "document_metadata"
 # BM25 function, sparse field or analyzer (keyword search is the keyword index's, keywords.py);
 # 7: no `display` or `embedded_text` (the keyword index keeps what a hit shows, keywords.py);
 # 8: vector rows hold their INT64 key, `doc_id` and the vector alone (the keyword index keeps
-# the section, path, version and tags of each row).
-SCHEMA_VERSION = 8
+# the section, path, version and tags of each row); 9: a note's `aliases` follow its title in
+# the text each section embeds, and a shown row holds them (an upgrade re-embeds those notes).
+SCHEMA_VERSION = 9
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.

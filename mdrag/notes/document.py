@@ -27,6 +27,8 @@ MAX_FRONTMATTER_DEPTH = 64
 MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _WORD = re.compile(r"\S+")
+MAX_ALIASES = 8  # a note's other names kept: a long list is a keyword dump, not names
+ALIAS_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,23 @@ class Document:
             return []
         items = value if isinstance(value, list) else str(value).split(",")
         return [str(item).strip() for item in items if item is not None and str(item).strip()]
+
+    @property
+    def aliases(self) -> list[str]:
+        """The note's other names (frontmatter `aliases`, or Obsidian's older `alias`: a list or a
+        comma-separated string), each once, at most MAX_ALIASES. A path is no name: Hugo and Docsy
+        sites keep a page's old URLs under `aliases` (/about/privacy/), and a mapping or a long
+        text is no name either."""
+        value = self.frontmatter.get("aliases", self.frontmatter.get("alias"))
+        items = value if isinstance(value, list) else str(value or "").split(",")
+        names: dict[str, str] = {}
+        for item in items:
+            if isinstance(item, (dict, list)) or item is None:
+                continue
+            alias = " ".join(str(item).split())
+            if alias and len(alias) <= ALIAS_CHARS and "/" not in alias and "\\" not in alias:
+                names.setdefault(alias.casefold(), alias)
+        return list(names.values())[:MAX_ALIASES]
 
     @property
     def language(self) -> str:

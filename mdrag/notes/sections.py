@@ -291,11 +291,16 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     """
     outline = sectioner.split(document.text, document.body_offset)
     title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
+    # The note's other names follow its title, so a search by one finds the note by its words and
+    # its meaning ("k8s" for a note titled Kubernetes).
+    also = ", ".join(a for a in document.aliases if _same_words(a) != _same_words(title))
     inputs = []
     for section in outline.sections:
         # Each part cut first: a heading of megabytes leads every one of its sections, and joining
         # or counting it whole for each of them cost the square of its length.
         path = titled_path(title[:PREFIX_CHARS], [h[:PREFIX_CHARS] for h in section.heading_path])
+        if also and path:
+            path[0] = f"{path[0]} ({also})"
         prefix = _cut(" > ".join(path), PREFIX_CHARS)
         inputs.append((prefix, section.body_text or section.heading))
     return outline, title, inputs
