@@ -198,3 +198,24 @@ def make_service(make_config, embedder) -> Iterator[Callable[..., object]]:
     yield build
     for service in opened:
         service.close()
+
+
+@pytest.fixture()
+def upgraded_from_older_layout(make_service, embedder, monkeypatch) -> Callable[..., object]:
+    """upgrade(roots, *patches): the roots indexed as the layout before this one did (each
+    (target, name, value) patched in while indexing: what that layout read differently), then
+    opened as this one does, upgrading by itself: that Service (the caller closes it)."""
+    from mdrag.milvus import schema
+    from mdrag.service import Service
+
+    def upgrade(roots: list[Path], *patches: tuple[object, str, object]) -> Service:
+        monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
+        for target, name, value in patches:
+            monkeypatch.setattr(target, name, value)
+        old = make_service(roots)
+        old.reindex()
+        old.close()
+        monkeypatch.undo()
+        return Service.open(old.config, embedder=embedder)
+
+    return upgrade

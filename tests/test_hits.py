@@ -105,24 +105,19 @@ def test_a_search_hit_shows_the_window_that_matched_under_the_title_led_heading_
 
 @pytest.mark.slow
 def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_that_changed(
-    make_service, embedder, notes, monkeypatch
+    upgraded_from_older_layout, notes
 ):
-    from mdrag.milvus import schema
     from mdrag.notes import blocks, sections
-    from mdrag.service import Service
 
     write(notes / "hosting.md", HUGO_PAGE)
     write(notes / "plain.md", "# Plain\n\nA note whose headings need no change.\n\n## Part\n\nMore words.\n")
-    # The layout before: headings kept their attribute lists and entities, paths had no title.
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
-    monkeypatch.setattr(blocks, "split_attributes", lambda heading: (heading, ""))
-    monkeypatch.setattr(blocks, "decode_entities", lambda text: text)
-    monkeypatch.setattr(sections, "decode_entities", lambda text: text)
-    old = make_service([notes])
-    old.reindex()
-    old.close()
-    monkeypatch.undo()
-    upgraded = Service.open(old.config, embedder=embedder)
+    # As a layout before read them: headings kept their attribute lists and entities.
+    upgraded = upgraded_from_older_layout(
+        [notes],
+        (blocks, "split_attributes", lambda heading: (heading, "")),
+        (blocks, "decode_entities", lambda text: text),
+        (sections, "decode_entities", lambda text: text),
+    )
     try:
         report = upgraded.reindex()
         assert report.added == 2

@@ -341,11 +341,9 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
 
 
 def test_an_upgrade_to_aliased_titles_embeds_again_only_the_notes_with_aliases(
-    make_service, embedder, notes, monkeypatch
+    upgraded_from_older_layout, notes
 ):
-    from mdrag.milvus import schema
     from mdrag.notes.document import Document
-    from mdrag.service import Service
 
     write(notes / "bread.md", SOURDOUGH)
     write(
@@ -353,13 +351,7 @@ def test_an_upgrade_to_aliased_titles_embeds_again_only_the_notes_with_aliases(
         "---\naliases: [Vaillant ecoTEC]\n---\n# Boiler\n\nBleed the radiators each autumn.\n",
     )
     # Layout 8 embedded the title without the note's other names.
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 8)
-    monkeypatch.setattr(Document, "aliases", property(lambda self: []))
-    old = make_service([notes])
-    old.reindex()
-    old.close()
-    monkeypatch.undo()
-    upgraded = Service.open(old.config, embedder=embedder)
+    upgraded = upgraded_from_older_layout([notes], (Document, "aliases", property(lambda self: [])))
     try:
         report = upgraded.reindex()
         assert report.added == 2
