@@ -40,6 +40,9 @@ def test_tags_topics_keywords_become_lists_from_yaml_lists_or_comma_strings(tmp_
         (b"aliases: [null, {a: b}, [x], 2024]", ["2024"]),  # no mapping, list or null is a name
         (b"aliases: ['" + b"x" * 121 + b"', k8s]", ["k8s"]),  # a paragraph is no name
         (b"aliases: [a, b, c, d, e, f, g, h, i, j]", ["a", "b", "c", "d", "e", "f", "g", "h"]),
+        (b"aliases: {a: b}", []),  # a mapping, not names
+        (b"aliases: [yes, no, k8s]", ["k8s"]),  # YAML's booleans are no names
+        (b"aliases:\nalias: k8s", ["k8s"]),  # an empty `aliases` leaves the older key its say
         (b"aliases:", []),
         (b"title: T", []),
     ],

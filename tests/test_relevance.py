@@ -261,47 +261,11 @@ def test_a_question_mentioning_a_name_keeps_every_rival():
     assert {row["file_path"]: values[margin] for row, values in scored}["a.md"] == pytest.approx(-0.15)
 
 
-# The class of "the query's words side by side": stems and endings, a writer's word between them,
-# punctuation or markup between them, the words in the other order or far apart, and a query too
-# long to pair every word (a pasted paragraph).
-@pytest.mark.parametrize(
-    ("query", "text", "share"),
-    [
-        ("rename current branch", "rename the current branch you are on", 1.0),
-        ("rename current branch", "renames current branches", 1.0),  # stems: any ending
-        ("htop tree view", "htop: display processes in a tree-view", 0.5),  # "htop tree" is not said
-        ("tree view", "**tree** (`view`)", 1.0),  # markup between
-        ("tree view", "view the tree", 0.0),  # the other order
-        ("tree view", "a tree of folders, a list view", 0.0),  # too far apart
-        ("tree view", "", 0.0),
-        ("how do I", "how do I", 0.0),  # no word worth pairing
-    ],
-)
-def test_the_phrase_is_the_share_of_the_querys_neighbouring_words_the_text_says_side_by_side(
-    query, text, share
-):
-    assert Query.of(query).pair_share(text.lower()) == pytest.approx(share)
-
-
-def test_a_pasted_paragraph_pairs_only_its_first_words():
-    from mdrag.retrieval.query import MAX_PAIRS
-
-    paragraph = " ".join(f"word{i}" for i in range(200))
-    assert len(Query.of(paragraph).pairs) == MAX_PAIRS
-
-
-def test_the_note_that_says_the_words_as_the_query_does_comes_first_when_all_else_is_equal():
+def test_a_notes_aliases_count_as_its_title_words():
     scored, _ = relevance.score_candidates(
-        "rename current branch",
-        [
-            _row("apart.md", 0.6, "Rename a file. Show the current commit. Delete a branch."),
-            _row("said.md", 0.6, "Rename the current branch. Show the commit. Delete a file."),
-        ],
+        "vaillant boiler",
+        [{**_row("b.md", 0.5, "Bleed the radiators.", title="Boiler"), "aliases": ["Vaillant ecoTEC"]}],
         [],
         _key,
     )
-    phrase = relevance.FEATURES.index("phrase")
-    by_path = {row["file_path"]: values for row, values in scored}
-    assert (by_path["said.md"][phrase], by_path["apart.md"][phrase]) == (1.0, 0.0)
-    order = {row["file_path"]: relevance.order_logit(values, "hybrid") for row, values in scored}
-    assert order["said.md"] > order["apart.md"]
+    assert scored[0][1][relevance.FEATURES.index("title")] == 1.0

@@ -196,3 +196,15 @@ def test_a_notes_aliases_follow_its_title_in_every_section_it_embeds():
         Sectioner(words), parse_document("/n/davish.md", b"---\nalias: Davis Haupt\n---\nA person.\n")
     )
     assert inputs == [("davish (Davis Haupt)", "A person.")]  # a file name's note is named by its alias
+
+
+def test_long_aliases_leave_the_sections_own_heading_in_what_it_embeds():
+    from mdrag.notes.document import parse_document
+    from mdrag.notes.sections import ALIASES_CHARS, embedding_inputs
+
+    names = ", ".join(f"name{i} " + "x" * 100 for i in range(8))
+    text = f"---\naliases: [{names}]\n---\n# Kubernetes\n\nIntro.\n\n## Upgrade\n\nSteps.\n"
+    _, _, inputs = embedding_inputs(Sectioner(words), parse_document("/n/kube.md", text.encode()))
+    prefix = inputs[1][0]
+    assert prefix.endswith(" > Upgrade")
+    assert len(prefix) <= len("Kubernetes () > Upgrade") + ALIASES_CHARS

@@ -68,13 +68,16 @@ class Document:
     def aliases(self) -> list[str]:
         """The note's other names (frontmatter `aliases`, or Obsidian's older `alias`: a list or a
         comma-separated string), each once, at most MAX_ALIASES. A path is no name: Hugo and Docsy
-        sites keep a page's old URLs under `aliases` (/about/privacy/), and a mapping or a long
-        text is no name either."""
-        value = self.frontmatter.get("aliases", self.frontmatter.get("alias"))
+        sites keep a page's old URLs under `aliases` (/about/privacy/, docs/old), so a value with
+        a slash is skipped (a name such as CI/CD with it); nor is a mapping, a yes/no, or a text
+        longer than ALIAS_CHARS."""
+        value = self.frontmatter.get("aliases") or self.frontmatter.get("alias")
+        if isinstance(value, (dict, set, bool)):
+            return []
         items = value if isinstance(value, list) else str(value or "").split(",")
         names: dict[str, str] = {}
         for item in items:
-            if isinstance(item, (dict, list)) or item is None:
+            if item is None or isinstance(item, (dict, list, set, bool)):
                 continue
             alias = " ".join(str(item).split())
             if alias and len(alias) <= ALIAS_CHARS and "/" not in alias and "\\" not in alias:

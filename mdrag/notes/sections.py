@@ -28,6 +28,7 @@ _NONBLANK = re.compile(r"\S")
 # Bounds that keep a hostile note's cost linear in its size and its memory a few times it:
 WORD_RUN = 32  # words of an over-long line counted as one text
 COUNT_BLOCKS = 512  # blocks counted at a time
+ALIASES_CHARS = 200  # of a note's aliases, after its title in the heading path
 PREFIX_CHARS = 2000  # of the heading path that leads each window (cut to half the window anyway)
 _GroupKey = tuple[str, int, tuple[str, ...], str]  # heading, level, heading path, anchor
 
@@ -293,7 +294,9 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
     # The note's other names follow its title, so a search by one finds the note by its words and
     # its meaning ("k8s" for a note titled Kubernetes).
-    also = ", ".join(a for a in document.aliases if _same_words(a) != _same_words(title))
+    # At most ALIASES_CHARS of them: eight long ones would fill the half of each window the
+    # heading path may take, and push the section's own heading out of it.
+    also = _cut(", ".join(a for a in document.aliases if _same_words(a) != _same_words(title)), ALIASES_CHARS)
     inputs = []
     for section in outline.sections:
         # Each part cut first: a heading of megabytes leads every one of its sections, and joining

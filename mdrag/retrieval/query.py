@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mdrag.retrieval.words import TERM, WORD, is_stop
 from mdrag.retrieval.words import words as query_words
-
-# A question's pairs, the first this many: a pasted paragraph's hundred would cost each candidate
-# as many scans of its text, and side by side says little in a paragraph.
-MAX_PAIRS = 12
 
 
 @dataclass(frozen=True)
@@ -27,32 +22,15 @@ class Query:
     # lower-case sentence (Loki, MySQL, Pester), lower case; a candidate holds one by its stem.
     # A name no candidate holds is a thing the notes found never mention.
     names: tuple[str, ...] = ()
-    # The query's neighbouring words in pairs ("tree view", "rename current", "current branch"),
-    # stemmed, each with the pattern that finds the two side by side in a text. Two notes that
-    # hold the same words are told apart by the one that says them as the query does.
-    pairs: tuple[tuple[str, str, re.Pattern[str]], ...] = ()
 
     @classmethod
     def of(cls, text: str) -> Query:
-        ordered = [_stem(w) for w in query_words(text)]
-        stems = frozenset(ordered)
+        stems = frozenset(_stem(w) for w in query_words(text))
         terms = TERM.findall(text)
         rare = tuple(sorted({t.lower() for t in terms if _looks_rare(t)}))
         named = {_stem(w) for term in rare for w in WORD.findall(term)}
         capitals = _capitalized(text, named)
-        neighbours = [pair for pair in dict.fromkeys(itertools.pairwise(ordered)) if pair[0] != pair[1]]
-        pairs = tuple((a, b, _side_by_side(a, b)) for a, b in neighbours[:MAX_PAIRS])
-        return cls(stems, rare, bool(rare) and stems <= named, capitals, pairs)
-
-    def pair_share(self, lowered: str) -> float:
-        """The share of the query's neighbouring word pairs that the (lowercased) text says side
-        by side: "rename the current branch" holds both of "rename current branch"'s."""
-        if not self.pairs:
-            return 0.0
-        found = sum(
-            1 for a, b, pattern in self.pairs if a in lowered and b in lowered and pattern.search(lowered)
-        )
-        return found / len(self.pairs)
+        return cls(stems, rare, bool(rare) and stems <= named, capitals)
 
     def absent(self, texts: Sequence[str]) -> tuple[str, ...]:
         """The query's rare terms (held whole) and names (their stems) that none of these
@@ -110,13 +88,6 @@ def _capitalized(text: str, rare_words: set[str]) -> tuple[str, ...]:
 def _stem(word: str) -> str:
     # Plural and verb -s only: "scripts" meets "script" without a stemmer dependency.
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-@functools.lru_cache(maxsize=256)
-def _side_by_side(first: str, second: str) -> re.Pattern[str]:
-    """The two words (stems: any ending), the second right after the first or one word on (a
-    writer's "the" or "a", which the query's words never hold: its stop words are gone)."""
-    return re.compile(rf"{re.escape(first)}\w*[\W_]+(?:\w+[\W_]+)?{re.escape(second)}")
 
 
 @functools.lru_cache(maxsize=256)
