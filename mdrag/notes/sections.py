@@ -293,9 +293,9 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     outline = sectioner.split(document.text, document.body_offset)
     title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
     # The note's other names follow its title, so a search by one finds the note by its words and
-    # its meaning ("k8s" for a note titled Kubernetes).
-    # At most ALIASES_CHARS of them: eight long ones would fill the half of each window the
-    # heading path may take, and push the section's own heading out of it.
+    # meaning ("k8s" for a note titled Kubernetes); at most ALIASES_CHARS of them, as eight long
+    # ones would fill the half of each window the heading path may take, and push the section's
+    # own heading out of it.
     also = _cut(", ".join(a for a in document.aliases if _same_words(a) != _same_words(title)), ALIASES_CHARS)
     inputs = []
     for section in outline.sections:
