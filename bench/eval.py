@@ -48,6 +48,15 @@ def vault_names() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in VAULTS.iterdir() if (p / "queries.jsonl").exists()))
 
 
+def vault_queries(name: str) -> dict[str, dict[str, Any]]:
+    """A judged vault's questions by id (empty for a vault with none written)."""
+    path = VAULTS / name / "queries.jsonl"
+    if not path.exists():
+        return {}
+    with path.open(encoding="utf-8") as handle:
+        return {str(q["_id"]): q for q in map(json.loads, handle)}
+
+
 SETS = ("scifact", "natural", *vault_names())
 DEFAULT_THRESHOLD = 0.7
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]

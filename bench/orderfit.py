@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from bench.eval import vault_names
+from bench.eval import vault_names, vault_queries
 from bench.fit import load, relevant_counts, summarize
 from bench.metrics import wilson
 from mdrag.retrieval import relevance
@@ -55,7 +55,7 @@ class Question:
     """One answerable question's candidates: their evidence and which are right."""
 
     def __init__(self, row: dict[str, Any]) -> None:
-        self.vault, self.split = row["set"], row["split"]
+        self.vault, self.split, self.id = row["set"], row["split"], row["q"]
         width = len(relevance.FEATURES)
         self.x = np.asarray([values for _, _, values in row["cands"]], dtype=float).reshape(-1, width)
         self.right = np.asarray([label for _, label, _ in row["cands"]], dtype=bool)
@@ -120,11 +120,7 @@ def fit_order(train: Sequence[Question], l2: float = L2) -> np.ndarray:
 def rates(held: Sequence[Question], coef: np.ndarray) -> dict[str, Any]:
     ranked = [q.ranks(coef) for q in held]
     first, in_3 = sum(f for f, _ in ranked), sum(t for _, t in ranked)
-    n = len(held)
-    return {
-        "right_first": {"rate": round(first / n, 4), "of": n, "ci95": wilson(first, n)},
-        "right_in_3": {"rate": round(in_3 / n, 4), "of": n, "ci95": wilson(in_3, n)},
-    }
+    return {"right_first": _rate(first, len(held)), "right_in_3": _rate(in_3, len(held))}
 
 
 def summary(per_vault: dict[str, Any], split: str, way: str) -> dict[str, Any]:
@@ -171,8 +167,9 @@ def run_mode(rows: Sequence[dict[str, Any]], mode: str, baseline: dict[str, Any]
     shipped = np.asarray(relevance.ORDER[mode][1])
     before = np.asarray(SCIFACT_ORDER[mode])
     per_vault: dict[str, Any] = {}
+    held_out: dict[str, np.ndarray] = {}
     for vault in sorted({q.vault for q in asked}):
-        lovo = fit_order([q for q in asked if q.vault != vault])
+        lovo = held_out[vault] = fit_order([q for q in asked if q.vault != vault])
         held = {
             "test": [q for q in asked if q.vault == vault and q.split == "test"],
             "all": [q for q in asked if q.vault == vault],
@@ -184,6 +181,7 @@ def run_mode(rows: Sequence[dict[str, Any]], mode: str, baseline: dict[str, Any]
     final = fit_order(asked)
     return {
         "vaults": per_vault,
+        "forms": forms(asked, held_out),
         "summary": {
             split: {way: summary(per_vault, split, way) for way in ("lovo", "shipped", "scifact")}
             for split in ("test", "all")
@@ -195,6 +193,37 @@ def run_mode(rows: Sequence[dict[str, Any]], mode: str, baseline: dict[str, Any]
             "fitted_on_every_vault": scifact_ndcg(rows, mode, final),
         },
     }
+
+
+def forms(asked: Sequence[Question], held_out: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Each vault left out, its questions (train and test: none is in its own fit) by the kind of
+    query (`form`: natural, keyword, identifier; a question written without one is natural), and
+    every vault's together: the short keyword queries typed into a search box are not the
+    questions the order was mostly fitted on."""
+    kinds: dict[str, dict[str, list[Question]]] = {}
+    everywhere: dict[str, list[Question]] = {}
+    for vault in sorted({q.vault for q in asked}):
+        written = vault_queries(vault)
+        for q in asked:
+            if q.vault == vault:
+                form = written.get(q.id, {}).get("form", "natural")
+                kinds.setdefault(vault, {}).setdefault(form, []).append(q)
+                everywhere.setdefault(form, []).append(q)
+    kinds["every vault"] = everywhere
+    out: dict[str, Any] = {}
+    for key, by_form in kinds.items():
+        out[key] = {}
+        for form, qs in sorted(by_form.items()):
+            ranked = [q.ranks(held_out[q.vault]) for q in qs]
+            out[key][form] = {
+                "right_first": _rate(sum(f for f, _ in ranked), len(qs)),
+                "right_in_3": _rate(sum(t for _, t in ranked), len(qs)),
+            }
+    return out
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    return {"rate": round(k / n, 4), "of": n, "ci95": wilson(k, n)}
 
 
 def weights_of(coef: np.ndarray) -> dict[str, float]:
@@ -218,6 +247,13 @@ def table(result: dict[str, Any], mode: str) -> str:
     for split, ways in result["summary"].items():
         for way, s in ways.items():
             lines.append(f"{split} {way}: {s}")
+    for key, by_form in result["forms"].items():
+        cells = [
+            f"{form} {f['right_first']['rate']:.2f} first, {f['right_in_3']['rate']:.2f} in 3 "
+            f"(of {f['right_first']['of']})"
+            for form, f in by_form.items()
+        ]
+        lines.append(f"held out, every question, by kind: {key}: " + "; ".join(cells))
     lines.append(f"fitted on every vault: {result['fitted_on_every_vault']}")
     lines.append(f"SciFact nDCG@10: {result['scifact_ndcg@10']}")
     return "\n".join(lines)
