@@ -149,12 +149,19 @@ def fit_weights(rows: list[dict[str, Any]], l2: float = 1e-3) -> tuple[float, np
     return float(found.x[0] - coef @ mean), coef
 
 
-def anchor(rows: list[dict[str, Any]], bias: float, coef: np.ndarray, at: float = 0.7) -> float:
-    """The bias that puts `at` where answered and silent balance on these rows (max of the lower rate).
+def anchor(
+    rows: list[dict[str, Any]],
+    bias: float,
+    coef: np.ndarray,
+    at: float = 0.7,
+    goal: tuple[float, float] = (0.0, 0.0),
+) -> float:
+    """The bias that puts `at` where answered and silent stand furthest above `goal` (answered,
+    silent) on these rows: the max of the lower of the two margins. With no goal, where they balance.
 
     The slopes say how the evidence combines; this places the default threshold on the scale.
     """
-    best_z, best = 0.0, -1.0
+    best_z, best = 0.0, -math.inf
     tops_ans, tops_un = [], []
     for row in rows:
         zs = sorted(
@@ -169,8 +176,9 @@ def anchor(rows: list[dict[str, Any]], bias: float, coef: np.ndarray, at: float 
     for z in np.unique(np.concatenate([a[np.isfinite(a)], u[np.isfinite(u)]])):
         answered = float(np.mean(a >= z)) if len(a) else 1.0
         silent = float(np.mean(u < z)) if len(u) else 1.0
-        if min(answered, silent) > best:
-            best_z, best = float(z), min(answered, silent)
+        margin = min(answered - goal[0], silent - goal[1])
+        if margin > best:
+            best_z, best = float(z), margin
     return bias - best_z + math.log(at / (1 - at))
 
 
