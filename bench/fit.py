@@ -156,8 +156,8 @@ def anchor(
     at: float = 0.7,
     goal: tuple[float, float] = (0.0, 0.0),
 ) -> float:
-    """The bias that puts `at` where answered and silent stand furthest above `goal` (answered,
-    silent) on these rows: the max of the lower of the two margins. With no goal, where they balance.
+    """The bias that puts `at` where, on these rows, the lower of the margins of answered and silent
+    over `goal` (answered, silent) is highest. With no goal, where the two balance.
 
     The slopes say how the evidence combines; this places the default threshold on the scale.
     """

@@ -6,8 +6,8 @@
 
 Each DUMP is a `python -m bench.fit dump --set VAULT` of one judged vault. For each vault V in
 turn, the small decision (bench.vaultfit's `decision` over DECISION_SMALL: the same evidence, the
-same fit, the bias placed where answered and silent on what it was fitted on stand furthest above
-GOAL) is
+same fit, the bias placed where the lower of the margins of answered and silent over GOAL is highest
+on what it was fitted on) is
 fitted on the `train` questions of every other vault, never V's and never a `test` question, over
 the order fitted without V too (bench.orderfit, on every answerable question of the other
 vaults), and measured on V: its test split and, beside it, all its questions (V's train questions

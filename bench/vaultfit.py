@@ -21,7 +21,8 @@ other notes), every rate with its Wilson 95% interval:
 - `shipped`: the scores mdrag gives (relevance.scores), fitting nothing: the small decision with
   the constants mdrag holds.
 Weights stay >= 0 (more evidence never lowers a score); the decisions' bias places 0.7 where
-answered and silent on train stand furthest above GOAL, the other ways' where the two balance.
+the lower of the margins of answered and silent over GOAL is highest on train, the other ways'
+where the two balance.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ from mdrag.retrieval.confidence import (
 )
 
 THRESHOLD = 0.7
-# Where the answer decision puts THRESHOLD: answered and silent on the training questions as far
-# above these as they can both stand (#57's goal at the default: 0.65 answered, 0.80 silent). A
+# Where the answer decision puts THRESHOLD: on the training questions, where the lower of the two
+# margins over these is highest (#57's goal at the default: 0.65 answered, 0.80 silent). A
 # confident answer to a question the notes cannot answer misleads a person and an assistant more
 # than a right page shown as "possibly related" under the threshold.
 GOAL = (0.65, 0.80)

@@ -15,9 +15,9 @@ non-negative weights on features that rise with the evidence:
   notes folders, questions written as people ask them, a third of them near misses the notes do
   not answer), on the first candidate's place in the order, its cosine, the share of the query's
   words it holds, and whether the query names something no candidate holds (Loki, ERC-1155) or
-  has a word no note holds. Its bias places the default threshold 0.7 where answered and silent
-  stand furthest above 0.65 and 0.80 on those questions: a confident answer to a question the
-  notes cannot answer misleads more than a right page shown as possibly related.
+  has a word no note holds. Its bias places the default threshold 0.7 where, on those questions,
+  the lower of two margins (answered over 0.65, silent over 0.80) is highest: a confident answer
+  to a question the notes cannot answer misleads more than a right page shown as possibly related.
 
 The first candidate's score is the answer's probability; every other candidate's is lowered from
 it by its distance to the first in the order's logit, so the scores keep the order's ranking and
