@@ -118,9 +118,13 @@ def fit_order(train: Sequence[Question], l2: float = L2) -> np.ndarray:
 
 
 def rates(held: Sequence[Question], coef: np.ndarray) -> dict[str, Any]:
-    ranked = [q.ranks(coef) for q in held]
+    return _counted([q.ranks(coef) for q in held])
+
+
+def _counted(ranked: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """A right page first and in the first three, over these (first, in 3) pairs."""
     first, in_3 = sum(f for f, _ in ranked), sum(t for _, t in ranked)
-    return {"right_first": _rate(first, len(held)), "right_in_3": _rate(in_3, len(held))}
+    return {"right_first": _rate(first, len(ranked)), "right_in_3": _rate(in_3, len(ranked))}
 
 
 def summary(per_vault: dict[str, Any], split: str, way: str) -> dict[str, Any]:
@@ -200,26 +204,18 @@ def forms(asked: Sequence[Question], held_out: dict[str, np.ndarray]) -> dict[st
     query (`form`: natural, keyword, identifier; a question written without one is natural), and
     every vault's together: the short keyword queries typed into a search box are not the
     questions the order was mostly fitted on."""
-    kinds: dict[str, dict[str, list[Question]]] = {}
-    everywhere: dict[str, list[Question]] = {}
-    for vault in sorted({q.vault for q in asked}):
-        written = vault_queries(vault)
-        for q in asked:
-            if q.vault == vault:
-                form = written.get(q.id, {}).get("form", "natural")
-                kinds.setdefault(vault, {}).setdefault(form, []).append(q)
-                everywhere.setdefault(form, []).append(q)
-    kinds["every vault"] = everywhere
-    out: dict[str, Any] = {}
-    for key, by_form in kinds.items():
-        out[key] = {}
-        for form, qs in sorted(by_form.items()):
-            ranked = [q.ranks(held_out[q.vault]) for q in qs]
-            out[key][form] = {
-                "right_first": _rate(sum(f for f, _ in ranked), len(qs)),
-                "right_in_3": _rate(sum(t for _, t in ranked), len(qs)),
-            }
-    return out
+    per_vault: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
+    everywhere: dict[str, list[tuple[bool, bool]]] = {}
+    written = {vault: vault_queries(vault) for vault in {q.vault for q in asked}}
+    for q in sorted(asked, key=lambda q: q.vault):
+        form = written[q.vault].get(q.id, {}).get("form", "natural")
+        ranked = q.ranks(held_out[q.vault])
+        per_vault.setdefault(q.vault, {}).setdefault(form, []).append(ranked)
+        everywhere.setdefault(form, []).append(ranked)
+    kinds = {**per_vault, "every vault": everywhere}
+    return {
+        key: {form: _counted(by_form[form]) for form in sorted(by_form)} for key, by_form in kinds.items()
+    }
 
 
 def _rate(k: int, n: int) -> dict[str, Any]:
