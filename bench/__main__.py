@@ -36,6 +36,7 @@ from bench import (
     quality,
     query,
     report,
+    report_speed,
     rescan,
     ui,
 )
@@ -118,7 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     result = run_all(args)
     path = harness.save("bench", result)
-    print(report.speed_table(json.loads(path.read_text())))  # as saved: with the machine
+    print(report_speed.speed_table(json.loads(path.read_text())))  # as saved: with the machine
     print(f"written to {path} and {report.write()}")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import first_serve, report
+from bench import first_serve, report_speed
 
 
 def _figure() -> dict:
@@ -21,8 +21,8 @@ def test_the_summary_sets_the_first_serve_beside_the_restarted_daemon() -> None:
 
 
 def test_the_report_row_names_both_states_and_what_each_sum_holds() -> None:
-    rows = dict(report.first_serve_rows({"first_serve": _figure()}))
+    rows = dict(report_speed.first_serve_rows({"first_serve": _figure()}))
     [(figure, measured)] = rows.items()
     assert "first index is built (300 notes, 5,603 sections) / restarted on it" in figure
     assert measured == "593 MB (the daemon 309 MB, peak 530 MB) / 532 MB (the daemon 250 MB)"
-    assert report.first_serve_rows({}) == []
+    assert report_speed.first_serve_rows({}) == []

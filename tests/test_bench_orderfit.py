@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from bench import orderfit, report
+from bench import orderfit, report_quality
 from mdrag.retrieval import relevance
 
 WIDTH = len(relevance.FEATURES)
@@ -46,6 +46,6 @@ def test_each_vault_is_ranked_by_its_own_held_out_order_and_split_by_the_kind_of
         "ci95": None,
     }
     assert list(found) == ["a", "b", "every vault"]
-    table = "\n".join(report._form_rows(found))
+    table = "\n".join(report_quality._form_rows(found))
     assert "| a | 0.00 / 1.00 (1) | 1.00 / 1.00 (1) | – |" in table
     assert "| every vault | 0.00 / 1.00 (1) | 1.00 / 1.00 (2) | – |" in table

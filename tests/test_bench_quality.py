@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import quality, report
+from bench import quality, report_speed
 
 
 def _gate() -> dict:
@@ -43,7 +43,9 @@ def test_the_summary_names_the_mode_back_end_and_every_figure_of_each_set() -> N
 
 
 def test_the_targets_hold_the_ndcg_floor_and_both_rates_per_set() -> None:
-    rows = {figure: (measured, goal, met) for figure, measured, goal, met in report.quality_targets(_gate())}
+    rows = {
+        figure: (measured, goal, met) for figure, measured, goal, met in report_speed.quality_targets(_gate())
+    }
     assert rows["SciFact nDCG@10, default search"] == ("0.718", "≥ 0.71", True)
     assert rows["scifact: answered / silent at threshold 0.7"] == ("0.553 / 0.547", "≥ 0.8 each", False)
     assert rows["natural: answered / silent at threshold 0.7"][2] is True
@@ -51,5 +53,5 @@ def test_the_targets_hold_the_ndcg_floor_and_both_rates_per_set() -> None:
 
 def test_a_failed_gate_is_one_row_saying_why_and_no_target() -> None:
     failed = {"error": "FileNotFoundError: ../shared/data/scifact/notes.tar.gz"}
-    assert report.quality_rows(failed) == [("quality gate", f"failed: {failed['error']}")]
-    assert report.quality_targets(failed) == [] and report.quality_rows(None) == []
+    assert report_speed.quality_rows(failed) == [("quality gate", f"failed: {failed['error']}")]
+    assert report_speed.quality_targets(failed) == [] and report_speed.quality_rows(None) == []

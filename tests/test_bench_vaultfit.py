@@ -1,6 +1,6 @@
 """bench.vaultfit's rates: what a threshold keeps, and the curve of what moving it trades."""
 
-from bench import report, vaultfit
+from bench import report_quality, vaultfit
 
 
 def _row(version: str, labelled_scores: list[tuple[int, float]]) -> dict:
@@ -64,7 +64,7 @@ def test_at_a_lower_threshold_low_confidence_is_an_answer_and_the_band_moves_dow
 
 
 def test_the_report_names_what_a_search_gives_and_leaves_out_what_none_got():
-    lines = report._levels(vaultfit.levels(ROWS, lambda _: _scores))
+    lines = report_quality._levels(vaultfit.levels(ROWS, lambda _: _scores))
     assert lines[2].startswith("| an answer, high confidence | 0.9 or more | 1 | 1.00 (")
     assert lines[3].startswith("| an answer, medium confidence | 0.7 to under 0.9 | 2 | 0.00 (")
     assert lines[4].startswith("| nothing close | under 0.5 | 1 | 0.00 (")
