@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.baseline import K, RRFBaseline
+from bench.baseline import DEPTH, K, RRFBaseline
 from bench.metrics import wilson
 
 FUSIONS = (
@@ -40,7 +40,7 @@ def _readings(base: RRFBaseline, text: str) -> dict[str, list[tuple[str, float]]
     for path, rank in lists["title"]:
         ties.setdefault(rank, []).append(path)
     lists["titlefrac"] = [(p, rank + (len(group) - 1) / 2) for rank, group in ties.items() for p in group]
-    full = [(p, score) for p, _, score in base.titles.ranking(text, "share") if score >= 1.0]
+    full = [(p, score) for p, _, score in base.titles.ranking(text, DEPTH, "share") if score >= 1.0]
     ranked: list[tuple[str, float]] = []
     for i, (path, score) in enumerate(full):
         ranked.append((path, ranked[-1][1] if i and score == full[i - 1][1] else float(i + 1)))
@@ -51,10 +51,11 @@ def _readings(base: RRFBaseline, text: str) -> dict[str, list[tuple[str, float]]
 def parts(name: str, title_score: str) -> list[dict[str, Any]]:
     """Per answerable question: the rank of its first right note under each fusion."""
     from bench import eval as ev
+    from bench.judged_data import doc_ids, judged_set
 
-    judged = ev.judged_set(name)
+    judged = judged_set(name)
     service, root, _ = ev.open_set(judged, ev.config_for(None))
-    ids = ev.doc_ids(root)
+    ids = doc_ids(root)
     rows = []
     try:
         base = RRFBaseline(service, root, title_score)

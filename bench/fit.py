@@ -28,7 +28,8 @@ import numpy as np
 from scipy import optimize, special
 
 from bench.answerability import DEPTH, rates_at
-from bench.eval import SETS, add_backend
+from bench.eval import add_backend
+from bench.judged_data import SETS, doc_ids, judged_set
 from bench.metrics import ndcg_at_k
 from mdrag.retrieval import relevance
 from mdrag.retrieval.search import CANDIDATE_FACTOR
@@ -42,10 +43,10 @@ def dump(args: argparse.Namespace) -> None:
     from mdrag.params.search import SearchParams
 
     configure_logging("WARNING")
-    judged = ev.judged_set(args.set)
+    judged = judged_set(args.set)
     pool = DEPTH * CANDIDATE_FACTOR + 10
     service, root, _ = ev.open_set(judged, ev.config_for(args.backend))
-    ids = ev.doc_ids(root)
+    ids = doc_ids(root)
 
     def one(qid: str, text: str) -> list[str]:
         relevant = {d for d, g in judged.qrels.get(qid, {}).items() if g > 0}
@@ -358,9 +359,7 @@ def _ndcg(scored: list[tuple[str, int, float]], total: int | None) -> float:
 
 def relevant_counts(name: str) -> dict[str, int]:
     """Each question of the judged set `name` with how many notes answer it."""
-    from bench import eval as ev
-
-    judged = ev.judged_set(name)
+    judged = judged_set(name)
     return {q: sum(1 for g in rel.values() if g > 0) for q, rel in judged.qrels.items()}
 
 

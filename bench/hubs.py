@@ -39,8 +39,8 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from bench.answerability import DEPTH
-from bench.eval import vault_queries
 from bench.fit import load
+from bench.judged_data import vault_queries
 from bench.metrics import wilson
 from mdrag.notes.document import parse_document
 from mdrag.notes.links import extract_links

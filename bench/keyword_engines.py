@@ -39,6 +39,7 @@ import tantivy
 
 from bench import corpora, harness, query
 from bench import eval as evaluation
+from bench.judged_data import doc_ids, judged_set
 from bench.metrics import ndcg_at_k, recall_at_k
 from mdrag.retrieval.query import keyword_query
 from mdrag.retrieval.words import TERM
@@ -161,7 +162,7 @@ def spread(ms: list[float]) -> dict[str, float]:
 
 
 def compare(name: str) -> tuple[dict[str, Any], list[Row], list[str]] | None:
-    judged = evaluation.judged_set(name)
+    judged = judged_set(name)
     config = evaluation.config_for(None)
     if not (corpora.work_dir(judged.corpus, config) / corpora.READY).exists():
         print(f"{name}: no cached eval index (make eval builds it); skipped", file=sys.stderr)
@@ -171,7 +172,7 @@ def compare(name: str) -> tuple[dict[str, Any], list[Row], list[str]] | None:
     try:
         store = service.store
         rows = texts_of(store)
-        ids = evaluation.doc_ids(root)
+        ids = doc_ids(root)
         questions = [q for q in judged.queries if judged.qrels.get(q)]
 
         def milvus(text: str, limit: int) -> list[str]:
@@ -238,7 +239,7 @@ def on_work_index(work_dir: Path) -> dict[str, Any]:
 
     work = harness.Work(work_dir.resolve())
     questions = query.realistic_queries(work.notes, 100)
-    powershell = evaluation.judged_set("powershell")
+    powershell = judged_set("powershell")
     questions += list(powershell.queries.values())
     config = Config().with_overrides(roots=(str(work.notes),), milvus_uri=str(work.db))
     service = Service.open(config)

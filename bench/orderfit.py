@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from bench.eval import vault_names, vault_queries
 from bench.fit import load, relevant_counts, summarize
+from bench.judged_data import vault_names, vault_queries
 from bench.metrics import wilson
 from mdrag.retrieval import relevance
 

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from bench import eval as evaluation
+from bench import judged_data
 
 SCIFACT_NDCG_FLOOR = 0.71  # what ordering by the relevance score must keep (the answers issue)
 RATE_GOAL = 0.80  # answered and silent at the default threshold, on both sets (the answers issue)
@@ -49,7 +50,7 @@ def measure(backend: str | None = None) -> dict[str, Any]:
 
 
 def _sets() -> tuple[str, ...]:
-    return tuple(s for s in evaluation.SETS if s != "natural" or evaluation.NATURAL.exists())
+    return tuple(s for s in judged_data.SETS if s != "natural" or judged_data.NATURAL.exists())
 
 
 def summary(result: dict[str, Any]) -> str:

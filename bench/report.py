@@ -196,7 +196,7 @@ def render() -> str:
         parts += ["", "### Side by side with memsearch", "", PEER_METHOD, peer.table(side, machine)]
     from bench.keyword_engines import table as keyword_table
     from bench.prefilter import table as first_pass_table
-    from bench.scale import table as scale_table
+    from bench.scale_table import table as scale_table
 
     for name, title, method, table_of in (
         ("scale", "Large vaults", SCALE_METHOD, scale_table),

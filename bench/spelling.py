@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import eval as ev
+from bench.judged_data import judged_set
 from mdrag.log import configure_logging
 from mdrag.milvus import keywords
 from mdrag.params.search import SearchParams
@@ -34,7 +35,7 @@ WITHOUT = staticmethod(_none)
 
 
 def measure(name: str) -> dict[str, Any]:
-    judged = ev.judged_set(name)
+    judged = judged_set(name)
     service, _, _ = ev.open_set(judged, ev.config_for(None))
     times: dict[str, list[float]] = {"with": [], "without": []}
     try:

@@ -3,21 +3,19 @@
     python -m bench.vaultfit DUMP.jsonl ... [--modes hybrid] [--out bench/results/vaults.json]
 
 Each DUMP is a `python -m bench.fit dump --set VAULT` (every candidate's evidence, each row
-carrying its question's split). Four ways to score, each fitted on the `train` questions only and
-reported on the train split (held out by 5 folds where something is fitted), on the sealed split
-of the four fitted-on folders (`test`: all of otel, a quarter of the others), on the unseen
-vault (hugo) and, when its dump is given, on bench/data/natural (another writer's questions over
-other notes), every rate with its Wilson 95% interval:
-- `scifact`: the per-hit constants fitted on SciFact (relevance.ORDER, the order) alone;
+carrying its question's split). The ways to score, each fitted on the `train` questions only and
+reported on train (held out by 5 folds where something is fitted), on the sealed split (`test`:
+all of otel, a quarter of the others), on the unseen vault (hugo) and on bench/data/natural
+(another writer's questions over other notes, when its dump is given), with Wilson 95% intervals:
+- `scifact`: the order's constants alone (relevance.ORDER; named for where the order was first fitted);
 - `words`: those with a weight for a query that names something no candidate holds, one for a
   query with a word no note holds, and a shift of the bias, the smallest that reach the best
   balanced rate on train (a grid): what mdrag shipped before its answer decision;
 - `refit`: every weight refitted per candidate (relevant or not), as bench.fit does on SciFact;
 - `decision`: a query-level logistic over the best hit's evidence (label: the question is
-  answerable and a right note is in the first DEPTH), each other hit lowered by its SciFact
-  logit gap to the best, so the order stays SciFact's; `small decision`, the same over four
-  pieces of that evidence (DECISION_SMALL), is what mdrag ships (relevance.DECISION: its
-  constants are printed here);
+  answerable and a right note is in the first DEPTH), each other hit lowered by its order
+  logit gap to the best, so the order stays relevance.ORDER's; `small decision`, the same over
+  DECISION_SMALL, is what mdrag ships (relevance.DECISION: its constants are printed here);
 - `shipped`: the scores mdrag gives (relevance.scores), fitting nothing: the small decision with
   the constants mdrag holds.
 Weights stay >= 0 (more evidence never lowers a score); the decisions' bias places 0.7 where

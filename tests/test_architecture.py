@@ -281,7 +281,13 @@ README_LINES = 350
 
 
 def test_every_module_is_within_its_line_budget():
-    over = {name(m): n for m in modules() if (n := m.read_text().count("\n")) > MODULE_LINES}
+    """mdrag's modules and the bench tools alike: a measurement is read as often as the code."""
+    tools = sorted((PACKAGE.parent / "bench").rglob("*.py"))
+    over = {
+        m.relative_to(PACKAGE.parent).as_posix(): n
+        for m in [*modules(), *tools]
+        if (n := m.read_text().count("\n")) > MODULE_LINES
+    }
     assert not over, f"over {MODULE_LINES} lines: {over}"
 
 

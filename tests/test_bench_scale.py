@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import scale
+from bench import scale_table
 
 
 def _size(notes: int, sections: int, whole_mb: float, serving_s: float) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def _result(reopen: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def test_each_target_is_checked_against_the_grown_figure() -> None:
-    lines = scale.table(_result({"rows_written": 224_000, "seconds": 20.0, "search_waited_s": 19.5}))
+    lines = scale_table.table(_result({"rows_written": 224_000, "seconds": 20.0, "search_waited_s": 19.5}))
     assert "| 5x | 15,440 | 280,000 | 1,400 MB | 2,400 MB | 20.0 / 40.0 ms | 130 / 160 ms |" in lines
     assert "| a restarted daemon serves searches | 39.0 s | ≤ 10 s | no |" in lines
     assert "| `status` answers after a restart | 0.6 s | ≤ 1 s | yes |" in lines
@@ -50,7 +50,7 @@ def test_each_target_is_checked_against_the_grown_figure() -> None:
 
 
 def test_a_run_without_a_reopen_says_it_was_not_measured() -> None:
-    lines = scale.table(_result(None))
+    lines = scale_table.table(_result(None))
     assert "| a search sent during a reopen waits | - | ≤ 1 s | - |" in lines
     assert "reopened the grown index by itself" not in lines
     assert "did not reopen the grown index within the wait" in lines
@@ -66,7 +66,7 @@ def test_a_reopen_beside_the_running_servers_reports_its_searches_and_peak_memor
         "search_waited_median_s": 0.052,
         "peak_whole_daemon_mb": 6400,
     }
-    lines = scale.table(_result(reopen))
+    lines = scale_table.table(_result(reopen))
     assert "| a search sent during a reopen waits | 0.31 s | ≤ 1 s | yes |" in lines
     assert "200 searches sent meanwhile waited 0.052 s (median), 0.31 s at most" in lines
     assert "requests held back 0.04 s" in lines and "peaked at 6,400 MB" in lines

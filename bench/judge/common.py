@@ -237,8 +237,9 @@ def open_vault(vault: str, tries: int = 60) -> tuple[Any, Path]:
     import time
 
     from bench import eval as ev
+    from bench.judged_data import judged_set
 
-    judged = ev.judged_set(vault)
+    judged = judged_set(vault)
     for _ in range(tries):
         try:
             service, root, _ = ev.open_set(judged, ev.config_for(None))

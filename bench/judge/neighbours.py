@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bench import eval as ev
 from bench.judge import common as C
+from bench.judged_data import doc_ids
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
         for vault in C.TRAIN_VAULTS:
             mine = [r for r in rows if r["vault"] == vault]
             service, root = C.open_vault(vault, tries=30)
-            ids = ev.doc_ids(root)
+            ids = doc_ids(root)
             try:
                 for r in mine:
                     sec = sections[r["sid"]]

@@ -14,8 +14,8 @@ import json
 import sys
 from typing import Any
 
-from bench import eval as ev
 from bench.judge import common as C
+from bench.judged_data import doc_ids
 
 
 def hit_row(h: dict[str, Any], ids: dict[str, str], relevant: set[str]) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def main(vaults: list[str]) -> None:
     for vault in vaults:
         qs, rels = C.queries(vault), C.qrels(vault)
         service, root = C.open_vault(vault, tries=60)
-        ids = ev.doc_ids(root)
+        ids = doc_ids(root)
         try:
             with (C.work_dir() / f"cands_{vault}.jsonl").open("w", encoding="utf-8") as out:
                 for qid, q in qs.items():
