@@ -263,7 +263,7 @@ def test_reindex_and_status_commands_go_through_the_daemon(daemon):
 def test_a_second_daemon_on_the_same_socket_exits_1_saying_already_running(daemon):
     result = mdrag_cli(daemon.env, "serve", timeout=60)
     assert result.returncode == 1
-    assert "already running" in result.stderr
+    assert f"(process {daemon.process.pid}) is already running" in result.stderr, result.stderr
 
 
 def test_sigterm_exits_0_and_removes_the_socket(tmp_path):

@@ -125,8 +125,8 @@ def test_many_concurrent_clients_are_all_answered(server):
     assert time.monotonic() - started < 4  # concurrent, not 40 x 0.2s in a row
 
 
-def test_a_live_socket_means_already_running(server):
-    with pytest.raises(AlreadyRunningError, match="already running"):
+def test_a_live_socket_means_already_running_and_names_the_process(server):
+    with pytest.raises(AlreadyRunningError, match=rf"\(process {os.getpid()}\) is already running"):
         SocketServer(str(server.path), handler).claim()
 
 

@@ -202,9 +202,8 @@ def lock_index_for_daemon(config: Config) -> IndexLock | None:
         except MdragError:
             serving = True  # it answered, busy: a daemon all the same
         if serving:
-            raise AlreadyRunningError(
-                f"an mdrag daemon is already running on {config.server_socket_path}"
-            ) from None
+            holder = f"an mdrag daemon (process {busy.pid})" if busy.pid else "an mdrag daemon"
+            raise AlreadyRunningError(f"{holder} is already running on {config.server_socket_path}") from None
         raise
 
 

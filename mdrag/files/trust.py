@@ -64,10 +64,16 @@ def runtime_dir_problem(runtime: str) -> str | None:
     return None
 
 
-def peer_uid(conn: socket.socket) -> int:
-    """The uid of the process on the other end of a unix socket (SO_PEERCRED: pid, uid, gid)."""
+def peer_credentials(conn: socket.socket) -> tuple[int, int, int]:
+    """The pid, uid and gid of the process on the other end of a unix socket (SO_PEERCRED)."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
+    pid, uid, gid = struct.unpack("3i", creds)
+    return int(pid), int(uid), int(gid)
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process on the other end of a unix socket."""
+    return peer_credentials(conn)[1]
 
 
 def check_folder(folder: Path, create: bool = False) -> bool:

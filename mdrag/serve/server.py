@@ -66,7 +66,10 @@ class SocketServer:
                 logger.info("replacing the stale socket {} (its daemon is gone)", self.path)
                 self.path.unlink()
             else:
-                raise AlreadyRunningError(f"an mdrag daemon is already running on {self.path}")
+                pid = trust.peer_credentials(probe)[0]  # named, as the index lock names its holder
+                raise AlreadyRunningError(
+                    f"an mdrag daemon (process {pid}) is already running on {self.path}"
+                )
             finally:
                 probe.close()
         self._listener = self._bind()
