@@ -86,7 +86,10 @@ class FakeRoute:
                     }
                 ]
             },
-            "duplicates": {"groups": [{"notes": ["/n/a.md", "/n/b.md"], "best_score": 95}]},
+            "duplicates": {
+                "groups": [{"notes": ["/n/a.md", "/n/b.md"], "best_score": 95}],
+                "total_groups": 83,
+            },
         }[op]
 
 
@@ -179,6 +182,11 @@ def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_g
     assert "n/bad.md</span>: binary file: contains NUL bytes" in html
     assert "indexing 412/994 notes, 5210/12400 texts, ~3 min left" in html
     assert "fishing &lt;licence&gt;" in html and "95" in html and "6 (failed 1, indexed 5)" in html
+    # Every group counted, though the page lists the closest few.
+    assert (
+        "Duplicate groups (83)" in html
+        and "The 1 closest; <code>mdrag duplicates</code> lists them all" in html
+    )
     # What the machine around the daemon is doing: a drive away, a full disk, watches run out.
     assert "unavailable: /usb/notes (missing); its 24 note(s) are kept until it returns" in html
     assert "full: 12 MB free on /s" in html and "4 folder(s) past the inotify watch limit" in html

@@ -77,6 +77,7 @@ class DuplicatesAnswer(TypedDict):
 
     min_score: int
     total_pairs: int
+    total_groups: int  # every group, though `groups` holds the first `limit`
     complete: bool  # whether the scan covered every candidate pair
     pairs: list[DuplicatePair]
     groups: list[DuplicateGroup]

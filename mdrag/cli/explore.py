@@ -126,9 +126,12 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
     if not result.get("complete", True):
         say("(the scan stopped at its limit of candidate pairs; raise --min-score to see them all)")
     total = result["total_pairs"]
+    total_groups = result.get("total_groups", len(groups))  # a daemon from before said only those shown
     summary = f"({total} pair{'s' * (total != 1)} at {min_score} or above"
-    if len(groups) != total:
-        summary += f", in {len(groups)} group{'s' * (len(groups) != 1)}"
+    if total_groups != total:
+        summary += f", in {total_groups} group{'s' * (total_groups != 1)}"
+    if len(groups) < total_groups:
+        summary += f"; the first {len(groups)} shown"
     say(summary + ")")
 
 

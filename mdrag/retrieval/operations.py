@@ -121,12 +121,14 @@ class ReadOperations:
         min_score = whole_number(params, "min_score", 90, 50, 100)
         limit = whole_number(params, "limit", 1000, 1, 100000)
         pairs, complete = self.similarity.duplicates(min_score)
+        groups = duplicate_groups(pairs)
         return {
             "min_score": min_score,
             "total_pairs": len(pairs),
+            "total_groups": len(groups),
             "complete": complete,
             "pairs": pairs[:limit],
-            "groups": duplicate_groups(pairs)[:limit],
+            "groups": groups[:limit],
         }
 
     def related(self, params: dict[str, Any]) -> RelatedAnswer:
