@@ -351,6 +351,16 @@ def test_while_notes_are_still_being_indexed_a_word_no_note_holds_is_said_of_tho
     assert response["message"].startswith("nothing found in the 3 of 9 notes indexed so far")
     pack = service.context({"query": "a feature branch for Kubernetes"}, live)
     assert pack["confidence"]["reason"] == "no note indexed so far mentions kubernetes"
+    # A saved change still queued may hold it too; with nothing queued, the notes do not.
+    queued = Live({"queue_depth": 1, "last_change_applied_at": None})
+    assert service.search({"query": "kubernetes"}, queued)["confidence"]["reason"] == (
+        "no note indexed so far mentions kubernetes"
+    )
+    settled = Live({"queue_depth": 0, "last_change_applied_at": None})
+    assert (
+        service.search({"query": "kubernetes"}, settled)["confidence"]["reason"]
+        == "no note mentions kubernetes"
+    )
 
 
 def test_a_word_no_note_holds_lowers_a_question_but_not_a_passage(service):

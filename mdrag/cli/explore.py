@@ -170,7 +170,7 @@ def gaps(ctx: click.Context, status: str | None, as_json: bool) -> None:
     if emit(result, as_json):
         return
     if not result["gaps"]:
-        say("No knowledge gaps recorded.")
+        say(f"No {status} knowledge gaps." if status else "No knowledge gaps recorded.")
     for gap in result["gaps"]:
         maybe = gap["possibly_addressed_by"]
         hint = f"  (maybe answered by {paths.shown(maybe)})" if maybe and gap["status"] == "open" else ""

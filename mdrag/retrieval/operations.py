@@ -57,7 +57,10 @@ class ReadOperations:
         fields (the config filling what they leave out)."""
         if not isinstance(params, SearchParams):
             params = SearchParams.parse(params, self.search_defaults())
-        found = self.searcher.search(params, indexing=live is not None and live.indexing is not None)
+        # A note being indexed, or a saved change still queued, may hold a word no indexed note
+        # does: the reason then says "so far" rather than "no note mentions".
+        early = live is not None and (live.indexing is not None or live.freshness["queue_depth"] > 0)
+        found = self.searcher.search(params, indexing=early)
         response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
         # search narrowed by tags or a folder, not one asking for more than the configured
