@@ -50,7 +50,21 @@ def test_an_editor_command_really_receives_the_hostile_path_whole(tmp_path):
 
 def test_editor_from_the_environment_gets_plus_line_only_when_it_understands_it():
     assert editor_argv("/n/a.md", 7, environ={"EDITOR": "nvim -R"}) == ["nvim", "-R", "+7", "/n/a.md"]
-    assert editor_argv("/n/a.md", 7, environ={"VISUAL": "gedit", "EDITOR": "vim"}) == ["gedit", "/n/a.md"]
+    assert editor_argv("/n/a.md", 7, environ={"VISUAL": "gedit", "EDITOR": "vim"}) == [
+        "gedit",
+        "+7",
+        "/n/a.md",
+    ]
+    # Editors with another way to name a line: VS Code and its forks, Sublime Text, Helix.
+    assert editor_argv("/n/a b.md", 7, environ={"VISUAL": "/usr/bin/code --wait"}) == [
+        "/usr/bin/code",
+        "--wait",
+        "--goto",
+        "/n/a b.md:7",
+    ]
+    assert editor_argv("/n/a.md", 7, environ={"VISUAL": "subl -w"}) == ["subl", "-w", "/n/a.md:7"]
+    assert editor_argv("/n/a.md", 7, environ={"EDITOR": "hx"}) == ["hx", "/n/a.md:7"]
+    assert editor_argv("/n/a.md", 7, environ={"EDITOR": "kate"}) == ["kate", "/n/a.md"]  # unknown: the path
     assert editor_argv("/n/a.md", 7, environ={})[-1] == "/n/a.md"
 
 

@@ -15,8 +15,11 @@ from mdrag.errors import ConfigError
 from mdrag.files.private import user_umask
 from mdrag.notes.pathtext import to_fs
 
-# Editors that take `+LINE` before the file; any other $EDITOR gets the path alone.
-PLUS_LINE = {"vi", "vim", "nvim", "nano", "emacs", "emacsclient", "micro", "kak", "ne", "mg", "joe"}
+# Editors that take `+LINE` before the file, `--goto FILE:LINE` (VS Code and its forks) or
+# `FILE:LINE`; any other $VISUAL or $EDITOR gets the path alone.
+PLUS_LINE = {"vi", "vim", "nvim", "nano", "emacs", "emacsclient", "micro", "kak", "ne", "mg", "joe", "gedit"}
+GOTO_LINE = {"code", "code-insiders", "codium", "cursor", "windsurf"}
+PATH_LINE = {"subl", "sublime_text", "hx", "helix", "zed"}
 
 
 def editor_argv(
@@ -49,8 +52,13 @@ def editor_argv(
     editor = (environ.get("VISUAL") or environ.get("EDITOR")) if terminal else None
     if editor:
         words = shlex.split(editor)
-        if Path(words[0]).name in PLUS_LINE:
-            return [*words, f"+{max(1, int(line))}", path]
+        name, at = Path(words[0]).name, max(1, int(line))
+        if name in PLUS_LINE:
+            return [*words, f"+{at}", path]
+        if name in GOTO_LINE:
+            return [*words, "--goto", f"{path}:{at}"]
+        if name in PATH_LINE:
+            return [*words, f"{path}:{at}"]
         return [*words, path]
     return ["open" if sys.platform == "darwin" else "xdg-open", path]
 
