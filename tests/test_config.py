@@ -46,6 +46,23 @@ def test_file_then_environment_then_flags_take_precedence(monkeypatch, tmp_path)
     assert config.with_overrides(search_top_k=7).search_top_k == 7
 
 
+def test_the_search_settings_a_client_sets_are_sent_and_the_rest_left_to_the_daemon(monkeypatch, tmp_path):
+    """A search through a daemon holds the settings of the shell and config file it runs with
+    (MDRAG_SEARCH_TOP_K=2); what they leave at mdrag's defaults, the daemon's config fills."""
+    from mdrag.params.search import SearchParams, search_defaults
+
+    monkeypatch.delenv("MDRAG_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing-here"))
+    plain = SearchParams.parse({"query": "q"}, search_defaults(load_config()))
+    assert plain.to_request() == {"query": "q"}
+    path = tmp_path / "c.yaml"
+    path.write_text("search:\n  mode: keyword\n")
+    monkeypatch.setenv("MDRAG_CONFIG", str(path))
+    monkeypatch.setenv("MDRAG_SEARCH_TOP_K", "2")
+    asked = SearchParams.parse({"query": "q", "threshold": 0.5}, search_defaults(load_config()))
+    assert asked.to_request() == {"query": "q", "top_k": 2, "threshold": 0.5, "mode": "keyword"}
+
+
 def test_explicit_config_path_wins_over_the_environment(monkeypatch, tmp_path):
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     first.write_text("search:\n  top_k: 3\n")

@@ -149,7 +149,8 @@ def search(
     from mdrag.params.search import SearchParams, search_defaults
 
     # Parsed once, before any index is opened (a bad query fails fast): the index opened here
-    # searches on these; the daemon is sent the fields given, and fills the rest from its config.
+    # searches on these; the daemon is sent the fields given (by flags, or set by this process's
+    # config: search_defaults), and fills the rest from its config.
     asked = SearchParams.parse(params, search_defaults(config))
     with open_route(config, quiet=True) as route:
         if scope.path_prefix:  # as typed, once the roots it may start from are known

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 
 from mdrag.errors import QueryError
@@ -99,7 +99,7 @@ class SearchParams:
             explain,
             passage=selection is not None,
             record_gap=raw.get("record_gap") is not False,
-            given=frozenset(name for name in _FIELDS if raw.get(name) not in (None, "")),
+            given=base.given | frozenset(name for name in _FIELDS if raw.get(name) not in (None, "")),
         )
 
     def to_request(self) -> SearchRequest:
@@ -122,12 +122,18 @@ class SearchParams:
 
 
 def search_defaults(config: Config) -> SearchParams:
-    """What a search leaves out, from the config (top_k, threshold, mode)."""
+    """What a search leaves out, from the config (top_k, threshold, mode). Those the config sets
+    apart from mdrag's own defaults (its file, an MDRAG_SEARCH_* variable) count as given: a
+    client sends them, so the settings of the shell a search runs in hold through a daemon, whose
+    config fills only what neither the flags nor the client's config say."""
+    values = {"top_k": config.search_top_k, "threshold": config.search_threshold, "mode": config.search_mode}
+    built_in = {f.name: f.default for f in fields(config)}
     return SearchParams(
         query="-",
         top_k=config.search_top_k,
         threshold=config.search_threshold,
         mode=cast(SearchMode, config.search_mode),
+        given=frozenset(name for name, value in values.items() if value != built_in[f"search_{name}"]),
     )
 
 
