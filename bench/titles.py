@@ -177,12 +177,22 @@ class TitleIndex:
         near = {w: self._near(w) for w in set(words)}
         joined_near: dict[str, int] = {}  # a joined title word -> the most query words joined to it
         joined_words: dict[str, set[str]] = {}  # ... and those query words
+        spelled: set[str] = set()  # title words that two or three query words joined spell exactly
         for n in (1, 2, 3):
             for i in range(len(raw) - n + 1):
-                for word in self._near("".join(raw[i : i + n])):
+                run = "".join(raw[i : i + n])
+                if n > 1 and run in self.vocabulary:
+                    spelled.add(run)
+                for word in self._near(run):
                     if n > joined_near.get(word, 0):
                         joined_near[word] = n
                         joined_words[word] = {stem(w) for w in raw[i : i + n]}
+
+        def whole(title: tuple[str, ...], joined: str) -> bool:
+            """Whether joined query words cover this title whole: any near match for a title of
+            several words ("dataview" meets "Data View"), only the exact spelling for one word
+            ("data view" meets "Dataview"; "view post" is not "Viewport")."""
+            return joined in joined_near and (len(title) > 1 or joined in spelled)
 
         total = len(self.titles) + 1
         query_idf = {w: math.log(total / max((self.df[m] for m in near[w]), default=1)) for w in near}
@@ -191,14 +201,14 @@ class TitleIndex:
         for path, variants in self.titles.items():
             best = (0.0, 0.0)
             for title, joined in variants:
-                if joined in joined_near and len(title) > 1:
+                if whole(title, joined):
                     covered = set(title)
                     query_share = min(1.0, joined_near[joined] / len(words))
                 else:
                     covered = {t for t in title if any(t in near[w] for w in near)}
                     query_share = sum(1 for w in words if near[w] & set(title)) / len(words)
                 if covered and score == "idf":
-                    if joined in joined_near and len(title) > 1:
+                    if whole(title, joined):
                         asked = joined_words[joined] & set(near)
                     else:
                         asked = {w for w in near if near[w] & set(title)}

@@ -31,6 +31,8 @@ def test_a_note_has_its_title_heading_and_aliases_else_its_file_name(tmp_path: P
 def test_the_ranking_puts_the_named_note_first_and_ties_share_their_best_rank(tmp_path: Path):
     for name, text in {
         "Map View.md": "x\n",
+        "Dataview.md": "x\n",
+        "Viewport.md": "x\n",
         "Templater.md": "x\n",
         "Calendar.md": "x\n",
         "Calendar sync.md": "x\n",
@@ -39,6 +41,10 @@ def test_the_ranking_puts_the_named_note_first_and_ties_share_their_best_rank(tm
     index = TitleIndex(sorted(tmp_path.glob("*.md")))
     first = index.ranking("open the mapview", 10)
     assert Path(first[0][0]).name == "Map View.md"  # one query word meets a title's words joined
+    joined = index.ranking("how do I query with data view", 10)
+    assert Path(joined[0][0]).name == "Dataview.md"  # two query words joined spell one title word
+    near = [Path(p).name for p, _, _ in index.ranking("reading view post processor", 10)]
+    assert "Viewport.md" not in near  # joined words one edit from a title word are no match
     assert Path(index.ranking("templatr", 10)[0][0]).name == "Templater.md"  # a typo, one edit
     calendar = index.ranking("calendar", 10)
     assert [Path(p).name for p, _, _ in calendar] == ["Calendar.md", "Calendar sync.md"]
