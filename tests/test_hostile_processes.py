@@ -141,14 +141,16 @@ def test_a_search_answers_quickly_while_300_idle_connections_are_held_open(daemo
 def test_searches_during_a_rebuild_through_the_daemon_never_fail_or_come_back_empty(daemon):
     client = DaemonClient(daemon.socket_path, timeout=60)
     answers: list[int] = []
+    so_far: list[object] = []  # a search's `indexing`: the old index is whole, so never "so far"
     errors: list[str] = []
     done = threading.Event()
 
     def search_in_a_loop() -> None:
         while not done.is_set():
             try:
-                hits = client.call("search", query="sourdough starter", threshold=0.0, top_k=5)["results"]
-                answers.append(len(hits))
+                response = client.call("search", query="sourdough starter", threshold=0.0, top_k=5)
+                answers.append(len(response["results"]))
+                so_far.append(response.get("indexing"))
             except Exception as exc:  # noqa: BLE001 - every failure is what this test counts
                 errors.append(repr(exc))
 
@@ -166,6 +168,7 @@ def test_searches_during_a_rebuild_through_the_daemon_never_fail_or_come_back_em
     assert errors == []
     assert during >= 5, f"only {during} searches ran during the rebuild"
     assert min(answers) > 0, "a search came back empty"
+    assert not any(so_far), "a search answered from the whole old index said its results were partial"
     assert any(h["file_path"].endswith("bread.md") for h in daemon.search("sourdough starter"))
     # The rebuild's keyword index came in with its databases.
     found = client.call("search", query="sourdough starter", threshold=0.0, mode="keyword")["results"]

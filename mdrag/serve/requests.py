@@ -123,7 +123,12 @@ class Requests:
         try:
             with self.gate.shared():
                 self._check_store()  # a reopen it waited for may have failed
-                live = Live(self.freshness(), self.state.indexing()) if fresh else None
+                # A rebuild beside the index leaves searches on the whole of the old one: none of
+                # its answers is "so far" (status shows the rebuild's progress).
+                rebuilding = running.writer.state is WriterState.REBUILDING
+                live = (
+                    Live(self.freshness(), None if rebuilding else self.state.indexing()) if fresh else None
+                )
                 return running.service.handle(op, params, live)
         finally:
             self.last_request_at = time.monotonic()
