@@ -86,6 +86,7 @@ class Service:
         private.refuse_link(files.dirty_marker, "the crash marker")
         private.refuse_link(files.gap_log, "the gap log")
         private.refuse_link(files.pending_keywords, "the pending keyword index")
+        private.refuse_link(files.roots_record, "the roots record")
         if files.is_lite:
             removed = remove_leftovers(files)  # we hold the lock: no rebuild runs
             if removed:
@@ -105,6 +106,7 @@ class Service:
         self.store = self._open_store(config.milvus_uri, carry_to=self._carried)
         self.catalog = Catalog(self.stored_records())
         self.filter = NoteFilter(config.roots, config.exclude)
+        files.record_roots(config.roots)
         self.roots = Roots(self.filter.roots, lambda root: len(self.catalog.paths_under(to_text(root))))
         # Notes a first index read ahead of the model: keyword search finds them meanwhile.
         self.waiting = PendingKeywords(files.pending_keywords)

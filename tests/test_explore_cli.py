@@ -118,6 +118,13 @@ def test_the_commands_work_without_a_daemon(tmp_path):
     human = mdrag_cli(env, "related", str(notes / "kitchen.md"))
     assert human.returncode == 0 and "links to" in human.stdout
     assert_shown_paths_are_accepted_back(env, notes)
+    # A config naming no roots (the daemon had them on its command line: `make run NOTES=…`):
+    # paths are shown, and taken, from the roots the index was last opened with.
+    bare = {**env, "MDRAG_CONFIG": str(write(tmp_path / "bare.yaml", "{}\n"))}
+    shown = mdrag_cli(bare, "search", "sourdough starter", "--threshold", "0")
+    assert shown.returncode == 0 and "notes/sourdough.md" in shown.stdout, shown.stdout
+    assert str(notes) not in shown.stdout
+    assert run_json(bare, "related", "notes/kitchen.md")["note"] == str(notes / "kitchen.md")
 
 
 # Arguments out of their limits, checked by the daemon or the index rather than by click: each is

@@ -34,6 +34,7 @@ def test_a_lite_index_keeps_its_files_beside_its_database(tmp_path):
         tmp_path / ".milvus.rebuild.shard1.db.home2",
     ]
     assert files.keyword_index == tmp_path / "milvus.keywords"
+    assert files.roots_record == tmp_path / "milvus.roots.json"
     assert lite_log(files.databases[1]) == tmp_path / "milvus.shard1.db.log"
     assert lite_lock(files.databases[1]) == tmp_path / ".milvus.shard1.db.lock"
     assert lite_homes(files.databases[1]) == (
@@ -64,7 +65,14 @@ def test_every_path_is_expanded_and_made_absolute_once(tmp_path, monkeypatch):
 
 
 def test_present_finds_the_index_files_and_never_a_users_note_beside_them(tmp_path):
-    for name in ["milvus.db", "milvus.db.log", ".milvus.db.lock", "milvus.gaps.sqlite", "milvus.rebuild.db"]:
+    for name in [
+        "milvus.db",
+        "milvus.db.log",
+        ".milvus.db.lock",
+        "milvus.gaps.sqlite",
+        "milvus.rebuild.db",
+        "milvus.roots.json",
+    ]:
         (tmp_path / name).write_text("")
     (tmp_path / ".milvus.db.home1" / ".cache").mkdir(parents=True)  # a Lite server's home
     files = IndexFiles.at(str(tmp_path / "milvus.db"), tmp_path)
@@ -76,6 +84,7 @@ def test_present_finds_the_index_files_and_never_a_users_note_beside_them(tmp_pa
             "milvus.db.log",
             "milvus.gaps.sqlite",
             "milvus.rebuild.db",
+            "milvus.roots.json",
             tmp_path.name,
         ]
     )  # a folder of mdrag's own: it is closed too
@@ -90,3 +99,15 @@ def test_naming_the_files_loads_no_pymilvus():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_roots_an_index_is_opened_with_are_kept_privately_and_none_keeps_them(tmp_path):
+    files = IndexFiles.at(str(tmp_path / "milvus.db"), tmp_path)
+    assert files.recorded_roots() == []
+    files.record_roots([str(tmp_path / "notes"), str(tmp_path / "wiki" / ".." / "notes")])
+    assert files.recorded_roots() == [str(tmp_path / "notes")]  # resolved, once each
+    assert files.roots_record.stat().st_mode & 0o077 == 0
+    files.record_roots([])  # a command whose config names no roots keeps the daemon's
+    assert files.recorded_roots() == [str(tmp_path / "notes")]
+    files.roots_record.write_text("{not json")
+    assert files.recorded_roots() == []

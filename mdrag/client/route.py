@@ -66,7 +66,8 @@ class LocalRoute:
             lock.release()
             raise
         self.service = Service.open(config, lock)  # owns the lock from here: releases it on close
-        self.paths = Paths(config.roots)
+        # Paths as the daemon showed them: from its roots, when this command's config names none.
+        self.paths = Paths(config.roots or self.service.files.recorded_roots())
 
     def search(self, params: SearchParams, wait_fresh: float | None = None) -> SearchAnswer:
         """The search, on the parameters as parsed (once); a local index is as fresh as it gets,

@@ -11,6 +11,7 @@ A Milvus Lite index `NAME.db` keeps, in its folder:
     NAME.pending.keywords/               notes read ahead of the model, while any wait (milvus/pending.py)
     NAME.carried.sqlite                  an older layout's vectors, kept across its rebuild
     NAME.gaps.sqlite                     the gap log: unanswered searches, kept across a rebuild
+    NAME.roots.json                      the roots the index was last opened with (paths shown from them)
     NAME.rebuild.db, ... (and theirs)    a daemon's rebuild, built beside the live index
     NAME.rebuild.keywords/               its keyword index
 
@@ -21,18 +22,21 @@ made absolute, a link left as the user named it.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdrag.config import is_lite_uri
+from mdrag.files import private
 
 if TYPE_CHECKING:
     from mdrag.config import Config
 
 # What follows NAME. in the names of the files an index keeps (`present` finds them by it).
-_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.", "keywords", "pending.")
+_KINDS = ("db", "shard", "rebuild.", "gaps.", "carried.", "keywords", "pending.", "roots.")
 
 
 def normalized(path: str | Path) -> Path:
@@ -74,6 +78,7 @@ class IndexFiles:
     keyword_index: Path  # the keyword index's folder (milvus/keywords.py)
     rebuild_keyword_index: Path  # a rebuild's keyword index, switched in with its databases
     pending_keywords: Path  # notes read but not embedded yet, by their words (keywords.PendingKeywords)
+    roots_record: Path  # the roots it was last opened with, for a command whose config names none
 
     @classmethod
     def of(cls, config: Config) -> IndexFiles:
@@ -95,6 +100,7 @@ class IndexFiles:
                 keyword_index=db.with_suffix(".keywords"),
                 rebuild_keyword_index=db.with_suffix(".rebuild.keywords"),
                 pending_keywords=db.with_suffix(".pending.keywords"),
+                roots_record=db.with_suffix(".roots.json"),
             )
         import hashlib  # here: only a server's index needs a name derived from its URI
 
@@ -111,7 +117,29 @@ class IndexFiles:
             keyword_index=folder / f"{name}.keywords",
             rebuild_keyword_index=folder / f"{name}.rebuild.keywords",
             pending_keywords=folder / f"{name}.pending.keywords",
+            roots_record=folder / f"{name}.roots.json",
         )
+
+    def record_roots(self, roots: Sequence[str]) -> None:
+        """Keep the roots the index is opened with (none: the record stays): a command run later
+        with no roots configured (the daemon had them on its command line, `make run NOTES=…`)
+        shows and takes paths from them as the daemon did."""
+        if not roots:
+            return
+        text = json.dumps(sorted({os.path.realpath(os.path.expanduser(root)) for root in roots}))
+        try:
+            if not self.roots_record.exists() or self.roots_record.read_text(encoding="utf-8") != text:
+                private.write_text(self.roots_record, text, "the roots record")
+        except OSError:
+            pass  # a convenience for paths shown later: never a reason to fail an open
+
+    def recorded_roots(self) -> list[str]:
+        """The roots `record_roots` kept, or none (no record, or one mdrag cannot read)."""
+        try:
+            roots = json.loads(self.roots_record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [root for root in roots if isinstance(root, str)] if isinstance(roots, list) else []
 
     @property
     def databases(self) -> list[Path]:
