@@ -104,8 +104,12 @@ def test_a_rebuild_killed_midway_leaves_nothing_beside_the_index_after_the_next_
     # What a killed rebuild leaves: a complete Lite index of its own beside the live one.
     side = {**daemon.env, "MDRAG_MILVUS_URI": str(state / "milvus.rebuild.db")}
     assert mdrag_cli(side, "reindex").returncode == 0
-    for path in [*state.glob("milvus.rebuild.*sqlite"), state / "milvus.rebuild.db.mdrag.lock"]:
-        path.unlink()  # a command's, not a rebuild's: it keeps no gap log and no lock of mdrag's
+    for path in [
+        *state.glob("milvus.rebuild.*sqlite"),
+        state / "milvus.rebuild.db.mdrag.lock",
+        state / "milvus.rebuild.roots.json",
+    ]:
+        path.unlink()  # a command's, not a rebuild's: it keeps no gap log, lock or roots of mdrag's
     leftovers = sorted(p.name for p in state.glob("milvus.rebuild.*"))
     assert "milvus.rebuild.db" in leftovers and "milvus.rebuild.shard1.db.log" in leftovers
 
