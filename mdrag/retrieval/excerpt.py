@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
 Mark = TypeVar("Mark")
 
 EXCERPT_CHARS = 240  # what the text output shows of a window
+# What a note's reader never sees rendered: HTML comments (a generated page's "do not edit"
+# header), each to its end, or to the text's end if left open. (Obsidian's %% comments %% are
+# not: "%%" is also a printf or SQL pattern's, and hiding the text a search matched misleads.)
+_HIDDEN = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+
+
+def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """The text with its comments blanked (the same length, so every other span keeps its
+    place), and the spans that fell inside one dropped."""
+    hidden = [(m.start(), m.end()) for m in _HIDDEN.finditer(text)] if "<!--" in text else []
+    if not hidden:
+        return text, spans
+    for a, b in hidden:
+        text = text[:a] + " " * (b - a) + text[b:]
+    kept = [(a, b) for a, b in spans if not any(start <= a < end for start, end in hidden)]
+    return text, kept
 
 
 def excerpt(
     text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS
 ) -> tuple[str, list[tuple[int, int]]]:
     """At most `width` characters of `text` on one line, around where the most of `spans` fall,
-    with the spans moved to match; "…" marks a cut at either end."""
-    flat, moved = _one_line(text, spans)
+    with the spans moved to match; "…" marks a cut at either end. Comments are left out."""
+    flat, moved = _one_line(*without_comments(text, spans))
     if len(flat) <= width:
         return flat, moved
     start = _best_start(flat, moved, width)

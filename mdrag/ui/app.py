@@ -39,6 +39,7 @@ from mdrag.params.scope import Scope
 from mdrag.params.search import SEARCH_MODES, SearchParams, search_defaults
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import confidence_level, explain_lines, nothing_line, results_line
+from mdrag.retrieval.excerpt import without_comments
 from mdrag.ui.guard import Guard
 from mdrag.ui.render import marked_snippet, note_href, render_note
 
@@ -264,7 +265,7 @@ class Page:
 
 def _snippet(hit: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
     part = hit.get("snippet") or {"text": hit.get("section_text", ""), "highlights": []}
-    return part["text"], [(a, b) for a, b in part["highlights"]]
+    return without_comments(part["text"], [(a, b) for a, b in part["highlights"]])
 
 
 def _int(text: str | None) -> int | None:
