@@ -39,6 +39,8 @@ class Progress:
     started_at: float  # wall-clock time the run began
     # notes keyword search finds: those done, and those read ahead of the model (index/prepass.py)
     keyword_notes: int = 0
+    # the run's notes the index held when it began: their last version answers meanwhile
+    notes_held: int = 0
 
     @property
     def pending(self) -> bool:
@@ -73,6 +75,7 @@ class ProgressMeter:
         self.started_at = time.time()
         self._state = "scanning"
         self._notes_total = 0
+        self._notes_held = 0
         self._notes_read = 0  # read and sectioned, or found unchanged
         self._notes_unchanged = 0
         self._notes_written = 0
@@ -114,11 +117,12 @@ class ProgressMeter:
                 self._sized_notes += 1
                 self._sized_texts += texts
 
-    def begin(self, notes_total: int) -> None:
-        """The files are listed: `notes_total` notes to look at."""
+    def begin(self, notes_total: int, held: int = 0) -> None:
+        """The files are listed: `notes_total` notes to look at, `held` of them in the index already."""
         with self._lock:
             self._state = "indexing"
             self._notes_total = notes_total
+            self._notes_held = min(held, notes_total)
             self._samples = [(self._clock(), self._texts_done)]
         self._tell()
 
@@ -202,6 +206,7 @@ class ProgressMeter:
                 eta_s=eta,
                 started_at=self.started_at,
                 keyword_notes=keyword_notes,
+                notes_held=self._notes_held,
             )
 
     def _rate(self) -> float | None:
@@ -251,11 +256,22 @@ def _by_words(p: ProgressSnapshot) -> str:
     return f" ({'all ' if ahead == p['notes_total'] else ''}{ahead} searchable by their words)"
 
 
+def _all_held(p: ProgressSnapshot) -> bool:
+    """Whether every note of the run was in the index when it began (a restart's check for what
+    changed while mdrag was stopped, a --force): each answers meanwhile, in its last version."""
+    return p["notes_total"] > 0 and p.get("notes_held", 0) >= p["notes_total"]
+
+
 def search_banner(progress: ProgressSnapshot) -> str:
     """What a search says while the index is being built: 'indexing: 412 of 994 notes done,
     about 3 min left; results so far:'."""
     if progress["state"] == "scanning":
         return "indexing: listing the notes; results so far:"
+    if _all_held(progress):
+        return (
+            f"updating the index: {progress['notes_done']} of {progress['notes_total']} notes done, "
+            f"{eta_text(progress['eta_s'])}; every note answers meanwhile, as last indexed:"
+        )
     return (
         f"indexing: {progress['notes_done']} of {progress['notes_total']} notes done"
         f"{_by_words(progress)}, {eta_text(progress['eta_s'])}; results so far:"
@@ -267,6 +283,11 @@ def early_message(progress: ProgressSnapshot, by_words: bool = True) -> str:
     search that reads words, which notes it searched by their words ahead of the model)."""
     if progress["state"] == "scanning":
         return "nothing found yet: the notes are still being listed for indexing"
+    if _all_held(progress):
+        return (
+            f"nothing found in the {progress['notes_total']} notes indexed; the index is being updated "
+            f"({progress['notes_done']} done, {eta_text(progress['eta_s'])})"
+        )
     return (
         f"nothing found in the {progress['notes_done']} of {progress['notes_total']} notes "
         f"indexed so far{_by_words(progress) if by_words else ''}; "

@@ -431,6 +431,10 @@ def test_a_run_of_fewer_new_notes_reads_nothing_ahead(notes, make_service, monke
     service.reindex(progress=meter)
     assert started == [] and not service.files.pending_keywords.exists()
     assert meter.snapshot().keyword_notes == len(ANIMALS)
+    assert meter.snapshot().notes_held == 0  # a first index: no note was held before it
+    again = ProgressMeter()
+    service.reindex(progress=again)  # a restart's check: every note held, each answers meanwhile
+    assert again.snapshot().notes_held == again.snapshot().notes_total == len(ANIMALS)
     monkeypatch.setattr(prepass, "MIN_NOTES", 10)
     write(notes / "more" / "x.md", "# x\n")
     for i in range(12):

@@ -121,6 +121,26 @@ def test_status_and_search_lines_say_how_far_the_index_is():
         "nothing found in the 412 of 994 notes indexed so far (all 994 searchable by their words); "
     )
     assert "by their words" not in early_message(p, by_words=False)  # a search by meaning alone
+    # A run over notes the index held already (a restart's check of what changed while mdrag was
+    # stopped): every note answers meanwhile, in its last version, so nothing is "so far".
+    p |= {"notes_held": 994, "keyword_notes": 412}
+    assert search_banner(p) == (
+        "updating the index: 412 of 994 notes done, about 3 min left; every note answers meanwhile, as last indexed:"
+    )
+    assert (
+        early_message(p)
+        == "nothing found in the 994 notes indexed; the index is being updated (412 done, about 3 min left)"
+    )
+    p["notes_held"] = 990  # four new notes: those are not searchable yet
+    assert search_banner(p).endswith("results so far:") and "so far" in early_message(p)
+
+
+def test_a_run_knows_how_many_of_its_notes_the_index_held_when_it_began():
+    meter = ProgressMeter(clock=Clock())
+    meter.begin(10, held=7)
+    assert meter.snapshot().to_dict()["notes_held"] == 7
+    meter.begin(3, held=7)  # never more than the run's notes
+    assert meter.snapshot().notes_held == 3
 
 
 # ---- the stream of progress lines over the socket ------------------------------------------

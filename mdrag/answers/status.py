@@ -18,6 +18,7 @@ class ProgressSnapshot(TypedDict):
     eta_s: float | None
     started_at: float
     keyword_notes: int  # notes keyword search finds: those done, and those read ahead of the model
+    notes_held: int  # the run's notes the index held when it began (they answer meanwhile)
 
 
 class FailedNote(TypedDict):

@@ -170,7 +170,7 @@ class Indexer:
         present = sort_out([p for p in paths if p not in gone], paths, self.catalog, report.failed)
         present = list(dict.fromkeys(present))  # read-ahead must never see one path twice
         meter = progress or ProgressMeter()
-        meter.begin(len(present))
+        meter.begin(len(present), held=sum(1 for p in present if self.catalog.get(p) is not None))
         done = writes = 0
         batch: list[PreparedNote] = []
         texts = 0
