@@ -88,6 +88,12 @@ class NoIndexError(ServerNotRunningError):
 class AlreadyRunningError(MdragError):
     """Another daemon already serves the configured socket."""
 
+    @classmethod
+    def serving(cls, socket: str, pid: int | None) -> "AlreadyRunningError":
+        """The refusal that names the daemon serving `socket` by its process, when known."""
+        holder = f"an mdrag daemon (process {pid})" if pid else "an mdrag daemon"
+        return cls(f"{holder} is already running on {socket}")
+
 
 class UnsafePathError(MdragError):
     """A path mdrag would use could let another user in or redirect a write: a socket folder owned

@@ -203,8 +203,7 @@ def lock_index_for_daemon(config: Config) -> IndexLock | None:
         except MdragError:
             serving = True  # it answered, busy: a daemon all the same
         if serving:
-            holder = f"an mdrag daemon (process {busy.pid})" if busy.pid else "an mdrag daemon"
-            raise AlreadyRunningError(f"{holder} is already running on {config.server_socket_path}") from None
+            raise AlreadyRunningError.serving(config.server_socket_path, busy.pid) from None
         raise
 
 

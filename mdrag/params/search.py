@@ -126,15 +126,16 @@ def search_defaults(config: Config) -> SearchParams:
     apart from mdrag's own defaults (its file, an MDRAG_SEARCH_* variable) count as given: a
     client sends them, so the settings of the shell a search runs in hold through a daemon, whose
     config fills only what neither the flags nor the client's config say."""
-    values = {"top_k": config.search_top_k, "threshold": config.search_threshold, "mode": config.search_mode}
     built_in = {f.name: f.default for f in fields(config)}
+    chosen = {name: attr for name, attr in _CONFIG_KEYS.items() if getattr(config, attr) != built_in[attr]}
     return SearchParams(
         query="-",
         top_k=config.search_top_k,
         threshold=config.search_threshold,
         mode=cast(SearchMode, config.search_mode),
-        given=frozenset(name for name, value in values.items() if value != built_in[f"search_{name}"]),
+        given=frozenset(chosen),
     )
 
 
 _FIELDS = ("top_k", "threshold", "mode")  # those a request may leave to the defaults
+_CONFIG_KEYS = {"top_k": "search_top_k", "threshold": "search_threshold", "mode": "search_mode"}

@@ -18,13 +18,11 @@ _HIDDEN = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """The text with its comments blanked (the same length, so every other span keeps its
     place), and the spans that fell inside one dropped."""
-    hidden = [(m.start(), m.end()) for m in _HIDDEN.finditer(text)] if "<!--" in text else []
+    hidden = [m.span() for m in _HIDDEN.finditer(text)]
     if not hidden:
         return text, spans
-    for a, b in hidden:
-        text = text[:a] + " " * (b - a) + text[b:]
     kept = [(a, b) for a, b in spans if not any(start <= a < end for start, end in hidden)]
-    return text, kept
+    return _HIDDEN.sub(lambda comment: " " * len(comment.group()), text), kept
 
 
 def excerpt(

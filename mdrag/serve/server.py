@@ -66,10 +66,8 @@ class SocketServer:
                 logger.info("replacing the stale socket {} (its daemon is gone)", self.path)
                 self.path.unlink()
             else:
-                pid = trust.peer_credentials(probe)[0]  # named, as the index lock names its holder
-                raise AlreadyRunningError(
-                    f"an mdrag daemon (process {pid}) is already running on {self.path}"
-                )
+                # named by its process, as the index lock names its holder
+                raise AlreadyRunningError.serving(str(self.path), trust.peer_credentials(probe)[0])
             finally:
                 probe.close()
         self._listener = self._bind()
