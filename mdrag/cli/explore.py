@@ -128,10 +128,11 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
     total = result["total_pairs"]
     total_groups = result.get("total_groups", len(groups))  # a daemon from before said only those shown
     summary = f"({total} pair{'s' * (total != 1)} at {min_score} or above"
-    if total_groups != total:
+    cut = len(groups) < total_groups  # --limit: the count says how many there are
+    if total_groups != total or cut:
         summary += f", in {total_groups} group{'s' * (total_groups != 1)}"
-    if len(groups) < total_groups:
-        summary += f"; the first {len(groups)} shown"
+    if cut:
+        summary += f"; {len(groups)} shown"
     say(summary + ")")
 
 
