@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from mdrag.cli.explore import relation_lines
 from tests.conftest import write
 from tests.daemon_process import DaemonProcess, mdrag_cli
 from tests.test_explore import OTHERS, SOURDOUGH
@@ -166,3 +167,22 @@ def test_arguments_out_of_their_limits_exit_2_through_the_daemon(daemon):
 def test_arguments_out_of_their_limits_exit_2_without_a_daemon(tmp_path):
     env, _ = indexed_without_a_daemon(tmp_path)
     assert_exit_codes(env)
+
+
+def test_related_lines_keep_every_path_in_one_column_clear_of_its_relations():
+    """'links to, linked from, similar' is 32 characters: a fixed column of 28 ran it into the path."""
+    items = [
+        {
+            "path": "/n/a.md",
+            "relations": ["links to", "linked from", "similar"],
+            "score": 0.71,
+            "tier": "similar",
+        },
+        {"path": "/n/b.md", "relations": ["linked from"], "score": None, "tier": None},
+    ]
+    lines = relation_lines(items, lambda path: "notes" + path[2:])
+    assert lines == [
+        "links to, linked from, similar  notes/a.md  (0.71, similar)",
+        "linked from                     notes/b.md",
+    ]
+    assert relation_lines([], str) == []

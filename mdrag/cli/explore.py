@@ -17,12 +17,15 @@ from mdrag.errors import QueryError
 from mdrag.params.fields import MAX_DRAFT_CHARS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mdrag.answers.notes import (
         ContextPack,
         DuplicatesAnswer,
         Gap,
         GapsAnswer,
         RelatedAnswer,
+        RelatedNote,
         SimilarAnswer,
     )
     from mdrag.params.scope import Scope
@@ -136,6 +139,18 @@ def duplicates(ctx: click.Context, min_score: int, limit: int, as_json: bool) ->
     say(summary + ")")
 
 
+def relation_lines(items: list[RelatedNote], shown: Callable[[str], str]) -> list[str]:
+    """Each related note as 'links to, similar   notes/x.md  (0.71, similar)', its relations
+    padded to the widest of them, so every path starts in one column and none touches them."""
+    labels = [", ".join(item["relations"]) for item in items]
+    width = max(map(len, labels), default=0)
+    lines = []
+    for label, item in zip(labels, items, strict=True):
+        score = f"  ({item['score']}, {item['tier']})" if item["score"] is not None else ""
+        lines.append(f"{label:<{width}}  {shown(item['path'])}{score}")
+    return lines
+
+
 @click.command()
 @click.argument("note", type=click.Path())
 @click.option("-k", "k", type=int, default=10, show_default=True, help="How many similar notes.")
@@ -147,9 +162,8 @@ def related(ctx: click.Context, note: str, k: int, as_json: bool) -> None:
     result, paths = run(ctx, "related", note=note, k=k)
     if emit(result, as_json):
         return
-    for item in result["related"]:
-        score = f"  ({item['score']}, {item['tier']})" if item["score"] is not None else ""
-        say(f"{', '.join(item['relations']):<28} {paths.shown(item['path'])}{score}")
+    for line in relation_lines(result["related"], paths.shown):
+        say(line)
     for link in result["broken_links"]:
         say(Styled(f"broken link, line {link['line']}: {link['target']}", fg="red"))
     if not result["related"] and not result["broken_links"]:
