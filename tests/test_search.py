@@ -168,9 +168,15 @@ def test_a_filter_that_leaves_no_note_says_so_rather_than_blame_the_index(servic
     response = service.search(params)
     assert response["results"] == [] and response["closest"] == []
     assert response["message"] == (
-        f"no confident answer in your notes: nothing matched among the notes tagged no-such-tag"
-        f" under {notes / 'nowhere'}"
+        f"no confident answer in your notes: no note tagged no-such-tag is under {notes / 'nowhere'}"
     )
+    only_tags = service.search({"query": "dough", "tags": ["no-such-tag", "nor-this"]})
+    assert only_tags["message"].endswith(": no note is tagged no-such-tag or nor-this")
+    nowhere = service.search({"query": "dough", "path_prefix": str(notes / "nowhere")})
+    assert nowhere["message"].endswith(f": no note is under {notes / 'nowhere'}")
+    # A keyword search finds only notes that hold a word: nothing says no more than that.
+    keyword = service.search({"query": "dough", "tags": ["no-such-tag"], "mode": "keyword"})
+    assert keyword["message"].endswith(": nothing matched among the notes tagged no-such-tag")
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])

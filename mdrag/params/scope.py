@@ -73,6 +73,15 @@ class Scope:
         (Milvus's LIKE cannot take every prefix), checked exactly on the rows it returns."""
         return path.startswith(self.path_prefix)
 
+    def none_words(self, so_far: str = "") -> str:
+        """That no note is within it, as a person says it: "no note is tagged a or b", "no note
+        tagged a is under notes/x" (`so_far`: " indexed so far", while the daemon indexes)."""
+        tagged = f" tagged {' or '.join(self.tags)}" if self.tags else ""
+        under = f" under {self.path_prefix}" if self.path_prefix else ""
+        if tagged and under:
+            return f"no note{so_far}{tagged} is{under}"
+        return f"no note{so_far} is{tagged or under}"
+
     def words(self) -> str:
         """The scope as a sentence goes on to say it ("nothing matched" + this), or "" for none."""
         tagged = f" among the notes tagged {' or '.join(self.tags)}" if self.tags else ""

@@ -111,13 +111,16 @@ def _why_none(
 ) -> tuple[str, str]:
     """Why no hit passed, when known (the reason), and the message that says it: a word no note
     holds is named, with the word one slip from it that the best sections hold (a typo's meaning)."""
+    so_far = " indexed so far" if indexing else ""
+    if best is None and params.scope.narrows and params.mode != "keyword":
+        # A search by meaning finds the closest of any notes there are: nothing means the filter
+        # leaves none, which is what to say, rather than blame a word.
+        return "", params.scope.none_words(so_far)
     if best is None and (params.scope.narrows or not evidence.unheard):
-        # Nothing to score: a filter that leaves no note says so, rather than blame a word;
-        # unfiltered, a word no note holds is why (a keyword search for such words alone).
+        # Nothing to score: a keyword search among the filtered notes, or for words no note holds.
         return "", "nothing matched" + params.scope.words()
     reason = ""
     if evidence.unheard:
-        so_far = " indexed so far" if indexing else ""
         suggestion = _did_you_mean(evidence.unheard, ordered[:SUGGEST_FROM])
         reason = f"no note{so_far} mentions " + _either(evidence.unheard) + suggestion + params.scope.words()
     elif evidence.absent:
