@@ -6,7 +6,8 @@ import math
 import threading
 import time
 from array import array
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 # The rate is measured over this many recent seconds of embedding, so a run whose texts grow
 # longer (the model sorts nothing across batches) or a machine that gets busy moves the ETA.
 RATE_WINDOW_S = 60.0
+READ_SAMPLE_S = 0.1  # the reader's pace is sampled at most this often (it may read 10k notes a second)
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,9 @@ class Progress:
     total: int  # texts known, plus an estimate for the notes not read yet
     unit: str  # "texts"
     rate: float | None  # texts per second, over the last minute of embedding
-    eta_s: float | None  # seconds left at that rate; None until there is a rate
+    # seconds left: at that rate, or at the reader's pace while it checks more notes than are
+    # left to embed (a restart's check of notes that mostly did not change); None without a rate
+    eta_s: float | None
     started_at: float  # wall-clock time the run began
     # notes keyword search finds: those done, and those read ahead of the model (index/prepass.py)
     keyword_notes: int = 0
@@ -82,6 +86,7 @@ class ProgressMeter:
         self._texts_known = 0
         self._texts_done = 0
         self._samples: list[tuple[float, int]] = []  # (time, texts done) at each model batch
+        self._read_samples: deque[tuple[float, int]] = deque()  # (time, notes read), READ_SAMPLE_S apart
         self._keywords_ahead = -1  # notes searchable by their words ahead of the model; -1: no pass
         # Texts of the notes the keywords pass sectioned before the reader reached them, by their
         # position in the run (-1: not counted), so the total need not guess them: the notes read
@@ -124,6 +129,7 @@ class ProgressMeter:
             self._notes_total = notes_total
             self._notes_held = min(held, notes_total)
             self._samples = [(self._clock(), self._texts_done)]
+            self._read_samples = deque([(self._clock(), self._notes_read)])
         self._tell()
 
     def read(self, texts: int) -> None:
@@ -143,6 +149,11 @@ class ProgressMeter:
         reader's now, not the pass's."""
         position = self._notes_read
         self._notes_read += 1
+        now = self._clock()
+        if not self._read_samples or now - self._read_samples[-1][0] >= READ_SAMPLE_S:
+            self._read_samples.append((now, self._notes_read))
+            while len(self._read_samples) > 2 and now - self._read_samples[1][0] > RATE_WINDOW_S:
+                self._read_samples.popleft()
         if position < len(self._sized) and self._sized[position] >= 0:
             self._sized_notes -= 1
             self._sized_texts -= self._sized[position]
@@ -189,9 +200,9 @@ class ProgressMeter:
             if unread > 0 and changed_read > 0:
                 # The notes nobody has read yet are assumed to be like those read so far.
                 total += math.ceil(unread * known / changed_read)
-            rate = self._rate()
+            rate = _rate(self._samples)
             left = max(total - self._texts_done, 0)
-            eta = None if rate is None else left / rate
+            eta = self._eta(left, rate)
             if self._state == "done":
                 eta = 0.0
             keyword_notes = max(notes_done, min(self._keywords_ahead, self._notes_total))
@@ -209,13 +220,28 @@ class ProgressMeter:
                 notes_held=self._notes_held,
             )
 
-    def _rate(self) -> float | None:
-        if len(self._samples) < 2:
+    def _eta(self, texts_left: int, rate: float | None) -> float | None:
+        """The longer of the model's time for the texts left and the reader's for the notes it
+        has not read; the reader's alone when it has found nothing to embed (a restart's check),
+        and none while there is text to embed but no rate of embedding yet (the reader races
+        ahead while the model loads, so its pace then says nothing of the run's)."""
+        pace = _rate(self._read_samples)
+        reading = None if pace is None else (self._notes_total - self._notes_read) / pace
+        if texts_left == 0:
+            return reading
+        if rate is None:
             return None
-        (t0, n0), (t1, n1) = self._samples[0], self._samples[-1]
-        if t1 - t0 <= 0 or n1 <= n0:
-            return None
-        return (n1 - n0) / (t1 - t0)
+        return max(texts_left / rate, reading or 0.0)
+
+
+def _rate(samples: Sequence[tuple[float, int]]) -> float | None:
+    """Units a second between the first and last of (time, count) samples; None without a rise."""
+    if len(samples) < 2:
+        return None
+    (t0, n0), (t1, n1) = samples[0], samples[-1]
+    if t1 - t0 <= 0 or n1 <= n0:
+        return None
+    return (n1 - n0) / (t1 - t0)
 
 
 def eta_text(seconds: float | None) -> str:

@@ -135,6 +135,37 @@ def test_status_and_search_lines_say_how_far_the_index_is():
     assert search_banner(p).endswith("results so far:") and "so far" in early_message(p)
 
 
+def test_a_check_that_finds_nothing_to_embed_estimates_its_time_from_the_readers_pace():
+    """A restart's check of 1,000 unchanged notes embeds nothing: the time left is the reader's."""
+    clock = Clock()
+    meter = ProgressMeter(clock=clock)
+    meter.begin(1000, held=1000)
+    assert meter.snapshot().eta_s is None  # nothing read yet
+    for _ in range(200):  # 200 notes checked in 2 s
+        clock.now += 0.01
+        meter.unchanged()
+    p = meter.snapshot()
+    assert (p.rate, p.total) == (None, 0)
+    assert p.eta_s == pytest.approx(8.0, rel=0.05)  # 800 notes left at ~100 a second
+    assert "about 10 s left" in search_banner(p.to_dict())
+
+
+def test_the_time_left_is_the_longer_of_the_models_and_the_readers():
+    clock = Clock()
+    meter = ProgressMeter(clock=clock)
+    meter.begin(1000, held=1000)
+    meter.read(10)  # one changed note: 10 texts, then 99 unchanged ones in 1 s
+    for _ in range(99):
+        clock.now += 0.0101
+        meter.unchanged()
+    assert meter.snapshot().eta_s is None  # text to embed and no rate of embedding yet
+    meter.texts_done(10)  # its 10 texts embedded in that second: the estimate of the rest is 9,000
+    p = meter.snapshot()
+    assert p.eta_s == pytest.approx((p.total - 10) / p.rate)
+    meter.texts_done(p.total - 20)  # the model all but done, in no time: the reader's 900 notes remain
+    assert meter.snapshot().eta_s == pytest.approx(9.0, rel=0.05)
+
+
 def test_a_run_knows_how_many_of_its_notes_the_index_held_when_it_began():
     meter = ProgressMeter(clock=Clock())
     meter.begin(10, held=7)
