@@ -136,11 +136,9 @@ def _window_positions(section: Section, spans: list[tuple[int, int]], windows: i
     The body is the section's text under its heading, stripped; a section with none embedded its
     heading, and a window without a known span stands for the whole section.
     """
-    under = section.text[section.body_start :]
-    if not under.strip() or len(spans) != windows:
+    if not section.body_text or len(spans) != windows:
         return [(section.start_position, section.end_position)] * windows
-    body_start = section.start_position + section.body_start + len(under) - len(under.lstrip())
-    return [(body_start + start, body_start + end) for start, end in spans]
+    return [(section.body_offset + start, section.body_offset + end) for start, end in spans]
 
 
 def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) -> dict[str, Any]:

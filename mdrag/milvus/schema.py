@@ -20,8 +20,10 @@ METADATA = "document_metadata"
 # 7: no `display` or `embedded_text` (the keyword index keeps what a hit shows, keywords.py);
 # 8: vector rows hold their INT64 key, `doc_id` and the vector alone (the keyword index keeps
 # the section, path, version and tags of each row); 9: a note's `aliases` follow its title in
-# the text each section embeds, and a shown row holds them (an upgrade re-embeds those notes).
-SCHEMA_VERSION = 9
+# the text each section embeds, and a shown row holds them (an upgrade re-embeds those notes);
+# 10: HTML comment blocks are blanked from what a section embeds (an upgrade re-embeds those
+# sections).
+SCHEMA_VERSION = 10
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.

@@ -12,6 +12,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from mdrag.answers.notes import Link
+from mdrag.notes.comments import comment_spans
 from mdrag.notes.counting import pieces
 from mdrag.notes.inline import decode_entities, split_attributes
 from mdrag.notes.lines import LineIndex
@@ -61,7 +62,7 @@ class Block:
 
 class Blocks:
     """The blocks of one note's body, in order, as markdown-it reads them, a window at a time; its
-    first H1 and its links are known once they are all read.
+    first H1, its links and where its HTML comments are, are known once they are all read.
 
     A window ends before its last top-level block, which the next window reads whole (every block
     before it ends inside the window, so it is read as in the whole note). A lone block longer than
@@ -74,6 +75,7 @@ class Blocks:
         self.env: dict[str, object] = {}  # the link reference definitions read so far
         self.first_h1 = ""
         self.links: list[Link] = []
+        self.comments = array("q")  # each HTML comment block's comments: start, end offsets, flat
 
     def __iter__(self) -> Iterator[Block]:
         starts, size = self.lines.starts, len(self.text)
@@ -165,6 +167,8 @@ class Blocks:
             if token.map is None or token.map[0] >= cut:
                 continue
             first, end = offset + token.map[0], offset + min(token.map[1], cut)
+            if _is_comment_block(token):  # at any depth: in a list or quote too
+                self.comments.extend(comment_spans(self.text, *self.lines.chars(first, end)))
             if token.level == 0 and token.type == "heading_open":
                 if block is not None:
                     yield block
@@ -223,6 +227,12 @@ def _cut(tokens: list[Token], skip: int, lines: int, last: bool) -> tuple[int, b
         if items and items[-1] > max(skip, top.map[0]):
             return items[-1], True
     return None
+
+
+def _is_comment_block(token: Token) -> bool:
+    """Whether markdown-it read the token as an HTML block that opens with a comment (a generated
+    page's "Do not edit" header, a template's commented-out lines, a linter's directive)."""
+    return token.type == "html_block" and token.content.lstrip().startswith("<!--")
 
 
 def _is_item(token: Token) -> bool:

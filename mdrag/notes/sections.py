@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from markdown_it import MarkdownIt
 from mdrag.answers.notes import Link
 from mdrag.notes.anchors import Slugger
 from mdrag.notes.blocks import Block, Blocks
+from mdrag.notes.comments import blank
 from mdrag.notes.counting import TokenCounter, counted
 from mdrag.notes.document import Document
 from mdrag.notes.inline import decode_entities
@@ -55,14 +57,22 @@ class Section:
     def body_text(self) -> str:
         return self.text[self.body_start :].strip()
 
+    @property
+    def body_offset(self) -> int:
+        """Where `body_text` starts in the file."""
+        under = self.text[self.body_start :]
+        return self.start_position + self.body_start + len(under) - len(under.lstrip())
+
 
 @dataclass(frozen=True)
 class Outline:
-    """The sections of one note, the text of its first H1 (a title candidate) and its links."""
+    """The sections of one note, the text of its first H1 (a title candidate), its links and its
+    HTML comment blocks' comments (start and end offsets in the file, flat)."""
 
     sections: list[Section]
     first_h1: str
     links: list[Link] = field(default_factory=list)
+    comments: array[int] = field(default_factory=lambda: array("q"))
 
 
 @dataclass
@@ -100,7 +110,7 @@ class Sectioner:
         for key, members in _by_heading(self._counted(text, lines, iter(blocks))):
             units = (unit for block, whole in members for unit in self._units(text, lines, block, whole))
             sections.extend(self._pack(text, lines, key, units))
-        return Outline(_drop_empty(sections), blocks.first_h1, blocks.links)
+        return Outline(_drop_empty(sections), blocks.first_h1, blocks.links, blocks.comments)
 
     def _counted(self, text: str, lines: LineIndex, blocks: Iterator[Block]) -> Iterator[_Counted]:
         """Each block with its text as one unit, counted a batch of blocks to a tokenizer call."""
@@ -288,7 +298,11 @@ def _rstrip(text: str, start: int, end: int) -> int:
 def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline, str, list[tuple[str, str]]]:
     """A note's outline, its title, and each section's (prefix, body) as embedded.
 
-    The title leads every heading path, so a section is embedded knowing which note it is in.
+    The title leads every heading path, so a section is embedded knowing which note it is in. What
+    a reader never sees, its HTML comment blocks, is blanked from the body: a generated page's "Do
+    not edit this file" header, or a template's commented-out "PayPal" and "Patreon" lines in
+    thousands of notes, gave each of them that meaning and those words (the keyword index reads
+    what each window embeds). Blanked, not cut, so the body's offsets hold.
     """
     outline = sectioner.split(document.text, document.body_offset)
     title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
@@ -305,7 +319,8 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
         if also and path:
             path[0] = f"{path[0]} ({also})"
         prefix = _cut(" > ".join(path), PREFIX_CHARS)
-        inputs.append((prefix, section.body_text or section.heading))
+        body = blank(section.body_text, section.body_offset, outline.comments)
+        inputs.append((prefix, body or section.heading))
     return outline, title, inputs
 
 

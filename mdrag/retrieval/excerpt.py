@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TypeVar
+
+from mdrag.notes.comments import COMMENT
 
 Mark = TypeVar("Mark")
 
 EXCERPT_CHARS = 240  # what the text output shows of a window
 # What a note's reader never sees rendered: HTML comments (a generated page's "do not edit"
-# header), each to its end, or to the text's end if left open. (Obsidian's %% comments %% are
-# not: "%%" is also a printf or SQL pattern's, and hiding the text a search matched misleads.)
-_HIDDEN = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# header), each to its end, or to the text's end if left open (notes/comments.py). Obsidian's
+# %% comments %% are not: "%%" is also a printf or SQL pattern's, and hiding the text a search
+# matched misleads.
 
 
 def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """The text with its comments blanked (the same length, so every other span keeps its
     place), and the spans that fell inside one dropped."""
-    hidden = [m.span() for m in _HIDDEN.finditer(text)]
+    hidden = [m.span() for m in COMMENT.finditer(text)]
     if not hidden:
         return text, spans
     kept = [(a, b) for a, b in spans if not any(start <= a < end for start, end in hidden)]
-    return _HIDDEN.sub(lambda comment: " " * len(comment.group()), text), kept
+    return COMMENT.sub(lambda comment: " " * len(comment.group()), text), kept
 
 
 def excerpt(
