@@ -24,9 +24,10 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_WORK = REPO / ".eval-work"
 READY = "ready.json"  # written last: a work dir without it is an interrupted build
 # Raised when mdrag embeds or keyword-analyses the same notes differently while the schema, the
-# sectioning and the model stay (2: each text is its own ONNX run): the cached indexes are then
-# built again rather than measured as if the code that built them were today's.
-BUILD_VERSION = 2
+# sectioning and the model stay (2: each text is its own ONNX run; 3: text before the first
+# heading that is only an HTML comment is no section): the cached indexes are then built again
+# rather than measured as if the code that built them were today's.
+BUILD_VERSION = 3
 
 
 @dataclass

@@ -166,6 +166,28 @@ def test_the_time_left_is_the_longer_of_the_models_and_the_readers():
     assert meter.snapshot().eta_s == pytest.approx(9.0, rel=0.05)
 
 
+def test_a_small_run_all_read_at_once_ends_at_no_time_left_and_a_stuck_reader_grows_its_own():
+    clock = Clock()
+    meter = ProgressMeter(clock=clock)
+    meter.begin(3)
+    for _ in range(3):  # every note read within the reader's first sample
+        clock.now += 0.01
+        meter.read(2)
+    clock.now += 2
+    meter.texts_done(3)
+    clock.now += 2
+    meter.texts_done(3)
+    assert meter.snapshot().eta_s == 0.0  # nothing left to embed or read, before finish()
+    stuck = ProgressMeter(clock=clock)
+    stuck.begin(200, held=200)
+    for _ in range(100):  # 100 unchanged notes checked in 1 s, then the reader waits on one note
+        clock.now += 0.01
+        stuck.unchanged()
+    first = stuck.snapshot().eta_s
+    clock.now += 9
+    assert first == pytest.approx(1.0, rel=0.1) and stuck.snapshot().eta_s == pytest.approx(10.0, rel=0.1)
+
+
 def test_a_run_knows_how_many_of_its_notes_the_index_held_when_it_began():
     meter = ProgressMeter(clock=Clock())
     meter.begin(10, held=7)

@@ -174,9 +174,19 @@ def test_a_filter_that_leaves_no_note_says_so_rather_than_blame_the_index(servic
     assert only_tags["message"].endswith(": no note is tagged no-such-tag or nor-this")
     nowhere = service.search({"query": "dough", "path_prefix": str(notes / "nowhere")})
     assert nowhere["message"].endswith(f": no note is under {notes / 'nowhere'}")
-    # A keyword search finds only notes that hold a word: nothing says no more than that.
     keyword = service.search({"query": "dough", "tags": ["no-such-tag"], "mode": "keyword"})
-    assert keyword["message"].endswith(": nothing matched among the notes tagged no-such-tag")
+    assert keyword["message"].endswith(": no note is tagged no-such-tag")
+
+
+def test_a_filter_whose_notes_have_no_text_to_search_is_not_said_to_hold_none(make_service, notes):
+    """A note of frontmatter alone has no section, so nothing is found among its tag's notes:
+    saying no note is tagged so would deny a note that is there."""
+    write(notes / "todo.md", "---\ntags: [someday]\n---\n")
+    service = make_service([notes])
+    service.reindex()
+    for mode in ("dense", "keyword", "hybrid"):
+        response = service.search({"query": "dough", "tags": ["someday"], "mode": mode})
+        assert response["message"].endswith(": nothing matched among the notes tagged someday"), mode
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])

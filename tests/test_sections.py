@@ -250,15 +250,19 @@ def test_comments_in_code_or_inside_a_paragraph_are_embedded_as_written(text):
     assert body == text.strip()
 
 
-def test_a_section_that_is_only_a_comment_embeds_its_heading_path_and_keeps_its_words_in_the_text():
+def test_text_before_the_first_heading_that_is_only_a_comment_is_no_section():
+    """A generated page's "Do not edit" line would embed as the note's title alone, and lead
+    searches for it. A heading with only a comment under it is bare: its heading path is embedded,
+    as for a heading with nothing under it, and its words stay in the note's text a hit reads."""
     text = "<!-- generated -->\n\n# Title\n\nBody.\n\n## Sponsor\n\n<!-- PayPal, Patreon -->\n"
     inputs = embedded(text)
     assert [(prefix, body.strip()) for prefix, body in inputs] == [
-        ("Title", ""),
         ("Title", "Body."),
         ("Title > Sponsor", ""),
     ]
-    assert "PayPal" in split(text).sections[-1].text  # what the keyword index and a hit read
+    assert "PayPal" in split(text).sections[-1].text
+    parent = "# Title\n\n<!-- only this -->\n\n## Child\n\nText.\n"
+    assert [prefix for prefix, _ in embedded(parent)] == ["Title > Child"]  # a bare parent heading
 
 
 def test_a_comment_longer_than_a_window_is_blanked_in_every_section_it_is_cut_into():
@@ -268,3 +272,12 @@ def test_a_comment_longer_than_a_window_is_blanked_in_every_section_it_is_cut_in
     inputs = embedded(f"# T\n\nbefore\n\n<!--\n{lines}-->\nafter\n", max_tokens=200)
     assert len(inputs) > 10
     assert " ".join(" ".join(body.split()) for _, body in inputs).split() == ["before", "after"]
+
+
+def test_a_quoted_comment_longer_than_a_window_is_never_cut_inside_and_read_as_text():
+    from mdrag.notes.blocks import WINDOW_CHARS
+
+    quoted = "".join(f"> secret line {i}\n" for i in range(2 * WINDOW_CHARS // 18))
+    inputs = embedded(f"# H\n\n> <!--\n{quoted}> -->\n\nafter\n", max_tokens=200)
+    assert "secret" not in " ".join(body for _, body in inputs)
+    assert "after" in inputs[-1][1]

@@ -132,8 +132,13 @@ class Blocks:
         quoted = tokens[0].type == "blockquote_open"
         if skip or tokens[0].type not in ("paragraph_open", "blockquote_open"):
             return None
+        # A quoted line inside a quote's HTML block (a comment) is no place to cut: read on from
+        # there, the rest of the block would read as a paragraph.
+        html = [t.map for t in tokens if t.type == "html_block" and t.map is not None]
         starts, first = self.lines.starts, line + (tokens[0].map or [0])[0]
         for at in range(end_line - 1, first, -1):
+            if any(a <= at - line < b for a, b in html):
+                continue
             start, stop = starts[at], starts[at + 1] if at + 1 < len(starts) else len(self.text)
             plain = (_QUOTED_PLAIN if quoted else _PLAIN).match(self.text, start, stop)
             if plain is not None and self.text.find("|", start, stop) == -1:

@@ -110,7 +110,7 @@ class Sectioner:
         for key, members in _by_heading(self._counted(text, lines, iter(blocks))):
             units = (unit for block, whole in members for unit in self._units(text, lines, block, whole))
             sections.extend(self._pack(text, lines, key, units))
-        return Outline(_drop_empty(sections), blocks.first_h1, blocks.links, blocks.comments)
+        return Outline(_drop_empty(sections, blocks.comments), blocks.first_h1, blocks.links, blocks.comments)
 
     def _counted(self, text: str, lines: LineIndex, blocks: Iterator[Block]) -> Iterator[_Counted]:
         """Each block with its text as one unit, counted a batch of blocks to a tokenizer call."""
@@ -271,8 +271,10 @@ def _by_heading(stream: Iterator[_Counted]) -> Iterator[tuple[_GroupKey, Iterato
             pass
 
 
-def _drop_empty(sections: list[Section]) -> list[Section]:
-    """Drop blank sections, and headings with no text of their own whose subsections follow.
+def _drop_empty(sections: list[Section], comments: array[int]) -> list[Section]:
+    """Drop blank sections, and headings with no text of their own whose subsections follow
+    (text under a heading that is only `comments` is none: a generated page's "Do not edit" line
+    before its first heading is no section).
 
     A bare parent heading adds nothing: its text already leads every child's heading path.
     A bare heading with nothing under it (a note that is only "# Buy milk") is kept.
@@ -282,7 +284,7 @@ def _drop_empty(sections: list[Section]) -> list[Section]:
         if not section.text.strip():
             continue
         following = sections[index + 1] if index + 1 < len(sections) else None
-        bare = not section.body_text
+        bare = not blank(section.body_text, section.body_offset, comments).strip()
         if bare and following is not None and following.heading_level > section.heading_level:
             continue
         kept.append(section)

@@ -54,10 +54,12 @@ def respond(
     vector: np.ndarray,
     started: float,
     indexing: bool = False,
+    empty_scope: bool = False,
 ) -> SearchResponse:
     """The response to a search whose candidates are `ordered` (scored, best first; `ranked`: the
     engine's lists, for --explain): the hits that pass the threshold, or else the hits close
-    under it, the closest notes and why nothing answered. `started`: its perf_counter start."""
+    under it, the closest notes and why nothing answered. `started`: its perf_counter start;
+    `empty_scope`: its filter holds no indexed note."""
     chosen, best, dropped = pass_threshold(ordered, params)
     marked = "" if params.passage else params.query
     hits = [hit_of(c, marked) for c in chosen]
@@ -70,7 +72,7 @@ def respond(
         floor = params.threshold - RELATED_BAND
         close = [c for c in dropped if c["score"] >= floor]
         related = [hit_of(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
-        reason, message = _why_none(params, best, evidence, indexing, ordered)
+        reason, message = _why_none(params, best, evidence, indexing, ordered, empty_scope)
         closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
     if level == "none":
         message = NO_ANSWER + (f": {message}" if message else "")
@@ -108,16 +110,16 @@ def _why_none(
     evidence: QueryEvidence,
     indexing: bool,
     ordered: Sequence[Candidate],
+    empty_scope: bool,
 ) -> tuple[str, str]:
     """Why no hit passed, when known (the reason), and the message that says it: a word no note
     holds is named, with the word one slip from it that the best sections hold (a typo's meaning)."""
     so_far = " indexed so far" if indexing else ""
-    if best is None and params.scope.narrows and params.mode != "keyword":
-        # A search by meaning finds the closest of any notes there are: nothing means the filter
-        # leaves none, which is what to say, rather than blame a word.
+    if empty_scope:  # what to say, rather than blame a word
         return "", params.scope.none_words(so_far)
     if best is None and (params.scope.narrows or not evidence.unheard):
-        # Nothing to score: a keyword search among the filtered notes, or for words no note holds.
+        # Nothing to score: among the notes a filter holds (a keyword search, or notes with no
+        # sections), or for words no note holds.
         return "", "nothing matched" + params.scope.words()
     reason = ""
     if evidence.unheard:

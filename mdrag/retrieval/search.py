@@ -76,7 +76,9 @@ class Searcher:
             self._baseline(params, vector),
             unheard,
         )
-        return respond(params, ordered, ranked, evidence, vector, started, indexing)
+        # Nothing found under a filter: is it the filter, holding no note at all? (Asked only then.)
+        empty_scope = not ordered and params.scope.narrows and not self._scope_holds_notes(params)
+        return respond(params, ordered, ranked, evidence, vector, started, indexing, empty_scope)
 
     def _candidates(
         self, params: SearchParams, leave_out: Callable[[str], bool] | None, pool: int
@@ -157,6 +159,13 @@ class Searcher:
         else:
             within = [path for path in every if scope.holds(path)]
         return note_scope(within, every)
+
+    def _scope_holds_notes(self, params: SearchParams) -> bool:
+        """Whether any indexed note is within the search's filter (its metadata row or, for a path
+        alone, the catalog: a note with no sections, or one that failed, counts)."""
+        if params.scope.tags:
+            return bool(self.store.paths_within(params.scope))
+        return any(params.scope.holds(path) for path in self.catalog.paths())
 
     def _unheard(self, words: str, params: SearchParams) -> tuple[str, ...]:
         """The query's words no note holds: neither an indexed one nor one waiting for the model."""
