@@ -10,15 +10,14 @@ from mdrag.notes.comments import COMMENT
 Mark = TypeVar("Mark")
 
 EXCERPT_CHARS = 240  # what the text output shows of a window
-# What a note's reader never sees rendered: HTML comments (a generated page's "do not edit"
-# header), each to its end, or to the text's end if left open (notes/comments.py). Obsidian's
-# %% comments %% are not: "%%" is also a printf or SQL pattern's, and hiding the text a search
-# matched misleads.
 
 
 def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
-    """The text with its comments blanked (the same length, so every other span keeps its
-    place), and the spans that fell inside one dropped."""
+    """The text with what its reader never sees rendered blanked: HTML comments (a generated
+    page's "do not edit" header), each to its end or to the text's end if left open
+    (notes/comments.py), the same length so every other span keeps its place; and the spans
+    that fell inside one dropped. Obsidian's %% comments %% stay: "%%" is also a printf or SQL
+    pattern's, and hiding the text a search matched misleads."""
     hidden = [m.span() for m in COMMENT.finditer(text)]
     if not hidden:
         return text, spans

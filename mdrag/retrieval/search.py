@@ -77,7 +77,7 @@ class Searcher:
             unheard,
         )
         # Nothing found under a filter: is it the filter, holding no note at all? (Asked only then.)
-        empty_scope = not ordered and params.scope.narrows and not self._scope_holds_notes(params)
+        empty_scope = not ordered and params.scope.narrows and not self._paths_within(params)
         return respond(params, ordered, ranked, evidence, vector, started, indexing, empty_scope)
 
     def _candidates(
@@ -150,22 +150,16 @@ class Searcher:
         """The notes a filtered dense search searches among (None: every note). A path alone is
         matched on the catalog's paths (reading 12,352 of them from Milvus took ~120 ms at 5x);
         tags are read from the notes' metadata rows."""
-        scope = params.scope
-        if not scope.narrows:
+        if not params.scope.narrows:
             return None
-        every = self.catalog.paths()
-        if scope.tags:
-            within = self.store.paths_within(scope)
-        else:
-            within = [path for path in every if scope.holds(path)]
-        return note_scope(within, every)
+        return note_scope(self._paths_within(params), self.catalog.paths())
 
-    def _scope_holds_notes(self, params: SearchParams) -> bool:
-        """Whether any indexed note is within the search's filter (its metadata row or, for a path
-        alone, the catalog: a note with no sections, or one that failed, counts)."""
+    def _paths_within(self, params: SearchParams) -> list[str]:
+        """The indexed notes within the search's filter, by their metadata rows or, for a path
+        alone, the catalog's paths (a note with no sections, or one that failed, counts)."""
         if params.scope.tags:
-            return bool(self.store.paths_within(params.scope))
-        return any(params.scope.holds(path) for path in self.catalog.paths())
+            return self.store.paths_within(params.scope)
+        return [path for path in self.catalog.paths() if params.scope.holds(path)]
 
     def _unheard(self, words: str, params: SearchParams) -> tuple[str, ...]:
         """The query's words no note holds: neither an indexed one nor one waiting for the model."""
