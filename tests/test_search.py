@@ -178,6 +178,20 @@ def test_a_filter_that_leaves_no_note_says_so_rather_than_blame_the_index(servic
     assert keyword["message"].endswith(": no note is tagged no-such-tag")
 
 
+def test_the_folder_a_filter_names_is_said_as_hits_are_shown_not_as_the_daemon_holds_it(service, notes):
+    from mdrag.client.paths import Paths
+    from mdrag.retrieval.confidence import nothing_line
+
+    shown = Paths([str(notes)]).shown
+    for params, said in [
+        ({"path_prefix": str(notes / "nowhere")}, f"no note is under {notes.name}/nowhere"),
+        ({"path_prefix": str(notes / "nowhere"), "tags": ["x"]}, f"no note tagged x is under {notes.name}/nowhere"),
+        ({"path_prefix": str(notes), "tags": ["x"], "mode": "keyword"}, f"no note tagged x is under {notes.name}"),
+    ]:
+        line = nothing_line(service.search({"query": "zzyzx", **params}), shown)
+        assert said in line and str(notes) not in line, line
+
+
 def test_a_filter_whose_notes_have_no_text_to_search_is_not_said_to_hold_none(make_service, notes):
     """A note of frontmatter alone has no section, so nothing is found among its tag's notes:
     saying no note is tagged so would deny a note that is there."""

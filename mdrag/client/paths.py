@@ -48,6 +48,8 @@ class Paths:
         shows as `?`, as `ls` shows it: never sent to the terminal, nor dropped to show another
         file's name."""
         for root in self._roots:
+            if path == root and os.path.basename(root):
+                return visible(os.path.basename(root))  # a --path naming the root, as typed back
             if path.startswith(root + os.sep) and os.path.basename(root):
                 return visible(os.path.join(os.path.basename(root), path[len(root) + 1 :]))
         cwd = os.getcwd() + os.sep

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,11 +53,15 @@ def results_line(response: SearchAnswer) -> str:
     )
 
 
-def nothing_line(response: SearchAnswer) -> str:
+def nothing_line(response: SearchAnswer, shown: Callable[[str], str] = str) -> str:
     """Why no answer is shown: 'no confident answer in your notes: no section scored 0.7 or more;
     closest notes:', '...: no note mentions loki; possibly related:' (the daemon's message while
-    it indexes)."""
+    it indexes). The folder a `--path` names is said as `shown` shows paths (`notes/runbooks`, as
+    hits are shown, not the absolute path the daemon was sent)."""
     message = response.get("message") or "nothing matched"
+    folder = response.get("search_parameters", {}).get("path_prefix")
+    if folder:
+        message = message.replace(f" under {folder}", f" under {shown(folder)}")
     if response.get("related"):
         return message + "; possibly related:"
     return message + ("; closest notes:" if response.get("closest") else "")

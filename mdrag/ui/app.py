@@ -148,7 +148,9 @@ class Page:
             "response": response,
             "error": None,
             "status": 200,
-            "summary": results_line(response) if response["results"] else nothing_line(response),
+            "summary": (
+                results_line(response) if response["results"] else nothing_line(response, self.route.paths.shown)
+            ),
             "banner": search_banner(indexing) if indexing and response["results"] else "",
             "indexing": bool(indexing),
         }
