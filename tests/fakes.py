@@ -52,6 +52,7 @@ class MemoryStore:
         self.vectors: dict[str, dict[str, Any]] = {}
         self.metadata: dict[str, dict[str, Any]] = {}
         self.section_lookups = self.row_lookups = 0  # how the indexer found stored vectors
+        self.rebuilt_from_older = False  # never an upgrade's: Store's attribute
 
     def insert_vectors(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:

@@ -317,6 +317,7 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
 
 
 def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):
+    from mdrag.answers.status import report_line
     from mdrag.files.indexfiles import IndexFiles
     from mdrag.milvus import schema
     from mdrag.service import Service
@@ -332,9 +333,17 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
         assert len(upgraded.catalog) == 0
         assert IndexFiles.of(old.config).carried_vectors.exists()  # the old vectors, kept before the drop
         report = upgraded.reindex()
-        assert report.added == 1
+        assert report.added == 1 and report.rebuilt
         assert report.sections_embedded == 0 and report.sections_reused == 2  # read, not embedded
+        assert report_line(report.to_dict()).startswith(
+            "index rebuilt for this version of mdrag: 1 note read again, deleted 0, failed 0; "
+            "0 sections embedded, 2 kept in "
+        )  # the note was there before: not said to be added
         assert not IndexFiles.of(old.config).carried_vectors.exists()  # a complete run needs them no more
+        again = upgraded.reindex()
+        assert not again.rebuilt and report_line(again.to_dict()).startswith(
+            "added 0, updated 0, unchanged 1,"
+        )
         assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         upgraded.close()
@@ -447,6 +456,7 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
         assert not IndexFiles.of(old.config).carried_vectors.exists()  # nothing of the old vectors kept
         report = switched.reindex()
         assert report.added == 1 and report.sections_embedded == 2 and report.sections_reused == 0
+        assert report.rebuilt  # every note read again, none kept
         assert switched.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         switched.close()

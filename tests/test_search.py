@@ -185,8 +185,14 @@ def test_the_folder_a_filter_names_is_said_as_hits_are_shown_not_as_the_daemon_h
     shown = Paths([str(notes)]).shown
     for params, said in [
         ({"path_prefix": str(notes / "nowhere")}, f"no note is under {notes.name}/nowhere"),
-        ({"path_prefix": str(notes / "nowhere"), "tags": ["x"]}, f"no note tagged x is under {notes.name}/nowhere"),
-        ({"path_prefix": str(notes), "tags": ["x"], "mode": "keyword"}, f"no note tagged x is under {notes.name}"),
+        (
+            {"path_prefix": str(notes / "nowhere"), "tags": ["x"]},
+            f"no note tagged x is under {notes.name}/nowhere",
+        ),
+        (
+            {"path_prefix": str(notes), "tags": ["x"], "mode": "keyword"},
+            f"no note tagged x is under {notes.name}",
+        ),
     ]:
         line = nothing_line(service.search({"query": "zzyzx", **params}), shown)
         assert said in line and str(notes) not in line, line

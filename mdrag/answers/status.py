@@ -134,6 +134,24 @@ class ReindexReport(TypedDict):
     sections_embedded: int
     sections_reused: int
     seconds: float
+    rebuilt: bool  # an upgrade: every note read again into an index of this version's layout
+
+
+def report_line(report: ReindexReport) -> str:
+    """A run's counts on one line: "added 2, updated 1, unchanged 40, deleted 0, failed 0; 9
+    sections embedded in 1.2s". An upgrade's notes were in the index before it: they are said to
+    be read again, with the sections it kept, not as notes added."""
+    if report.get("rebuilt"):
+        read = report["added"]
+        notes = f"index rebuilt for this version of mdrag: {read} note{'' if read == 1 else 's'} read again"
+        kept = f", {report['sections_reused']} kept"
+    else:
+        notes = f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}"
+        kept = ""
+    return (
+        f"{notes}, deleted {report['deleted']}, failed {len(report['failed'])}; "
+        f"{report['sections_embedded']} sections embedded{kept} in {report['seconds']:.1f}s"
+    )
 
 
 class Pong(TypedDict):

@@ -26,11 +26,9 @@ if TYPE_CHECKING:
 
 def reindex_report(report: ReindexReport, paths: Paths) -> None:
     """A run's counts on one line, then each file that failed and why."""
-    say(
-        f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}, "
-        f"deleted {report['deleted']}, failed {len(report['failed'])}; "
-        f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
-    )
+    from mdrag.answers.status import report_line  # here, as for `status`: a search never needs it
+
+    say(report_line(report))
     for failure in report["failed"]:
         say(f"  failed {paths.shown(failure['file_path'])}: {failure['error']}")
 

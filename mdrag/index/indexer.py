@@ -59,6 +59,7 @@ class IndexReport:
     sections_embedded: int = 0
     sections_reused: int = 0
     seconds: float = 0.0
+    rebuilt: bool = False  # it read every note into an index rebuilt for a newer layout
 
     def to_dict(self) -> ReindexReport:
         return cast(ReindexReport, asdict(self))
@@ -84,6 +85,9 @@ class Indexer:
         self.catalog = catalog
         self.filter = note_filter
         self.carried = carried
+        # An upgrade under way (begun at this open, or stopped before its end at an earlier one):
+        # a run's notes are read again into the new layout, not added.
+        self.upgrading = store.rebuilt_from_older or (carried is not None and carried.exists())
         # Which roots are there: an unavailable one's notes are kept, never taken as deleted.
         self.roots = roots or Roots(note_filter.roots, lambda root: len(catalog.paths_under(to_text(root))))
         self.sectioner = Sectioner(embedder.count_tokens, max_tokens)
@@ -115,7 +119,7 @@ class Indexer:
         """
         started = time.monotonic()
         scope = None if paths is None else [Path(p).expanduser().resolve() for p in paths]
-        report = IndexReport()
+        report = IndexReport(rebuilt=self.upgrading)
         away = away_roots(self.roots, self.catalog, scope, forget, report.failed)
         reachable = [t for t in (self.filter.roots if scope is None else scope) if not within(t, away)]
         # Paths as stored: valid UTF-8 whatever bytes the names hold (see pathtext).
@@ -140,8 +144,10 @@ class Indexer:
         report = self.index_files(files, force=force, progress=progress, cancel=cancel, report=report)
         if cancel is None or not cancel.is_set():
             report.deleted += self.remove(gone)
-            if scope is None and self.carried is not None:
-                self.carried.discard()  # every note is in the new layout now
+            if scope is None:
+                self.upgrading = False  # every note is in the new layout now
+                if self.carried is not None:
+                    self.carried.discard()
             if scope is None and self.waiting is not None:
                 self.waiting.discard()  # every note is indexed: none waits (nor one gone meanwhile)
         report.seconds = time.monotonic() - started

@@ -88,6 +88,7 @@ class Store:
         self._keywords_path = keywords
         self.keywords: KeywordIndex | None = None  # open once the collections are checked
         self.missing_keywords = False  # the keyword index lacks rows Milvus holds (see repair)
+        self.rebuilt_from_older = False  # its collections, of an older layout, were dropped at open
         self.is_lite = self._db.is_lite
         self._engine = EngineCalls(self._db, uri, timeout_s)
         self._loading = VectorsLoading(self._db, self._engine)
@@ -107,6 +108,7 @@ class Store:
             if carry_to is not None and exc.vectors_reusable:
                 carry(carry_to, old_vectors(self._db, self._engine, self._keywords_path, self._loading.load))
             self.drop_all()
+            self.rebuilt_from_older = True
         except BaseException:
             self._db.close()  # a store that cannot open (another model's index) leaves no Lite server behind
             raise

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from mdrag.answers.status import ProgressSnapshot, ReindexReport, Reopen
+from mdrag.answers.status import ProgressSnapshot, Reopen, report_line
 from mdrag.config import Config
 from mdrag.errors import IndexFullError, MdragError, RowsRejectedError, StoreError
 from mdrag.index.workqueue import Command, FileChanges, WorkQueue
@@ -271,14 +271,14 @@ class Writer:
             if work.directories:
                 folders = [Path(to_fs(d)) for d in work.directories]  # the watcher queues stored forms
                 report = self.service.index_folders(folders, self._meter(), self._stop)
-                logger.info("folder change: {}", _summary(report.to_dict()))
+                logger.info("folder change: {}", report_line(report.to_dict()))
             if work.files:
                 self._index_changed(work.files)
             return
         if work.kind == "reconcile":
             self.state = WriterState.RECONCILING
             report = self.service.reindex(cancel=self._stop, progress=self._meter())
-            logger.info("reconciled the roots: {}", _summary(report.to_dict()))
+            logger.info("reconciled the roots: {}", report_line(report.to_dict()))
             self.state = WriterState.WATCHING
         elif work.rebuild and not work.paths and self.service.is_lite:
             # Searches go on answering from the old index until the new one is complete.
@@ -287,7 +287,7 @@ class Writer:
                 report = self.service.rebuild_beside(self.gate.exclusive, self._meter(), self._stop)
             finally:
                 self.state = WriterState.WATCHING
-            logger.info("rebuild: {}", _summary(report.to_dict()))
+            logger.info("rebuild: {}", report_line(report.to_dict()))
         else:
             if work.rebuild:  # no beside for it: searches are told so, once those running are done
                 with self.gate.exclusive():
@@ -302,7 +302,7 @@ class Writer:
                 )
             finally:
                 self.rebuilding_in_place = False
-            logger.info("reindex: {}", _summary(report.to_dict()))
+            logger.info("reindex: {}", report_line(report.to_dict()))
         work.result = report.to_dict()
 
     def _index_changed(self, files: list[str]) -> None:
@@ -313,7 +313,7 @@ class Writer:
         small = [p for p in files if sizes[p] <= LARGE_NOTE_BYTES]
         if small:
             report = self.service.index_files(small, self._meter(), self._stop)
-            logger.info("{} changed file(s): {}", len(small), _summary(report.to_dict()))
+            logger.info("{} changed file(s): {}", len(small), report_line(report.to_dict()))
         for i, path in enumerate(large):
             turn = _Turn(self.queue, self._stop)
             report = self.service.index_files([path], self._meter(), turn)
@@ -322,7 +322,7 @@ class Writer:
                 for later in large[i:]:
                     self.queue.add_file(later)
                 return
-            logger.info("large note {}: {}", path, _summary(report.to_dict()))
+            logger.info("large note {}: {}", path, report_line(report.to_dict()))
 
     def _meter(self) -> ProgressMeter:
         """A new run's progress: what status, searches and the log report until it ends."""
@@ -363,11 +363,3 @@ def _size(path: str) -> int:
         return os.stat(to_fs(path)).st_size
     except OSError:
         return 0
-
-
-def _summary(report: ReindexReport) -> str:
-    return (
-        f"added {report['added']}, updated {report['updated']}, deleted {report['deleted']}, "
-        f"unchanged {report['unchanged']}, failed {len(report['failed'])}, "
-        f"{report['sections_embedded']} sections embedded in {report['seconds']:.2f}s"
-    )

@@ -144,13 +144,12 @@ class Page:
         except MdragError as exc:
             return {"response": None, "error": str(exc), "status": http_status(exc)}
         indexing = response.get("indexing")
+        shown = self.route.paths.shown  # a --path folder, said as the page shows paths
         return {
             "response": response,
             "error": None,
             "status": 200,
-            "summary": (
-                results_line(response) if response["results"] else nothing_line(response, self.route.paths.shown)
-            ),
+            "summary": results_line(response) if response["results"] else nothing_line(response, shown),
             "banner": search_banner(indexing) if indexing and response["results"] else "",
             "indexing": bool(indexing),
         }
