@@ -40,5 +40,14 @@ def test_a_fresh_cache_exports_the_model_in_a_child_and_this_process_never_loads
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["(2,", "384)", "False"]
-    # The default back-end's model (onnx-int8).
-    assert list((tmp_path / "cache" / "mdrag" / "onnx").glob("*/model-int8.onnx"))
+    # The default back-end's model (onnx-int8), and nothing else: the plain export it was
+    # quantized from is no back-end's model (90 MB), nor is any half-written file left.
+    [folder] = (tmp_path / "cache" / "mdrag" / "onnx").iterdir()
+    assert [p.name for p in folder.iterdir()] == ["model-int8.onnx"]
+    # An older mdrag's cache kept it: the next load removes it.
+    (folder / "model.onnx").write_bytes(b"an older cache's plain export")
+    source, _ = resolve_model("all-MiniLM-L6-v2")
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        assert onnx_model(source, quantized=True) == folder / "model-int8.onnx"
+    assert [p.name for p in folder.iterdir()] == ["model-int8.onnx"]

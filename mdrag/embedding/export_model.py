@@ -7,6 +7,7 @@ process so that the process that embeds, a daemon above all, only ever loads ONN
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -14,32 +15,47 @@ from typing import Any
 
 
 def export(source: str, folder: Path, quantized: bool) -> Path:
-    """The model of `source` in `folder`: model.onnx, then model-fused.onnx (BERT) or model-int8.onnx."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fp32 = folder / "model.onnx"
-    if not fp32.exists():
-        _export(source, fp32)
-    if not quantized:
-        return _fuse(source, fp32, folder / "model-fused.onnx")
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    """The model of `source` in `folder`: model-int8.onnx, or model-fused.onnx (BERT), else model.onnx.
 
-    int8 = folder / "model-int8.onnx"
-    partial = int8.with_suffix(".partial")
-    # Per-channel int8 weights on the matrix products only: the embedding table and
-    # per-tensor scales cost accuracy (cosine to fp32 0.95 instead of 0.99) for little speed.
-    quantize_dynamic(
-        fp32, partial, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], per_channel=True
-    )
-    partial.replace(int8)
-    return int8
+    The plain export is only the input of the other two: made under a name of this process's
+    own (another may be exporting too) and removed after, it does not stay as 90 MB of the cache
+    that no back-end loads.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = not quantized and not is_bert(source)
+    fp32 = folder / ("model.onnx" if kept else f".model-{os.getpid()}.onnx")
+    try:
+        if not fp32.exists():
+            _export(source, fp32)
+        if not quantized:
+            return _fuse(source, fp32, folder / "model-fused.onnx")
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        int8 = folder / "model-int8.onnx"
+        partial = int8.with_suffix(f".{os.getpid()}.partial")
+        # Per-channel int8 weights on the matrix products only: the embedding table and
+        # per-tensor scales cost accuracy (cosine to fp32 0.95 instead of 0.99) for little speed.
+        quantize_dynamic(
+            fp32, partial, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], per_channel=True
+        )
+        partial.replace(int8)
+        return int8
+    finally:
+        if not kept:
+            fp32.unlink(missing_ok=True)
+
+
+def is_bert(source: str) -> bool:
+    """Whether ONNX Runtime can fuse the model's kernels (a BERT, as MiniLM is)."""
+    return json.loads((Path(source) / "config.json").read_text()).get("model_type") == "bert"
 
 
 def _fuse(source: str, fp32: Path, fused: Path) -> Path:
     """BERT's attention, layer norms and GELU fused into single ONNX Runtime kernels (same
     vectors, cosine 1.0000; ~1.3x faster on 2 cores); the plain export for other architectures."""
-    config = json.loads((Path(source) / "config.json").read_text())
-    if config.get("model_type") != "bert":
+    if not is_bert(source):
         return fp32
+    config = json.loads((Path(source) / "config.json").read_text())
     from onnxruntime.transformers.optimizer import optimize_model
 
     optimized = optimize_model(
@@ -48,8 +64,8 @@ def _fuse(source: str, fp32: Path, fused: Path) -> Path:
         num_heads=config["num_attention_heads"],
         hidden_size=config["hidden_size"],
     )
-    partial = fused.with_suffix(".partial")
-    optimized.save_model_to_file(str(partial))
+    partial = fused.with_suffix(f".{os.getpid()}.partial")
+    optimized.save_model_to_file(str(partial))  # under this process's name (see export)
     partial.replace(fused)
     return fused
 
@@ -73,7 +89,7 @@ def _export(source: str, target: Path) -> None:
     model = Hidden(AutoModel.from_pretrained(source).eval())
     ids = torch.ones(2, 16, dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    partial = target.with_suffix(".partial")
+    partial = target.with_suffix(f".{os.getpid()}.partial")
     # The tracer warns about Python branches in the model's code that the export keeps as
     # traced (correct for these inputs); a daemon's first start need not print them.
     with torch.no_grad(), warnings.catch_warnings():

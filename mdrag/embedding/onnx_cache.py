@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from loguru import logger
 
 from mdrag.config import default_cache_dir
+from mdrag.embedding.export_model import is_bert
 from mdrag.errors import ConfigError
 
 
@@ -32,10 +32,12 @@ def onnx_model(source: str, quantized: bool) -> Path:
     weights = sorted(Path(source).glob("*.safetensors")) or sorted(Path(source).glob("*.bin"))
     stamp = "|".join(f"{w.resolve()}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights)
     folder = onnx_cache_dir() / hashlib.sha256(f"{source}|{stamp}".encode()).hexdigest()[:16]
-    fused = json.loads((Path(source) / "config.json").read_text()).get("model_type") == "bert"
+    fused = is_bert(source)
     # int8 from the plain export; fp32 fused where ONNX Runtime knows the architecture (BERT)
     wanted = folder / ("model-int8.onnx" if quantized else "model-fused.onnx" if fused else "model.onnx")
     if wanted.exists():
+        if fused:  # an older mdrag kept the plain export, which no back-end loads: 90 MB for MiniLM
+            (folder / "model.onnx").unlink(missing_ok=True)
         return wanted
     try:
         folder.mkdir(parents=True, exist_ok=True)
