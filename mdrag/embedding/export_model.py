@@ -47,7 +47,8 @@ def export(source: str, folder: Path, quantized: bool) -> Path:
 
 def is_bert(source: str) -> bool:
     """Whether ONNX Runtime can fuse the model's kernels (a BERT, as MiniLM is)."""
-    return json.loads((Path(source) / "config.json").read_text()).get("model_type") == "bert"
+    config: dict[str, Any] = json.loads((Path(source) / "config.json").read_text())
+    return config.get("model_type") == "bert"
 
 
 def _fuse(source: str, fp32: Path, fused: Path) -> Path:
