@@ -180,7 +180,9 @@ def test_paths_are_shown_from_their_roots_name(tmp_path, monkeypatch):
     assert paths.shown(str(vault / "deep" / "inner" / "c.md")) == "inner/c.md"  # the closest root
     assert paths.shown(str(tmp_path / "vaultish" / "x.md")) == f"{tmp_path.name}/vaultish/x.md"
     assert paths.shown("/elsewhere/x.md") == "/elsewhere/x.md"
-    assert paths.shown(str(vault)) == "vault"  # a root itself, as a --path names it
+    assert paths.shown(str(vault)) == f"{tmp_path.name}/vault"  # a root's failure: where it is
+    assert paths.shown_folder(str(vault)) == "vault"  # a root itself, as a --path names it
+    assert paths.shown_folder(str(vault / "a")) == "vault/a"
 
 
 def test_a_path_typed_as_text_output_shows_it_names_the_note_under_its_root(tmp_path, monkeypatch):

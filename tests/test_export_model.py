@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -51,3 +52,24 @@ def test_a_fresh_cache_exports_the_model_in_a_child_and_this_process_never_loads
         patched.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
         assert onnx_model(source, quantized=True) == folder / "model-int8.onnx"
     assert [p.name for p in folder.iterdir()] == ["model-int8.onnx"]
+
+
+def test_an_export_killed_midway_leaves_files_the_next_export_removes(tmp_path):
+    """A run killed by its timeout or the kernel leaves its own plain export (90 MB) and half
+    files: older than any export may run, they go; a run's still going, and the models, stay."""
+    from mdrag.embedding.onnx_cache import EXPORT_TIMEOUT_S, _remove_left_over
+
+    left = [
+        ".model-41-1a2b3c4d.onnx",
+        "model-int8.41-1a2b3c4d.partial",
+        ".model-41-1a2b3c4d.41-1a2b3c4d.partial",
+    ]
+    going = [".model-42-5e6f7a8b.onnx", "model-fused.42-5e6f7a8b.partial"]
+    models = ["model-int8.onnx", "model-fused.onnx"]
+    long_ago = time.time() - EXPORT_TIMEOUT_S - 60
+    for name in [*left, *going, *models]:
+        (tmp_path / name).write_bytes(b"x")
+    for name in [*left, *models]:
+        os.utime(tmp_path / name, (long_ago, long_ago))
+    _remove_left_over(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*going, *models])

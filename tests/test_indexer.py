@@ -333,20 +333,54 @@ def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedd
         assert len(upgraded.catalog) == 0
         assert IndexFiles.of(old.config).carried_vectors.exists()  # the old vectors, kept before the drop
         report = upgraded.reindex()
-        assert report.added == 1 and report.rebuilt
+        assert report.added == 1 and report.upgrade == "done"
         assert report.sections_embedded == 0 and report.sections_reused == 2  # read, not embedded
         assert report_line(report.to_dict()).startswith(
             "index rebuilt for this version of mdrag: 1 note read again, deleted 0, failed 0; "
-            "0 sections embedded, 2 kept in "
+            "0 sections embedded, 2 kept, in "
         )  # the note was there before: not said to be added
         assert not IndexFiles.of(old.config).carried_vectors.exists()  # a complete run needs them no more
         again = upgraded.reindex()
-        assert not again.rebuilt and report_line(again.to_dict()).startswith(
+        assert again.upgrade == "" and report_line(again.to_dict()).startswith(
             "added 0, updated 0, unchanged 1,"
         )
         assert upgraded.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         upgraded.close()
+
+
+def test_an_upgrade_said_done_only_once_every_note_is_read_again_after_a_stop_too(
+    make_service, embedder, notes, monkeypatch
+):
+    from mdrag.answers.status import report_line
+    from mdrag.milvus import schema
+    from mdrag.service import Service
+
+    write(notes / "bread.md", SOURDOUGH)
+    write(notes / "tea.md", "# Tea\n\nGreen tea steeps for two minutes at 80 degrees.\n")
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
+    old = make_service([notes])
+    old.reindex()
+    old.close()
+    monkeypatch.undo()
+    upgraded = Service.open(old.config, embedder=embedder)
+    try:
+        part = upgraded.reindex([str(notes / "bread.md")])  # `mdrag reindex notes/bread.md`
+        assert part.upgrade == "under way"
+        assert report_line(part.to_dict()).startswith(
+            "index being rebuilt for this version of mdrag: 1 note read again so far, deleted 0,"
+        )
+    finally:
+        upgraded.close()
+    resumed = Service.open(old.config, embedder=embedder)  # stopped before its end: still an upgrade
+    try:
+        whole = resumed.reindex()
+        assert (whole.upgrade, whole.added, whole.unchanged, whole.sections_embedded) == ("done", 1, 1, 0)
+        assert report_line(whole.to_dict()).startswith(
+            "index rebuilt for this version of mdrag: 2 notes read again,"
+        )
+    finally:
+        resumed.close()
 
 
 def test_an_upgrade_to_aliased_titles_embeds_again_only_the_notes_with_aliases(
@@ -456,7 +490,7 @@ def test_an_index_built_by_another_back_end_of_the_model_is_rebuilt_by_itself_an
         assert not IndexFiles.of(old.config).carried_vectors.exists()  # nothing of the old vectors kept
         report = switched.reindex()
         assert report.added == 1 and report.sections_embedded == 2 and report.sections_reused == 0
-        assert report.rebuilt  # every note read again, none kept
+        assert report.upgrade == "done"  # every note read again, none kept
         assert switched.search({"query": "sourdough starter", "threshold": 0.3})["results"]
     finally:
         switched.close()

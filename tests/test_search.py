@@ -182,7 +182,7 @@ def test_the_folder_a_filter_names_is_said_as_hits_are_shown_not_as_the_daemon_h
     from mdrag.client.paths import Paths
     from mdrag.retrieval.confidence import nothing_line
 
-    shown = Paths([str(notes)]).shown
+    shown = Paths([str(notes)]).shown_folder
     for params, said in [
         ({"path_prefix": str(notes / "nowhere")}, f"no note is under {notes.name}/nowhere"),
         (

@@ -134,23 +134,28 @@ class ReindexReport(TypedDict):
     sections_embedded: int
     sections_reused: int
     seconds: float
-    rebuilt: bool  # an upgrade: every note read again into an index of this version's layout
+    upgrade: str  # an upgrade's run: "done", "under way" (a part of it), or "" (none)
 
 
 def report_line(report: ReindexReport) -> str:
     """A run's counts on one line: "added 2, updated 1, unchanged 40, deleted 0, failed 0; 9
     sections embedded in 1.2s". An upgrade's notes were in the index before it: they are said to
-    be read again, with the sections it kept, not as notes added."""
-    if report.get("rebuilt"):
-        read = report["added"]
-        notes = f"index rebuilt for this version of mdrag: {read} note{'' if read == 1 else 's'} read again"
-        kept = f", {report['sections_reused']} kept"
-    else:
-        notes = f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}"
-        kept = ""
+    be read again (with those a stopped run of it had read already), with the sections it kept,
+    not as notes added; whether it is done, or only a part of it."""
+    upgrade = report.get("upgrade")
+    if not upgrade:
+        return (
+            f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}, "
+            f"deleted {report['deleted']}, failed {len(report['failed'])}; "
+            f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
+        )
+    read = report["added"] + report["updated"] + report["unchanged"]
+    state = "rebuilt" if upgrade == "done" else "being rebuilt"
     return (
-        f"{notes}, deleted {report['deleted']}, failed {len(report['failed'])}; "
-        f"{report['sections_embedded']} sections embedded{kept} in {report['seconds']:.1f}s"
+        f"index {state} for this version of mdrag: {read} note{'' if read == 1 else 's'} read again"
+        f"{' so far' if upgrade != 'done' else ''}, deleted {report['deleted']}, failed "
+        f"{len(report['failed'])}; {report['sections_embedded']} sections embedded, "
+        f"{report['sections_reused']} kept, in {report['seconds']:.1f}s"
     )
 
 

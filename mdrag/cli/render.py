@@ -50,7 +50,7 @@ def hits(response: SearchAnswer, paths: Paths) -> None:
     """The answer's hits and the line that sums them up, or why there is none and what came close."""
     results = response["results"]
     if not results:
-        say(nothing_line(response, paths.shown))
+        say(nothing_line(response, paths.shown_folder))
         related = response.get("related") or []
         for hit in related:  # close under the bar: hits to look at, not an answer
             _hit(hit, "yellow", paths)

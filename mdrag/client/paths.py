@@ -48,12 +48,18 @@ class Paths:
         shows as `?`, as `ls` shows it: never sent to the terminal, nor dropped to show another
         file's name."""
         for root in self._roots:
-            if path == root and os.path.basename(root):
-                return visible(os.path.basename(root))  # a --path naming the root, as typed back
             if path.startswith(root + os.sep) and os.path.basename(root):
                 return visible(os.path.join(os.path.basename(root), path[len(root) + 1 :]))
         cwd = os.getcwd() + os.sep
         return visible(path[len(cwd) :] if path.startswith(cwd) else path)
+
+    def shown_folder(self, path: str) -> str:
+        """A folder a search was narrowed to, as `shown` shows paths, and a root itself by its name
+        (`notes`), as `--path notes` takes it back. Elsewhere a root keeps its whole path: a
+        root's failure names the drive that is not mounted."""
+        if path in self._roots and os.path.basename(path):
+            return visible(os.path.basename(path))
+        return self.shown(path)
 
 
 def visible(path: str) -> str:

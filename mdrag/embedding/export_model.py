@@ -8,22 +8,27 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
+TEMPORARY = ".model-"  # the plain export, when it is only an input: TEMPORARY + a run's own name
+PARTIAL = ".partial"  # a file still being written
+_RUN = secrets.token_hex(4)  # with the process id, a name no other run's files have
+
 
 def export(source: str, folder: Path, quantized: bool) -> Path:
     """The model of `source` in `folder`: model-int8.onnx, or model-fused.onnx (BERT), else model.onnx.
 
-    The plain export is only the input of the other two: made under a name of this process's
-    own (another may be exporting too) and removed after, it does not stay as 90 MB of the cache
-    that no back-end loads.
+    The plain export is only the input of the other two: made under a name of this run's own
+    (another process may be exporting too) and removed after, it does not stay as 90 MB of the
+    cache that no back-end loads. A run killed midway leaves its files: the next removes them.
     """
     folder.mkdir(parents=True, exist_ok=True)
     kept = not quantized and not is_bert(source)
-    fp32 = folder / ("model.onnx" if kept else f".model-{os.getpid()}.onnx")
+    fp32 = folder / ("model.onnx" if kept else f"{TEMPORARY}{_own()}.onnx")
     try:
         if not fp32.exists():
             _export(source, fp32)
@@ -32,7 +37,7 @@ def export(source: str, folder: Path, quantized: bool) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         int8 = folder / "model-int8.onnx"
-        partial = int8.with_suffix(f".{os.getpid()}.partial")
+        partial = int8.with_suffix(f".{_own()}{PARTIAL}")
         # Per-channel int8 weights on the matrix products only: the embedding table and
         # per-tensor scales cost accuracy (cosine to fp32 0.95 instead of 0.99) for little speed.
         quantize_dynamic(
@@ -43,6 +48,11 @@ def export(source: str, folder: Path, quantized: bool) -> Path:
     finally:
         if not kept:
             fp32.unlink(missing_ok=True)
+
+
+def _own() -> str:
+    """This run's part of its files' names: process ids repeat across containers sharing a cache."""
+    return f"{os.getpid()}-{_RUN}"
 
 
 def is_bert(source: str) -> bool:
@@ -65,7 +75,7 @@ def _fuse(source: str, fp32: Path, fused: Path) -> Path:
         num_heads=config["num_attention_heads"],
         hidden_size=config["hidden_size"],
     )
-    partial = fused.with_suffix(f".{os.getpid()}.partial")
+    partial = fused.with_suffix(f".{_own()}{PARTIAL}")
     optimized.save_model_to_file(str(partial))  # under this process's name (see export)
     partial.replace(fused)
     return fused
@@ -90,7 +100,7 @@ def _export(source: str, target: Path) -> None:
     model = Hidden(AutoModel.from_pretrained(source).eval())
     ids = torch.ones(2, 16, dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    partial = target.with_suffix(f".{os.getpid()}.partial")
+    partial = target.with_suffix(f".{_own()}{PARTIAL}")
     # The tracer warns about Python branches in the model's code that the export keeps as
     # traced (correct for these inputs); a daemon's first start need not print them.
     with torch.no_grad(), warnings.catch_warnings():

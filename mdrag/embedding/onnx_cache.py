@@ -8,7 +8,7 @@ from pathlib import Path
 from loguru import logger
 
 from mdrag.config import default_cache_dir
-from mdrag.embedding.export_model import is_bert
+from mdrag.embedding.export_model import PARTIAL, TEMPORARY, is_bert
 from mdrag.errors import ConfigError
 
 
@@ -49,6 +49,7 @@ def onnx_model(source: str, quantized: bool) -> Path:
             f"cannot write the ONNX model cache {folder}: {exc.strerror or exc}; make it writable, "
             "or point XDG_CACHE_HOME at a writable directory"
         ) from None
+    _remove_left_over(folder)
     logger.info("exporting {} to ONNX in {} (once, in a child process)", source, folder)
     command = [sys.executable, "-m", "mdrag.embedding.export_model", source, str(folder)]
     try:
@@ -65,3 +66,16 @@ def onnx_model(source: str, quantized: bool) -> Path:
         detail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise ConfigError(f"exporting the model to ONNX in {folder} failed: {detail}")
     return wanted
+
+
+def _remove_left_over(folder: Path) -> None:
+    """The files of an export killed midway (its timeout, the kernel out of memory), 90 MB each:
+    those older than any export may run, so none of a run still going."""
+    import time
+
+    for path in [*folder.glob(f"{TEMPORARY}*"), *folder.glob(f"*{PARTIAL}")]:
+        try:
+            if time.time() - path.stat().st_mtime > EXPORT_TIMEOUT_S:
+                path.unlink()
+        except OSError:
+            pass  # gone meanwhile, or not ours to remove: it costs space, not correctness

@@ -59,7 +59,9 @@ class IndexReport:
     sections_embedded: int = 0
     sections_reused: int = 0
     seconds: float = 0.0
-    rebuilt: bool = False  # it read every note into an index rebuilt for a newer layout
+    # An upgrade's run: "done" once every note is in the index rebuilt for this version's layout,
+    # "under way" for a part of it (a run over one folder, or one stopped); "" for any other.
+    upgrade: str = ""
 
     def to_dict(self) -> ReindexReport:
         return cast(ReindexReport, asdict(self))
@@ -85,8 +87,9 @@ class Indexer:
         self.catalog = catalog
         self.filter = note_filter
         self.carried = carried
-        # An upgrade under way (begun at this open, or stopped before its end at an earlier one):
-        # a run's notes are read again into the new layout, not added.
+        # An upgrade under way: begun at this open, or stopped before its end at an earlier one
+        # (known by the vectors it carries; one that carries none, after a switch of back-end,
+        # is no longer known as one after a restart). Its runs read notes again, not add them.
         self.upgrading = store.rebuilt_from_older or (carried is not None and carried.exists())
         # Which roots are there: an unavailable one's notes are kept, never taken as deleted.
         self.roots = roots or Roots(note_filter.roots, lambda root: len(catalog.paths_under(to_text(root))))
@@ -119,7 +122,7 @@ class Indexer:
         """
         started = time.monotonic()
         scope = None if paths is None else [Path(p).expanduser().resolve() for p in paths]
-        report = IndexReport(rebuilt=self.upgrading)
+        report = IndexReport(upgrade="under way" if self.upgrading else "")
         away = away_roots(self.roots, self.catalog, scope, forget, report.failed)
         reachable = [t for t in (self.filter.roots if scope is None else scope) if not within(t, away)]
         # Paths as stored: valid UTF-8 whatever bytes the names hold (see pathtext).
@@ -145,7 +148,9 @@ class Indexer:
         if cancel is None or not cancel.is_set():
             report.deleted += self.remove(gone)
             if scope is None:
-                self.upgrading = False  # every note is in the new layout now
+                if self.upgrading:
+                    report.upgrade = "done"  # every note is in the new layout now
+                self.upgrading = False
                 if self.carried is not None:
                     self.carried.discard()
             if scope is None and self.waiting is not None:

@@ -144,7 +144,7 @@ class Page:
         except MdragError as exc:
             return {"response": None, "error": str(exc), "status": http_status(exc)}
         indexing = response.get("indexing")
-        shown = self.route.paths.shown  # a --path folder, said as the page shows paths
+        shown = self.route.paths.shown_folder  # a path filter, said as the page shows paths
         return {
             "response": response,
             "error": None,
