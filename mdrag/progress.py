@@ -227,9 +227,8 @@ class ProgressMeter:
         ahead while the model loads, so its pace then says nothing of the run's)."""
         unread = self._notes_total - self._notes_read
         # The pace runs to now: a reader stuck on one note slows it, and its time left grows.
-        since, read = self._read_samples[0] if self._read_samples else (0.0, self._notes_read)
-        elapsed = self._clock() - since
-        pace = (self._notes_read - read) / elapsed if elapsed > 0 and self._notes_read > read else None
+        now = (self._clock(), self._notes_read)
+        pace = _rate([self._read_samples[0], now]) if self._read_samples else None
         reading = 0.0 if unread <= 0 else None if pace is None else unread / pace
         if texts_left == 0:
             return reading
