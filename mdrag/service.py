@@ -136,6 +136,12 @@ class Service:
         if self._marker.exists():
             logger.warning("the index was not closed cleanly last time; checking it for leftovers")
             self._repair()
+        elif self.store.missing_keywords and self.store.keywords_outdated:
+            logger.info(
+                "the keyword index is written again for this version of mdrag, which reads words"
+                " another way: every note is read again, none embedded again"
+            )
+            self._repair()
         elif self.store.missing_keywords:
             logger.warning("the keyword index lacks rows (lost or unreadable); writing them again")
             self._repair()

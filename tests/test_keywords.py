@@ -9,7 +9,7 @@ import pytest
 
 from mdrag.errors import StoreError
 from mdrag.milvus.keywords import CORRECTED, KeywordIndex
-from mdrag.milvus.keywordtext import parsed_terms
+from mdrag.milvus.keywordtext import ANALYZER, by_older_mdrag, parsed_terms
 from mdrag.params.scope import Scope
 from tests.conftest import write
 
@@ -202,7 +202,7 @@ def test_keyword_rows_follow_every_write_and_delete_of_the_vector_rows(tmp_path,
         service.close()
 
 
-@pytest.mark.parametrize("loss", ["removed", "unreadable", "repair cut short"])
+@pytest.mark.parametrize("loss", ["removed", "unreadable", "repair cut short", "written by an older mdrag"])
 def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_them(tmp_path, vault, loss):
     """Milvus keeps no text: a keyword index lost while the daemon was down is written again from
     the notes, with their vectors from Milvus, so only a note changed meanwhile is embedded."""
@@ -225,6 +225,10 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
         shutil.rmtree(folder)
     elif loss == "unreadable":
         (folder / "meta.json").write_text("{ not json")
+    elif loss == "written by an older mdrag":  # its words split by an analyzer of another name
+        meta = folder / "meta.json"
+        meta.write_text(meta.read_text().replace(f'"{ANALYZER}"', '"mdrag_english_1"'))
+        assert by_older_mdrag(folder)
     else:  # rows missing, and no mark that the index is whole: a repair that was stopped
         index = KeywordIndex(folder)
         index.delete("id", cut_ids)
@@ -235,6 +239,8 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
     try:
         assert runner.texts_encoded - before == 1  # the changed note's one window
         assert not reopened.store.missing_keywords and KeywordIndex.complete_at(folder)
+        assert reopened.store.keywords_outdated == (loss == "written by an older mdrag")
+        assert not by_older_mdrag(folder)
         assert len(_in_step(reopened)) == len(ids)
         for mode in ("keyword", "dense", "hybrid"):
             hits = reopened.search({"query": "pg_restore", "threshold": 0, "mode": mode})["results"]
@@ -420,6 +426,28 @@ def test_a_filter_no_stored_path_or_tag_can_hold_matches_nothing_and_raises_noth
 def test_a_word_of_any_script_is_found_as_the_index_split_it(index, word):
     index.write([_row("a", "/n/a.md", f"notes on {word} here"), _row("b", "/n/b.md", "other notes")])
     assert [hit.id for hit in index.search(word, 10)] == ["a"]
+
+
+# Scripts written without spaces between words: (a note's line, a question about it, a word
+# inside the line's run of characters). Korean spaces its words but attaches their particles.
+RUN_ON = [
+    ("创建存档并将其写入文件", "如何创建存档", "存档"),
+    ("ファイルを圧縮して保存する", "ファイルの圧縮", "圧縮"),
+    ("파일을 삭제하는 방법", "파일 삭제", "삭제"),
+    ("บีบอัดไฟล์ด้วยคำสั่งนี้", "วิธีบีบอัดไฟล์", "ไฟล์"),
+]
+
+
+@pytest.mark.parametrize(("line", "question", "word"), RUN_ON)
+def test_a_script_written_without_spaces_is_found_by_the_words_inside_its_runs(index, line, question, word):
+    """No dictionary cuts such a run into words: it is held a character at a time and asked by
+    each pair of neighbouring characters, so a word inside a run, or a question that runs its
+    words together, finds the note, and a word whose characters the notes hold apart does not."""
+    index.write([_row("a", "/n/a.md", f"{line} (tar cf)"), _row("b", "/n/b.md", "其他 notes: 他人の メモ")])
+    assert [hit.id for hit in index.search(word, 10)] == ["a"]
+    assert index.search(question, 10)[0].id == "a"
+    assert index.search(word[::-1], 10) == []  # its characters, not side by side in that order
+    assert index.unheard(word) == ()  # never "no note mentions 存档"
 
 
 def test_the_words_no_row_holds_are_read_as_the_index_reads_text(index):

@@ -181,6 +181,9 @@ def test_identifier_shaped_query_terms_are_the_rare_ones(query, rare):
         ("EIP-1559 base fee: who gets it?", "EIP-1559 base fee gets"),
         ("how do I", "how do I"),  # filler only: asked as it is
         ("", ""),
+        # a script written without spaces: each pair of neighbouring characters (unspaced.py)
+        ("如何创建存档", "如何 何创 创建 建存 存档"),
+        ("tar命令", "tar 命令"),
     ],
 )
 def test_the_keyword_search_is_asked_the_query_without_its_question_words(query, asked):
@@ -232,6 +235,16 @@ def test_query_words_in_the_title_and_text_count_as_shares():
     values = dict(zip(relevance.FEATURES, scored[0][1], strict=True))
     assert values["title"] == pytest.approx(2 / 3)
     assert values["coverage"] == pytest.approx(1 / 3)
+
+
+def test_in_a_script_written_without_spaces_the_share_counts_pairs_of_characters():
+    """A question that runs its words together shares with a note the pairs of characters both
+    hold side by side: here 创建 and 存档 of 如何 何创 创建 建存 存档."""
+    scored, _pool = relevance.score_candidates(
+        "如何创建存档", [_row("a.md", 0.5, "创建一个存档并写入文件", title="tar")], [], _key
+    )
+    values = dict(zip(relevance.FEATURES, scored[0][1], strict=True))
+    assert values["coverage"] == pytest.approx(2 / 5)
 
 
 @pytest.mark.parametrize(

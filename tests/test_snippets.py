@@ -43,6 +43,13 @@ def test_the_query_words_are_marked_in_their_forms_and_cases(query, expected):
     assert sorted(marked(text, query)) == sorted(expected)
 
 
+def test_in_a_script_written_without_spaces_each_pair_asked_is_marked_where_it_stands():
+    """Its runs hold many words: a query's pair of characters is marked inside a run, and pairs
+    that overlap are one mark."""
+    text = "- 创建存档并将其写入文件：tar cf 存档.tar; 档案"
+    assert marked(text, "如何创建存档 tar") == ["创建存档", "tar", "存档", "tar"]
+
+
 def test_the_snippet_is_the_window_that_matched_not_the_sections_start():
     start = SECTION.index("Use pg_restore")
     hit = row(window_start=100 + start, window_end=100 + len(SECTION) - 1)

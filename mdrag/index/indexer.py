@@ -299,7 +299,8 @@ class Indexer:
         lacking = self.store.keyword_gaps(kept)
         if lacking:
             paths = sorted({key["file_path"] for key in lacking})
-            logger.warning("reading {} notes again for the rows the keyword index lacks", len(paths))
+            # Info: its cause (an unclean stop, a lost or outdated keyword index) was said at open.
+            logger.info("reading {} notes again for the rows the keyword index lacks", len(paths))
             self.unshown.update(paths)
             self.index_files(paths, force=True)
         return len(orphans)

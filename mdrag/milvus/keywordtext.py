@@ -2,29 +2,35 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import tantivy
 
 from mdrag.params.scope import Scope
+from mdrag.unspaced import TOKEN_PATTERN, spaced
 
 # What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
 REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
 
 # The text's analyzer, as Milvus's `english` one was: words lowered, English stop words dropped
 # ("a", "the": else a query's article matches most rows), stems ("restoring backups" matches
-# "restore a backup"). tantivy keeps only its name in its files (it is registered at every
-# open): a change to it takes a new name, whose schema differs, so the index is built anew.
-ANALYZER = "mdrag_english_1"
-# Splits a query term where the index splits text (Unicode letters, digits and the marks Rust
-# counts as alphabetic: a vowel sign of हिन्दी stays in its word).
-SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).build()
+# "restore a backup"), and a script written without spaces a character at a time (unspaced.py).
+# tantivy keeps only its name in its files (it is registered at every open): a change to it takes
+# a new name, whose schema differs, so the index is built anew (its notes read again, none
+# embedded again).
+ANALYZER_FAMILY = "mdrag_english_"
+ANALYZER = ANALYZER_FAMILY + "2"
+# Splits a query term where the index splits text: runs of letters, marks and digits, and each
+# character of a script written without spaces.
+SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TOKEN_PATTERN)).build()
 
 
 def analyzer() -> Any:
     return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TOKEN_PATTERN))
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.stopword("english"))
@@ -48,6 +54,18 @@ def keyword_schema() -> Any:
     return schema.build()
 
 
+def by_older_mdrag(path: Path) -> bool:
+    """Whether the keyword index at `path` was written by an older mdrag, which read words
+    another way (its text field names another of mdrag's analyzers): made anew, not repaired."""
+    try:
+        schema = json.loads((path / "meta.json").read_text(encoding="utf-8"))["schema"]
+        text = next(field for field in schema if field["name"] == "text")
+        name = str(text["options"]["indexing"]["tokenizer"])
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return False  # none there, or unreadable: opening it says which
+    return name.startswith(ANALYZER_FAMILY) and name != ANALYZER
+
+
 # The same analysis, for telling whether the index holds a query's word (KeywordIndex.unheard).
 WORDS = analyzer()
 
@@ -56,9 +74,10 @@ def parsed_terms(text: str) -> str:
     """The query as tantivy's parser reads it: each term's tokens quoted, so a term of several is
     a phrase (`Get-ChildItem` must match those words in that order) and nothing is read as
     syntax (AND, OR, NOT, `field:`, `^`); the parser's analyzer then lowers, drops stop words
-    and stems as the index did."""
+    and stems as the index did. A run of a script written without spaces is asked as its pairs
+    of neighbouring characters, each a phrase of two (unspaced.py)."""
     parts = []
-    for term in text.split():
+    for term in spaced(text).split():
         tokens = SPLITTER.analyze(term)
         if tokens:
             parts.append('"' + " ".join(tokens) + '"')

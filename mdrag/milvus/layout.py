@@ -16,6 +16,7 @@ from mdrag.milvus.calls import EngineCalls
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.keywords import KeywordIndex
+from mdrag.milvus.keywordtext import by_older_mdrag
 from mdrag.milvus.schema import VECTORS, ensure_collections
 from mdrag.milvus.vectorreads import displayed
 
@@ -42,6 +43,8 @@ def open_keywords(path: Path, fresh: bool) -> tuple[KeywordIndex, bool]:
         words = KeywordIndex.anew(path)
         words.mark_complete(True)
         return words, False
+    if by_older_mdrag(path):  # the store says so (Store.keywords_outdated)
+        return KeywordIndex.anew(path), True
     complete = KeywordIndex.complete_at(path)
     try:
         words = KeywordIndex(path)
@@ -62,7 +65,7 @@ def keyword_gaps(words: KeywordIndex, keys: Sequence[dict[str, Any]]) -> list[di
     extra = held - wanted.keys()
     missing = [key for row_id, key in wanted.items() if row_id not in held]
     words.delete("id", extra)
-    if extra or missing:
+    if extra or (missing and held):  # one empty was lost or outdated, and said so at its open
         logger.warning(
             "the keyword index was out of step with the vector rows: {} missing, {} removed",
             len(missing),

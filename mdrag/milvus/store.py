@@ -25,6 +25,7 @@ from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import EVERY_NOTE, NoteScope, in_filter, metadata_expression
 from mdrag.milvus.hits import DenseHits
 from mdrag.milvus.keywords import KeywordHit, KeywordIndex
+from mdrag.milvus.keywordtext import by_older_mdrag
 from mdrag.milvus.layout import carry, ensure_shards, keyword_gaps, old_vectors, open_keywords
 from mdrag.milvus.loading import VectorRowsAccess, VectorsLoading
 from mdrag.milvus.rows import KeywordRow, NoteMatch, NoteVector, ShownRow, VectorKey, clip_bytes
@@ -88,6 +89,7 @@ class Store:
         self._keywords_path = keywords
         self.keywords: KeywordIndex | None = None  # open once the collections are checked
         self.missing_keywords = False  # the keyword index lacks rows Milvus holds (see repair)
+        self.keywords_outdated = False  # ... because an older mdrag wrote it (made anew at open)
         self.rebuilt_from_older = False  # its collections, of an older layout, were dropped at open
         self.is_lite = self._db.is_lite
         self._engine = EngineCalls(self._db, uri, timeout_s)
@@ -129,7 +131,9 @@ class Store:
         return ensure_shards(self._db, self._identity, self.dimension, self.uri)
 
     def _open_keywords(self, fresh: bool) -> None:
-        """Open the keyword index (layout.open_keywords), setting `missing_keywords`."""
+        """Open the keyword index (layout.open_keywords), setting `missing_keywords` and
+        `keywords_outdated`."""
+        self.keywords_outdated = not fresh and by_older_mdrag(self._keywords_path)
         self.keywords, self.missing_keywords = open_keywords(self._keywords_path, fresh)
 
     @property

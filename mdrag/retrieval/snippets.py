@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
+from mdrag import unspaced
 from mdrag.answers.search import Snippet
 from mdrag.retrieval.candidate import Candidate
 from mdrag.retrieval.excerpt import EXCERPT_CHARS
@@ -47,16 +48,31 @@ def _root(word: str) -> str:
 def highlights(text: str, terms: list[str], rare: tuple[str, ...] = ()) -> list[tuple[int, int]]:
     """(start, end) of every word in `text` that a query term begins (a root of three or more
     letters) or equals (a shorter one), and of every whole `rare` identifier (pg_restore is one
-    mark, not "pg" and "restore")."""
+    mark, not "pg" and "restore"). A term of a script written without spaces (a pair of its
+    characters) is marked wherever it stands, and marks that overlap are one."""
     names = [m.span() for term in rare for m in whole_term(term).finditer(text)]
     found = list(names)
-    for match in _WORD.finditer(text) if terms else ():
+    run_on = [term for term in terms if unspaced.holds(term)]
+    found += [m.span() for term in run_on for m in re.finditer(re.escape(term), text)]
+    spaced_terms = [term for term in terms if term not in run_on]
+    for match in _WORD.finditer(text) if spaced_terms else ():
         word = match.group().casefold()
-        if any(word == t or (len(t) >= 3 and word.startswith(t)) for t in terms) and not any(
+        if any(word == t or (len(t) >= 3 and word.startswith(t)) for t in spaced_terms) and not any(
             a <= match.start() and match.end() <= b for a, b in names
         ):
             found.append(match.span())
-    return sorted(found)
+    return _joined(sorted(found))
+
+
+def _joined(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted spans with those that overlap made one ("创建" and "建存" mark "创建存")."""
+    joined: list[tuple[int, int]] = []
+    for start, end in spans:
+        if joined and start < joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(end, joined[-1][1]))
+        else:
+            joined.append((start, end))
+    return joined
 
 
 def window_text(row: Candidate) -> tuple[str, int]:
