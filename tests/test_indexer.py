@@ -316,14 +316,20 @@ def test_collection_built_for_another_model_asks_for_a_rebuild(make_config, embe
         Store(config.milvus_uri, dimension=384, model_id="some/other-model", keywords=keywords)
 
 
-def test_an_index_from_an_older_layout_is_rebuilt_by_itself(make_service, embedder, notes, monkeypatch):
+@pytest.mark.parametrize("analyzer", ["this one", "an older one"])
+def test_an_index_from_an_older_layout_is_rebuilt_by_itself(
+    make_service, embedder, notes, monkeypatch, analyzer
+):
+    """Its vectors are carried over, read by their keyword rows: whichever analyzer wrote those."""
     from mdrag.answers.status import report_line
     from mdrag.files.indexfiles import IndexFiles
-    from mdrag.milvus import schema
+    from mdrag.milvus import keywordtext, schema
     from mdrag.service import Service
 
     write(notes / "bread.md", SOURDOUGH)
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
+    if analyzer == "an older one":
+        monkeypatch.setattr(keywordtext, "ANALYZER", "mdrag_english_1")
     old = make_service([notes])
     old.reindex()
     old.close()

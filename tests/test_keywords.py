@@ -11,6 +11,7 @@ from mdrag.errors import StoreError
 from mdrag.milvus.keywords import CORRECTED, KeywordIndex
 from mdrag.milvus.keywordtext import ANALYZER, by_older_mdrag, parsed_terms
 from mdrag.params.scope import Scope
+from mdrag.retrieval.query import keyword_query
 from tests.conftest import write
 
 # The kinds of path a filter must take literally: tantivy's regex syntax, shell and quote
@@ -198,6 +199,29 @@ def test_keyword_rows_follow_every_write_and_delete_of_the_vector_rows(tmp_path,
         hits = service.search({"query": "lighthouse vacuum", "threshold": 0, "mode": "keyword"})["results"]
         assert hits[0]["file_path"] == str(notes / "tech/postgres.md")
         assert not service.search({"query": "sourdough", "threshold": 0, "mode": "keyword"})["results"]
+    finally:
+        service.close()
+
+
+def test_a_note_in_a_script_written_without_spaces_is_found_by_a_word_inside_its_runs(
+    tmp_path, vault, fake_embedder
+):
+    """Through the whole search, in every mode: the hit, and no "no note mentions" for a word
+    its note holds inside a run of characters."""
+    write(
+        vault / "笔记/tar.md", "# tar\n\n归档实用程序。\n\n- 创建存档并将其写入文件：`tar cf 目标.tar 文件`\n"
+    )
+    service = _lite_service(tmp_path, vault, fake_embedder)
+    try:
+        service.reindex()
+        for query in ("存档", "如何创建存档"):
+            for mode in ("keyword", "hybrid"):
+                found = service.search({"query": query, "threshold": 0.99, "mode": mode})
+                assert "mentions" not in found["confidence"]["reason"]
+                hits = service.search({"query": query, "threshold": 0, "mode": mode})["results"]
+                assert hits[0]["file_path"] == str(vault / "笔记/tar.md"), (query, mode)
+        absent = service.search({"query": "量子", "threshold": 0.99, "mode": "keyword"})
+        assert "no note mentions 量子" in absent["confidence"]["reason"]  # a run no note holds
     finally:
         service.close()
 
@@ -429,25 +453,34 @@ def test_a_word_of_any_script_is_found_as_the_index_split_it(index, word):
 
 
 # Scripts written without spaces between words: (a note's line, a question about it, a word
-# inside the line's run of characters). Korean spaces its words but attaches their particles.
+# inside the line's run of characters, its characters in an order the line never has them side by
+# side). Korean spaces its words but attaches their particles.
 RUN_ON = [
-    ("创建存档并将其写入文件", "如何创建存档", "存档"),
-    ("ファイルを圧縮して保存する", "ファイルの圧縮", "圧縮"),
-    ("파일을 삭제하는 방법", "파일 삭제", "삭제"),
-    ("บีบอัดไฟล์ด้วยคำสั่งนี้", "วิธีบีบอัดไฟล์", "ไฟล์"),
+    ("创建存档并将其写入文件", "如何创建存档", "存档", "档存"),
+    ("ファイルを圧縮して保存する", "ファイルの圧縮", "圧縮", "縮圧"),
+    ("サーバーを再起動する", "サーバーの再起動", "サーバー", "ーサバ"),  # ー, of no script, inside a word
+    ("파일을 삭제하는 방법", "파일 삭제", "삭제", "제삭"),
+    ("บีบอัดไฟล์ด้วยคำสั่งนี้", "วิธีบีบอัดไฟล์", "ไฟล์", "ล์ฟไ"),
 ]
 
 
-@pytest.mark.parametrize(("line", "question", "word"), RUN_ON)
-def test_a_script_written_without_spaces_is_found_by_the_words_inside_its_runs(index, line, question, word):
+@pytest.mark.parametrize(("line", "question", "word", "apart"), RUN_ON)
+def test_a_script_written_without_spaces_is_found_by_the_words_inside_its_runs(
+    index, line, question, word, apart
+):
     """No dictionary cuts such a run into words: it is held a character at a time and asked by
     each pair of neighbouring characters, so a word inside a run, or a question that runs its
     words together, finds the note, and a word whose characters the notes hold apart does not."""
-    index.write([_row("a", "/n/a.md", f"{line} (tar cf)"), _row("b", "/n/b.md", "其他 notes: 他人の メモ")])
+    index.write(
+        [_row("a", "/n/a.md", f"{line} (tar cf)"), _row("b", "/n/b.md", "其他 notes: 他人の データ, バス")]
+    )
     assert [hit.id for hit in index.search(word, 10)] == ["a"]
     assert index.search(question, 10)[0].id == "a"
-    assert index.search(word[::-1], 10) == []  # its characters, not side by side in that order
-    assert index.unheard(word) == ()  # never "no note mentions 存档"
+    assert index.search(keyword_query(question), 10)[0].id == "a"  # as a search asks it
+    assert index.search(apart, 10) == []  # its characters, not side by side in that order
+    assert index.unheard(word) == index.unheard(question) == ()  # never "no note mentions 存档"
+    # A run is named as typed when no row holds a pair of its characters side by side.
+    assert index.unheard(f"{apart} tar lighthouse") == (apart, "lighthouse")
 
 
 def test_the_words_no_row_holds_are_read_as_the_index_reads_text(index):

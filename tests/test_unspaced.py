@@ -12,6 +12,7 @@ from mdrag import unspaced
     [
         ("如何创建存档", ["如何", "何创", "创建", "建存", "存档"]),  # Chinese
         ("ファイルの圧縮", ["ファ", "ァイ", "イル", "ルの", "の圧", "圧縮"]),  # Japanese
+        ("サーバー", ["サー", "ーバ", "バー"]),  # ー belongs to no script, and is in the word
         ("파일을 삭제", ["파일", "일을", "삭제"]),  # Korean: each spaced word's pairs
         ("ไฟล์นี้", ["ไฟ", "ฟล์", "ล์นี้"]),  # Thai: a sign stays on its consonant
         ("tar命令的用法", ["tar", "命令", "令的", "的用", "用法"]),  # beside other text

@@ -9,6 +9,7 @@ from typing import Any
 
 import tantivy
 
+from mdrag import unspaced
 from mdrag.params.scope import Scope
 from mdrag.unspaced import TOKEN_PATTERN, spaced
 
@@ -21,8 +22,8 @@ REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
 # tantivy keeps only its name in its files (it is registered at every open): a change to it takes
 # a new name, whose schema differs, so the index is built anew (its notes read again, none
 # embedded again).
-ANALYZER_FAMILY = "mdrag_english_"
-ANALYZER = ANALYZER_FAMILY + "2"
+ANALYZER_FAMILY = "mdrag_english"
+ANALYZER = ANALYZER_FAMILY + "_2"
 # Splits a query term where the index splits text: runs of letters, marks and digits, and each
 # character of a script written without spaces.
 SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TOKEN_PATTERN)).build()
@@ -54,16 +55,34 @@ def keyword_schema() -> Any:
     return schema.build()
 
 
-def by_older_mdrag(path: Path) -> bool:
-    """Whether the keyword index at `path` was written by an older mdrag, which read words
-    another way (its text field names another of mdrag's analyzers): made anew, not repaired."""
+def older_analyzer(path: Path) -> str:
+    """The name of the analyzer an older mdrag wrote the keyword index at `path` with, which read
+    words another way (another of mdrag's analyzers), or "" (this one's, none there, unreadable:
+    opening it says which). Such an index is made anew, not repaired; an older layout's rows are
+    still read from it (layout.old_vectors)."""
     try:
         schema = json.loads((path / "meta.json").read_text(encoding="utf-8"))["schema"]
         text = next(field for field in schema if field["name"] == "text")
         name = str(text["options"]["indexing"]["tokenizer"])
     except (OSError, ValueError, KeyError, TypeError, StopIteration):
-        return False  # none there, or unreadable: opening it says which
-    return name.startswith(ANALYZER_FAMILY) and name != ANALYZER
+        return ""
+    return name if name.startswith(ANALYZER_FAMILY) and name != ANALYZER else ""
+
+
+def by_older_mdrag(path: Path) -> bool:
+    return bool(older_analyzer(path))
+
+
+def opened_index(path: Path) -> Any:
+    """The tantivy index in the folder `path` (made there if none), its analyzer registered; one
+    an older mdrag wrote is read as it was written (for an older layout's rows: old_vectors)."""
+    if older := older_analyzer(path):
+        index = tantivy.Index.open(str(path))
+        index.register_tokenizer(older, analyzer())
+        return index
+    index = tantivy.Index(keyword_schema(), path=str(path), reuse=True)
+    index.register_tokenizer(ANALYZER, analyzer())
+    return index
 
 
 # The same analysis, for telling whether the index holds a query's word (KeywordIndex.unheard).
@@ -104,5 +123,9 @@ def scope_encodable(scope: Scope) -> bool:
 
 
 def query_words(text: str) -> list[str]:
-    """The words of `text` as `KeywordIndex.unheard` names them (lower case, in order)."""
-    return [token.lower() for token in SPLITTER.analyze(text)]
+    """The words of `text` as `KeywordIndex.unheard` names them (lower case, in order). A run of a
+    script written without spaces is one, as typed: no dictionary says where its words part."""
+    words: list[str] = []
+    for part, run in unspaced.parts(text):
+        words += [part.lower()] if run else [token.lower() for token in SPLITTER.analyze(part)]
+    return words

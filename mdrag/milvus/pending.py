@@ -18,9 +18,10 @@ from mdrag.milvus.keywords import KeywordIndex, remove_index, stored_json
 from mdrag.milvus.keywordtext import query_words
 from mdrag.params.scope import Scope
 
-# The shape of the rows kept here (index.rows.window_rows): a folder of another layout (an
-# upgrade changed the rows) is removed at open and written again by the next run.
-LAYOUT = "mdrag-pending-3"
+# The shape of the rows kept here (index.rows.window_rows) and how their words are read
+# (keywordtext.ANALYZER): a folder of another layout (an upgrade changed either) is removed at
+# open and written again by the next run.
+LAYOUT = "mdrag-pending-4"
 # Reading ahead is a convenience: it stops while its disk has less room than this, which stays
 # the index's own (its writes stop at 16 MB free, milvus.store.MIN_FREE_BYTES). A large vault's
 # pending index takes tens of MB (~50 MB for 350k windows).

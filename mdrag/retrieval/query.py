@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mdrag import unspaced
 from mdrag.retrieval.words import TERM, WORD, is_stop
 from mdrag.retrieval.words import words as query_words
 
@@ -55,11 +56,15 @@ def keyword_query(text: str) -> str:
     subject. A query of filler only is asked as it is.
     """
     kept = []
-    for term in TERM.findall(text):
-        if _looks_rare(term):
-            kept.append(term)  # Get-ChildItem stays whole, its "Get" included
-        else:
-            kept += query_words(term, keep_case=True)
+    for part, run in unspaced.parts(text):
+        if run:
+            kept.append(part)  # 如何创建存档, whole: the keyword index asks its pairs (parsed_terms)
+            continue
+        for term in TERM.findall(part):
+            if _looks_rare(term):
+                kept.append(term)  # Get-ChildItem stays whole, its "Get" included
+            else:
+                kept += query_words(term, keep_case=True)
     return " ".join(kept) if kept else text
 
 

@@ -29,13 +29,18 @@ def query_terms(query: str) -> list[str]:
     of common endings, each once; a word's parts between underscores are marked apart, as the
     text's words are read below."""
     terms: list[str] = []
-    for word in (part for whole in query_words(query.casefold()) for part in _WORD.findall(whole)):
+    for word in (part for whole in query_words(query.casefold()) for part in _parts(whole)):
         if len(word) < 2 or is_stop(word):
             continue
         root = _root(word)
         if root not in terms:
             terms.append(root)
     return terms
+
+
+def _parts(word: str) -> list[str]:
+    # A pair of a script written without spaces is one (\w would cut off a Thai sign).
+    return [word] if unspaced.holds(word) else _WORD.findall(word)
 
 
 def _root(word: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from mdrag.unspaced import spaced
+from mdrag import unspaced
 
 # Grammar and question words: a natural question has more of these than subject ("how do I put
 # the output onto the clipboard"), so the score's word coverage, the keyword search's query and
@@ -32,5 +32,7 @@ def words(text: str, keep_case: bool = False) -> list[str]:
     """The words of `text` worth weighing, in order: no stop words, none of one letter; lower
     case unless `keep_case` (the keyword search is asked the words as they were written). In a
     script written without spaces a word is a pair of neighbouring characters (unspaced.py)."""
-    found = WORD.findall(spaced(text if keep_case else text.lower()))
+    found: list[str] = []
+    for part, run in unspaced.parts(text if keep_case else text.lower()):
+        found += unspaced.pairs(part) if run else WORD.findall(part)  # \w would cut off a Thai sign
     return [word for word in found if len(word) > 1 and not is_stop(word)]
