@@ -307,18 +307,21 @@ def search_banner(progress: ProgressSnapshot) -> str:
     )
 
 
-def early_message(progress: ProgressSnapshot, by_words: bool = True) -> str:
-    """Why a search during an index found nothing: the notes may not be indexed yet (and, for a
-    search that reads words, which notes it searched by their words ahead of the model)."""
+def early_message(progress: ProgressSnapshot, by_words: bool = True, closest: bool = False) -> str:
+    """Why a search during an index answered nothing: the notes may not be indexed yet (and, for
+    a search that reads words, which notes it searched by their words ahead of the model).
+    `closest`: it shows the closest notes all the same, so it found something, just nothing
+    confident ("no confident answer in the 412 of 994 notes indexed so far ...")."""
+    lead = "no confident answer" if closest else "nothing found"
     if progress["state"] == "scanning":
-        return "nothing found yet: the notes are still being listed for indexing"
+        return f"{lead} yet: the notes are still being listed for indexing"
     if _all_held(progress):
         return (
-            f"nothing found in the {progress['notes_total']} notes indexed; the index is being updated "
+            f"{lead} in the {progress['notes_total']} notes indexed; the index is being updated "
             f"({progress['notes_done']} done, {eta_text(progress['eta_s'])})"
         )
     return (
-        f"nothing found in the {progress['notes_done']} of {progress['notes_total']} notes "
+        f"{lead} in the {progress['notes_done']} of {progress['notes_total']} notes "
         f"indexed so far{_by_words(progress) if by_words else ''}; "
         f"the rest are still being indexed ({eta_text(progress['eta_s'])})"
     )

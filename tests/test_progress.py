@@ -121,6 +121,8 @@ def test_status_and_search_lines_say_how_far_the_index_is():
         "nothing found in the 412 of 994 notes indexed so far (all 994 searchable by their words); "
     )
     assert "by their words" not in early_message(p, by_words=False)  # a search by meaning alone
+    # One that still shows its closest notes found something, just nothing confident.
+    assert early_message(p, closest=True).startswith("no confident answer in the 412 of 994 notes indexed")
     # A run over notes the index held already (a restart's check of what changed while mdrag was
     # stopped): every note answers meanwhile, in its last version, so nothing is "so far".
     p |= {"notes_held": 994, "keyword_notes": 412}

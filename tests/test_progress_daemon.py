@@ -142,11 +142,11 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
 
         # a search answers from what is indexed so far and says so
         found = mdrag_cli(env, "search", "zebra migration across the antarctic ice")
-        # nothing found yet: exit 1, and the person reads why on stderr (stdout stays empty)
+        # no confident answer yet: exit 1, and the person reads why on stderr (stdout stays empty)
         assert found.returncode == 1 and found.stdout == "", found.stderr
         # one line says why, with the progress (no banner repeating it, no "nothing in your notes")
         assert re.search(
-            r"^nothing found in the \d+ of 320 notes indexed so far( \(all 320 searchable by their words\))?; "
+            r"^no confident answer in the \d+ of 320 notes indexed so far( \(all 320 searchable by their words\))?; "
             r"the rest are still being indexed "
             r"\(about \d+ (s|min) left\)",
             found.stderr,

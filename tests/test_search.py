@@ -384,7 +384,10 @@ def test_while_notes_are_still_being_indexed_a_word_no_note_holds_is_said_of_tho
     live = Live({"queue_depth": 6, "last_change_applied_at": None}, indexing)
     response = service.search({"query": "a feature branch for Kubernetes"}, live)
     assert response["confidence"]["reason"] == "no note indexed so far mentions kubernetes"
-    assert response["message"].startswith("nothing found in the 3 of 9 notes indexed so far")
+    # it shows the closest notes: something found, nothing confident
+    assert response["closest"] and response["message"].startswith(
+        "no confident answer in the 3 of 9 notes indexed so far"
+    )
     pack = service.context({"query": "a feature branch for Kubernetes"}, live)
     assert pack["confidence"]["reason"] == "no note indexed so far mentions kubernetes"
     # A saved change still queued may hold it too; with nothing queued, the notes do not.

@@ -78,7 +78,8 @@ class ReadOperations:
             response["freshness"] = live.freshness
             response["indexing"] = live.indexing
             if live.indexing is not None and not response["results"]:
-                response["message"] = early_message(live.indexing, by_words=params.mode != "dense")
+                shown = bool(response["closest"] or response["related"])
+                response["message"] = early_message(live.indexing, params.mode != "dense", shown)
         return response
 
     def _record_gap(self, query: str, best: float | None, vector: np.ndarray | None) -> None:
