@@ -11,7 +11,6 @@ import tantivy
 
 from mdrag import unspaced
 from mdrag.params.scope import Scope
-from mdrag.unspaced import TOKEN_PATTERN, spaced
 
 # What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
 REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
@@ -26,12 +25,12 @@ ANALYZER_FAMILY = "mdrag_english"
 ANALYZER = ANALYZER_FAMILY + "_2"
 # Splits a query term where the index splits text: runs of letters, marks and digits, and each
 # character of a script written without spaces.
-SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TOKEN_PATTERN)).build()
+SPLITTER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(unspaced.TOKEN_PATTERN)).build()
 
 
 def analyzer() -> Any:
     return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TOKEN_PATTERN))
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(unspaced.TOKEN_PATTERN))
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.stopword("english"))
@@ -70,6 +69,7 @@ def older_analyzer(path: Path) -> str:
 
 
 def by_older_mdrag(path: Path) -> bool:
+    """Whether an older mdrag wrote the keyword index at `path` (`older_analyzer`)."""
     return bool(older_analyzer(path))
 
 
@@ -96,7 +96,7 @@ def parsed_terms(text: str) -> str:
     and stems as the index did. A run of a script written without spaces is asked as its pairs
     of neighbouring characters, each a phrase of two (unspaced.py)."""
     parts = []
-    for term in spaced(text).split():
+    for term in unspaced.spaced(text).split():
         tokens = SPLITTER.analyze(term)
         if tokens:
             parts.append('"' + " ".join(tokens) + '"')
