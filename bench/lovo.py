@@ -51,7 +51,7 @@ import numpy as np
 from bench.answerability import DEPTH
 from bench.decision_misses import misses, separation
 from bench.fit import anchor, fit_weights, load, scores_of
-from bench.judged_data import vault_queries
+from bench.judged_data import vault_names, vault_queries
 from bench.metrics import wilson
 from bench.orderfit import Question, fit_order
 from bench.vaultfit import CURVE, DECISION, DECISION_SMALL, GOAL, THRESHOLD, figures, levels
@@ -336,6 +336,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     rows = [row for path in args.dumps for row in load(path)]
+    others = sorted({r["set"] for r in rows} - set(vault_names()))
+    if others:  # SciFact and another writer's questions (natural) are never fitted on here
+        print(f"left out, not a judged vault: {', '.join(others)}")
+        rows = [r for r in rows if r["set"] not in others]
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "mode": args.mode,
