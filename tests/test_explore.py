@@ -134,6 +134,9 @@ def test_an_unanswered_query_is_recorded_once_with_its_count_and_survives_a_rebu
     # Narrowed or stricter-than-usual searches that find nothing are not gaps in the notes.
     library.search({"query": "bicycle chain", "tags": ["no-such-tag"]})
     library.search({"query": "bicycle chain", "threshold": 0.99})
+    # Nor is a query with no word in any script: a slip of the keyboard, not a question.
+    for slip in ("?", "*", "--", "\U0001f600", "\u200b"):
+        assert library.search({"query": slip})["results"] == []
     gaps = library.handle("gaps", {})["gaps"]
     assert [(g["query"], g["count"], g["status"]) for g in gaps] == [
         ("how to renew my passport abroad", 3, "open")

@@ -64,8 +64,10 @@ class ReadOperations:
         response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
         # search narrowed by tags or a folder, not one asking for more than the configured
-        # threshold, nor a search the asker says is not a question yet (the page's as-you-type).
+        # threshold, nor a search the asker says is not a question yet (the page's as-you-type),
+        # nor one with no word in it at all ("?", "*", an emoji: a slip, not a question).
         plain = params.record_gap and not (params.passage or params.scope.narrows)
+        plain = plain and any(char.isalnum() for char in params.query)
         usual = plain and params.threshold <= self.config.search_threshold
         if not response["results"] and usual and not self._pending():
             self._record_gap(params.query, response["best_candidate_score"], found.query_vector)
