@@ -279,6 +279,17 @@ def test_context_packs_the_best_sections_within_budget_once_each_with_citations(
     assert big["tokens"] <= 5000 and len(big["sources"]) >= len(pack["sources"])
 
 
+def test_the_gap_log_keeps_the_gaps_asked_most_recently_up_to_its_cap(tmp_path, monkeypatch):
+    from mdrag.retrieval import gaps
+
+    monkeypatch.setattr(gaps, "MAX_GAPS", 3)
+    log = gaps.GapLog(tmp_path / "gaps.sqlite")
+    for query in ("first", "second", "third", "first", "fourth", "fifth"):
+        log.record(query, None, None)  # "first", asked again, is then more recent than "second"
+    assert {e["query"]: e["count"] for e in log.entries()} == {"first": 2, "fourth": 1, "fifth": 1}
+    log.close()
+
+
 def test_the_gap_log_writes_in_the_background_yet_every_read_and_close_sees_each_record(tmp_path):
     import numpy as np
 

@@ -34,6 +34,12 @@ CREATE TABLE IF NOT EXISTS gaps (
 """
 
 
+# The log keeps the gaps asked most recently: a daemon that runs for months (and an assistant that
+# searches on its own) would otherwise grow it without end, and every note written is checked
+# against each open gap's vector (~30 ms a write at 6,000 gaps). A person reviews tens of gaps.
+MAX_GAPS = 1000
+
+
 def gap_key(query: str) -> str:
     return " ".join(query.split()).casefold()
 
@@ -95,6 +101,11 @@ class GapLog:
                     possibly_addressed_by = NULL, possibly_addressed_at = NULL
                 """,
                 (gap_key(query), query.strip(), now, now, best_score, blob),
+            )
+            db.execute(  # the least recently asked go past the cap; one asked again stays
+                "DELETE FROM gaps WHERE key IN "
+                "(SELECT key FROM gaps ORDER BY last_seen DESC LIMIT -1 OFFSET ?)",
+                (MAX_GAPS,),
             )
 
     def entries(self, status: str | None = None) -> list[Gap]:
