@@ -138,8 +138,8 @@ class Service:
             self._repair()
         elif self.store.missing_keywords and self.store.keywords_outdated:
             logger.info(
-                "the keyword index is written again for this version of mdrag, which reads words"
-                " another way: every note is read again, none embedded again"
+                "the keyword index is written again {}: every note is read again, none embedded again",
+                self.store.keywords_outdated,
             )
             self._repair()
         elif self.store.missing_keywords:

@@ -9,7 +9,7 @@ import pytest
 
 from mdrag.errors import StoreError
 from mdrag.milvus.keywords import CORRECTED, KeywordIndex
-from mdrag.milvus.keywordtext import ANALYZER, by_older_mdrag, parsed_terms
+from mdrag.milvus.keywordtext import ANALYZER, by_older_mdrag, deleted_rows, parsed_terms
 from mdrag.params.scope import Scope
 from mdrag.retrieval.query import keyword_query
 from tests.conftest import write
@@ -226,7 +226,10 @@ def test_a_note_in_a_script_written_without_spaces_is_found_by_a_word_inside_its
         service.close()
 
 
-@pytest.mark.parametrize("loss", ["removed", "unreadable", "repair cut short", "written by an older mdrag"])
+OUTDATED = ("written by an older mdrag", "holding more deleted rows than live ones")
+
+
+@pytest.mark.parametrize("loss", ["removed", "unreadable", "repair cut short", *OUTDATED])
 def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_them(tmp_path, vault, loss):
     """Milvus keeps no text: a keyword index lost while the daemon was down is written again from
     the notes, with their vectors from Milvus, so only a note changed meanwhile is embedded."""
@@ -253,6 +256,24 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
         meta = folder / "meta.json"
         meta.write_text(meta.read_text().replace(f'"{ANALYZER}"', '"mdrag_english_1"'))
         assert by_older_mdrag(folder)
+    elif loss == OUTDATED[1]:  # a mass removal (a folder moved out): tantivy keeps them, counted
+        # in its word statistics, in a segment that also holds live rows (one wholly deleted goes)
+        index = KeywordIndex(folder)
+        gone = [
+            {
+                "id": f"gone-{n}",
+                "doc_id": "gone",
+                "section_id": f"s{n}",
+                "file_path": "/gone.md",
+                "tags": [],
+                "embedded_text": "pg_restore restores a dump",
+                "display": "",
+            }
+            for n in range(3 * index.count)
+        ]
+        index.write([*gone, {**gone[0], "id": "stays", "doc_id": "stays"}])
+        index.delete("doc_id", ["gone"])
+        assert deleted_rows(folder) == len(gone)
     else:  # rows missing, and no mark that the index is whole: a repair that was stopped
         index = KeywordIndex(folder)
         index.delete("id", cut_ids)
@@ -263,8 +284,8 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
     try:
         assert runner.texts_encoded - before == 1  # the changed note's one window
         assert not reopened.store.missing_keywords and KeywordIndex.complete_at(folder)
-        assert reopened.store.keywords_outdated == (loss == "written by an older mdrag")
-        assert not by_older_mdrag(folder)
+        assert bool(reopened.store.keywords_outdated) == (loss in OUTDATED)
+        assert not by_older_mdrag(folder) and not deleted_rows(folder)
         assert len(_in_step(reopened)) == len(ids)
         for mode in ("keyword", "dense", "hybrid"):
             hits = reopened.search({"query": "pg_restore", "threshold": 0, "mode": mode})["results"]

@@ -73,6 +73,29 @@ def by_older_mdrag(path: Path) -> bool:
     return bool(older_analyzer(path))
 
 
+def deleted_rows(path: Path) -> int:
+    """How many deleted rows the keyword index at `path` still holds, when they outnumber its
+    live ones, else 0. Tantivy keeps a deleted row in its segment until that segment is merged,
+    and counts it in BM25's word statistics meanwhile; a large segment is seldom merged, so a
+    mass removal (a folder moved out, another root served) would skew every score for good."""
+    try:
+        segments = json.loads((path / "meta.json").read_text(encoding="utf-8"))["segments"]
+        rows = sum(int(segment["max_doc"]) for segment in segments)
+        deleted = sum(int((segment.get("deletes") or {}).get("num_deleted_docs", 0)) for segment in segments)
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    return deleted if deleted > rows - deleted else 0
+
+
+def outdated(path: Path) -> str:
+    """Why the keyword index at `path` is written again from the notes at open, in words, or ""."""
+    if by_older_mdrag(path):
+        return "for this version of mdrag, which reads words another way"
+    if deleted := deleted_rows(path):
+        return f"without the {deleted} rows deleted from it, which still weighed in its word statistics"
+    return ""
+
+
 def opened_index(path: Path) -> Any:
     """The tantivy index in the folder `path` (made there if none), its analyzer registered; one
     an older mdrag wrote is read as it was written (for an older layout's rows: old_vectors)."""

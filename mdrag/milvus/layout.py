@@ -16,7 +16,7 @@ from mdrag.milvus.calls import EngineCalls
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.keywords import KeywordIndex
-from mdrag.milvus.keywordtext import by_older_mdrag
+from mdrag.milvus.keywordtext import outdated
 from mdrag.milvus.schema import VECTORS, ensure_collections
 from mdrag.milvus.vectorreads import displayed
 
@@ -43,7 +43,7 @@ def open_keywords(path: Path, fresh: bool) -> tuple[KeywordIndex, bool]:
         words = KeywordIndex.anew(path)
         words.mark_complete(True)
         return words, False
-    if by_older_mdrag(path):  # the store says so (Store.keywords_outdated)
+    if outdated(path):  # the store says why (Store.keywords_outdated)
         return KeywordIndex.anew(path), True
     complete = KeywordIndex.complete_at(path)
     try:

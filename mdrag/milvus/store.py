@@ -25,7 +25,7 @@ from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import EVERY_NOTE, NoteScope, in_filter, metadata_expression
 from mdrag.milvus.hits import DenseHits
 from mdrag.milvus.keywords import KeywordHit, KeywordIndex
-from mdrag.milvus.keywordtext import by_older_mdrag
+from mdrag.milvus.keywordtext import outdated
 from mdrag.milvus.layout import carry, ensure_shards, keyword_gaps, old_vectors, open_keywords
 from mdrag.milvus.loading import VectorRowsAccess, VectorsLoading
 from mdrag.milvus.rows import KeywordRow, NoteMatch, NoteVector, ShownRow, VectorKey, clip_bytes
@@ -89,7 +89,7 @@ class Store:
         self._keywords_path = keywords
         self.keywords: KeywordIndex | None = None  # open once the collections are checked
         self.missing_keywords = False  # the keyword index lacks rows Milvus holds (see repair)
-        self.keywords_outdated = False  # ... because an older mdrag wrote it (made anew at open)
+        self.keywords_outdated = ""  # ... because it was outdated (made anew at open): why
         self.rebuilt_from_older = False  # its collections, of an older layout, were dropped at open
         self.is_lite = self._db.is_lite
         self._engine = EngineCalls(self._db, uri, timeout_s)
@@ -133,7 +133,7 @@ class Store:
     def _open_keywords(self, fresh: bool) -> None:
         """Open the keyword index (layout.open_keywords), setting `missing_keywords` and
         `keywords_outdated`."""
-        self.keywords_outdated = not fresh and by_older_mdrag(self._keywords_path)
+        self.keywords_outdated = "" if fresh else outdated(self._keywords_path)
         self.keywords, self.missing_keywords = open_keywords(self._keywords_path, fresh)
 
     @property
