@@ -89,9 +89,14 @@ class Service:
         private.refuse_link(files.roots_record, "the roots record")
         if files.is_lite:
             removed = remove_leftovers(files)  # we hold the lock: no rebuild runs
+            # Its databases or keyword index: a rebuild cut short. Logs and locks alone: what the
+            # Lite servers of a rebuild that finished and switched in left behind.
             if removed:
-                logger.warning(
-                    "removed what a rebuild that did not finish left beside the index: {}",
+                cut_short = {files.rebuild_keyword_index, *files.rebuild_databases} & set(removed)
+                logger.log(
+                    "WARNING" if cut_short else "DEBUG",
+                    "removed what a rebuild {} left beside the index: {}",
+                    "that did not finish" if cut_short else "that finished",
                     ", ".join(str(path) for path in removed),
                 )
         # What an older mdrag or a umask of 022 left readable by others: the notes' text is in there.

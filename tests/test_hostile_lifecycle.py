@@ -120,3 +120,10 @@ def test_a_rebuild_killed_midway_leaves_nothing_beside_the_index_after_the_next_
     assert "milvus.rebuild.shard1.db" in result.stderr
     assert sorted(p.name for p in state.iterdir()) == live
     assert "unchanged 2" in result.stdout  # the live index as it was
+
+    # What a rebuild that finished and switched in leaves: its side Lite servers' logs alone.
+    for name in ("milvus.rebuild.db.log", "milvus.rebuild.shard1.db.log"):
+        (state / name).write_text("a Lite server's log\n")
+    result = mdrag_cli(daemon.env, "reindex")
+    assert result.returncode == 0 and "removed what a rebuild" not in result.stderr, result.stderr
+    assert sorted(p.name for p in state.iterdir()) == live
