@@ -266,14 +266,17 @@ def short_eta(seconds: float | None) -> str:
 
 
 def progress_line(progress: ProgressSnapshot | Progress) -> str:
-    """One line for status, the daemon's log and systemd: 'indexing 412/994 notes, 5210/12400
-    texts, ~3 min left' (or 'listing the notes' before the files are counted)."""
+    """One line for status, the daemon's log and systemd: 'indexing 412/994 notes, 5210 of about
+    12400 passages embedded, ~3 min left' (or 'listing the notes' before the files are counted).
+    A passage is what the model embeds (a section, or a window of a long one); their total is
+    estimated from the notes read so far until every note is read, so it is "about"."""
     p = progress if isinstance(progress, dict) else progress.to_dict()
     if p["state"] == "scanning":
         return "indexing: listing the notes"
+    about = "" if p["state"] == "done" else "about "
     return (
         f"indexing {p['notes_done']}/{p['notes_total']} notes{_by_words(p)}, "
-        f"{p['done']}/{p['total']} {p['unit']}, {short_eta(p['eta_s'])}"
+        f"{p['done']} of {about}{p['total']} passages embedded, {short_eta(p['eta_s'])}"
     )
 
 

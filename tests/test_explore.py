@@ -255,6 +255,16 @@ def test_explain_gives_ranks_per_hit_and_lists_what_the_threshold_dropped(librar
         assert set(hit["explain"]["evidence"]) == set(relevance.FEATURES)
     dropped = response["explain"]["dropped_by_threshold"]
     assert dropped and all(c["score"] < 0.6 for c in dropped)
+    # Each names its section's lines, so that a note's sections are told apart.
+    assert all(1 <= c["start_line"] <= c["end_line"] for c in dropped)
+
+
+def test_every_piece_of_evidence_explain_shows_is_said_in_words():
+    from mdrag.retrieval.confidence import EVIDENCE_WORDS
+
+    named = {name.strip() for line in EVIDENCE_WORDS for name in line.partition(":")[0].split(",")}
+    shown = {f"1/{f}" if f.endswith("_rank") else f for f in relevance.FEATURES}
+    assert named == shown
 
 
 def test_a_selected_passage_finds_the_notes_it_relates_to(library, notes):
@@ -305,3 +315,36 @@ def test_the_gap_log_writes_in_the_background_yet_every_read_and_close_sees_each
         "how do I water cacti",
         "a second question",
     }
+
+
+def test_explain_in_a_terminal_tells_a_notes_sections_apart_and_says_its_evidence_in_words(capsys):
+    from mdrag.cli.render import hits
+    from mdrag.client.paths import Paths
+    from mdrag.retrieval.confidence import EVIDENCE_WORDS
+
+    ranks = {"similarity": 0.4, "score": 0.3, "evidence": {}, "dense_rank": 2, "keyword_rank": None}
+    dropped = [
+        {
+            "file_path": "/n/guide.md",
+            "section_id": s,
+            "start_line": a,
+            "end_line": b,
+            "heading_path": h,
+            "score_rank": r,
+            **ranks,
+        }
+        for s, a, b, h, r in (("a", 1, 4, "Guide", 2), ("b", 5, 9, "Guide > Steps", 3))
+    ]
+    response = {
+        "results": [],
+        "related": [],
+        "closest": [],
+        "message": "",
+        "query": "q",
+        "explain": {"mode": "hybrid", "threshold": 0.7, "candidates": 2, "dropped_by_threshold": dropped},
+    }
+    hits(response, Paths(["/n"]))
+    out = capsys.readouterr().out
+    assert "n/guide.md:1-4  Guide  (score rank 2)" in out
+    assert "n/guide.md:5-9  Guide > Steps  (score rank 3)" in out
+    assert all(words in out for words in EVIDENCE_WORDS)

@@ -113,7 +113,7 @@ def test_status_and_search_lines_say_how_far_the_index_is():
     assert progress_line(meter.snapshot()) == "indexing: listing the notes"
     p = {"state": "indexing", "notes_done": 412, "notes_total": 994, "done": 5210, "total": 12400}
     p |= {"unit": "texts", "eta_s": 170.0}
-    assert progress_line(p) == "indexing 412/994 notes, 5210/12400 texts, ~3 min left"
+    assert progress_line(p) == "indexing 412/994 notes, 5210 of about 12400 passages embedded, ~3 min left"
     assert search_banner(p) == "indexing: 412 of 994 notes done, about 3 min left; results so far:"
     assert "412 of 994 notes indexed so far" in early_message(p)
     p["keyword_notes"] = 994  # every note read ahead for keyword search

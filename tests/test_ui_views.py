@@ -180,7 +180,7 @@ def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_g
     response = asyncio.run(page.status(None))  # type: ignore[arg-type]
     html = bytes(response.body).decode()
     assert "n/bad.md</span>: binary file: contains NUL bytes" in html
-    assert "indexing 412/994 notes, 5210/12400 texts, ~3 min left" in html
+    assert "indexing 412/994 notes, 5210 of about 12400 passages embedded, ~3 min left" in html
     assert "fishing &lt;licence&gt;" in html and "95" in html and "6 (failed 1, indexed 5)" in html
     # Every group counted, though the page lists the closest few.
     assert (

@@ -107,6 +107,9 @@ class SearchParameters(ScopeShown):
 class DroppedCandidate(Evidence):
     file_path: str
     section_id: str
+    start_line: int | None  # the section's lines: a note's sections told apart
+    end_line: int | None
+    heading_path: str
 
 
 class SearchExplain(TypedDict):

@@ -36,7 +36,7 @@ def command_config(ctx: Any, need_roots: bool = False, **overrides: Any) -> Conf
 
 @contextmanager
 def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
-    """On a terminal, a tqdm bar of the texts embedded (notes done, rate, ETA); otherwise a
+    """On a terminal, a tqdm bar of the passages embedded (notes done, rate, ETA); otherwise a
     progress line on stderr every 10 s (none when `quiet`). Fed by a run here or the daemon's stream."""
     if not sys.stderr.isatty():
         last = [time.monotonic()]
@@ -57,12 +57,12 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
     sized = shutil.get_terminal_size((0, 0)).columns > 0
     bar = tqdm(
         total=0,
-        unit="text",
+        unit="passage",
         dynamic_ncols=sized,
         ncols=None if sized else 100,
         nrows=None if sized else 20,
         file=sys.stderr,
-        bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} texts [{elapsed}{postfix}]",
+        bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} passages [{elapsed}{postfix}]",
         desc="indexing",
     )
 
@@ -74,7 +74,7 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
         rate = progress["rate"]
         bar.set_postfix_str(
             f"{progress['notes_done']}/{progress['notes_total']} notes"
-            + (f", {rate:.0f} texts/s" if rate else "")
+            + (f", {rate:.0f} passages/s" if rate else "")
             + (", done" if progress["state"] == "done" else f", {short_eta(progress['eta_s'])}"),
             refresh=False,
         )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from mdrag.cli.output import Link, Styled, say
 from mdrag.progress import progress_line, search_banner
-from mdrag.retrieval.confidence import explain_lines, nothing_line, related_line, results_line
+from mdrag.retrieval.confidence import EVIDENCE_WORDS, explain_lines, nothing_line, related_line, results_line
 from mdrag.retrieval.excerpt import excerpt, marked
 from mdrag.termtext import visible
 
@@ -115,10 +115,15 @@ def _dropped(response: SearchAnswer, paths: Paths) -> None:
     dropped = explain["dropped_by_threshold"]
     say(f"below the threshold {explain['threshold']}: {len(dropped)} candidates")
     for c in dropped[:10]:
+        lines = f":{c['start_line']}-{c['end_line']}" if c.get("start_line") else ""
+        heading = f"  {c['heading_path']}" if c.get("heading_path") else ""
         say(
-            f"  {c['score']:.3f} (similarity {c['similarity']})  {paths.shown(c['file_path'])}"
-            f"  (score rank {c['score_rank']})"
+            f"  {c['score']:.3f} (similarity {c['similarity']})  {paths.shown(c['file_path'])}{lines}"
+            f"{heading}  (score rank {c['score_rank']})"
         )
+    say("evidence, in words:")
+    for words in EVIDENCE_WORDS:
+        say(f"  {words}")
 
 
 def editor_command(argv: list[str]) -> None:

@@ -89,3 +89,18 @@ def explain_lines(explain: Evidence) -> list[str]:
         f"keyword rank {e['keyword_rank'] or '-'}, score rank {e['score_rank']}",
         "evidence " + ", ".join(f"{_EVIDENCE.get(k, k)} {v:g}" for k, v in e["evidence"].items()),
     ]
+
+
+# What each piece of evidence measures, in words (`--explain`'s legend; relevance.FEATURES).
+EVIDENCE_WORDS = (
+    "cosine: how close in meaning the section is to the query (0 to 1)",
+    "margin: its cosine's lead over the next note's",
+    "1/dense_rank, 1/keyword_rank: one over its place among the closest in meaning and in words"
+    " (0: not among them)",
+    "bm25: how well its words match (log of the keyword score)",
+    "agree: 1 when both lists found it near their top",
+    "coverage, title: the share of the query's words its text, and its title and headings, hold",
+    "rare: 1 when it holds an identifier of the query whole (pg_restore, EIP-1559)",
+    "vault_z, spread: its cosine on this folder's own scale, and the best note's cosine over the tenth's",
+    "named, vault_words: 0 when the query names something, or has a word, no note holds",
+)

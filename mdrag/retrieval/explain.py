@@ -46,6 +46,14 @@ def explain(
         "threshold": params.threshold,
         "candidates": len(ordered),
         "dropped_by_threshold": [
-            {"file_path": c["file_path"], "section_id": c["section_id"], **ranks_of(c)} for c in dropped
+            {
+                "file_path": c["file_path"],
+                "section_id": c["section_id"],
+                "start_line": c.get("start_line"),
+                "end_line": c.get("end_line"),
+                "heading_path": c.get("heading_path", ""),
+                **ranks_of(c),
+            }
+            for c in dropped
         ],
     }
