@@ -105,6 +105,24 @@ def test_reindex_with_no_roots_and_no_paths_says_what_to_do(env):
     assert result.returncode == 1 and "no roots configured" in result.stderr
 
 
+def test_reindex_takes_a_path_as_output_shows_it_from_any_folder_under_the_roots_the_index_last_had(
+    env, tmp_path
+):
+    vault = tmp_path / "vault"
+    write(vault / "ops" / "restore.md", "# Restore\n\nRun pg_restore against the dump.\n")
+    write(vault / "draft.md", "# Draft\n\nA lighthouse keeper's notes.\n")
+    assert mdrag(env, "reindex", str(vault)).returncode == 0  # no roots configured: this one
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (vault / "draft.md").unlink()
+    write(vault / "ops" / "new.md", "# New\n\nRotate the backup keys.\n")
+    # As `search` shows them (`vault/…`), from a folder that holds no `vault`: a folder, and a
+    # note deleted since, which only its root can name.
+    result = mdrag(env, "reindex", "vault/ops", "vault/draft.md", cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert "added 1," in result.stdout and "deleted 1," in result.stdout
+
+
 def test_version_is_the_packages_own_and_the_installed_one(env):
     # `--version` prints mdrag.__version__ (click would read the installed metadata, ~20 ms of
     # the process); pyproject takes its version from there, so the two cannot part.

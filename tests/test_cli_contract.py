@@ -197,7 +197,12 @@ def test_a_path_typed_as_text_output_shows_it_names_the_note_under_its_root(tmp_
     assert paths.typed("vault/a") == str(vault / "a")  # a --path prefix
     assert paths.typed("vault") == str(vault)
     assert paths.typed("local") == str(here / "local")  # what is there from here comes first
-    assert paths.typed("vault/missing.md") == str(here / "vault" / "missing.md")  # named as typed
+    # Nothing there: still under the root it names (a note deleted since, for reindex to drop;
+    # a typo, named where it was meant), unless two roots share that name.
+    assert paths.typed("vault/missing.md") == str(vault / "missing.md")
+    twin = tmp_path / "other" / "vault"
+    twin.mkdir(parents=True)
+    assert Paths([str(vault), str(twin)]).typed("vault/missing.md") == str(here / "vault" / "missing.md")
     assert paths.typed(str(vault / "a" / "b.md")) == str(vault / "a" / "b.md")
     (here / "vault" / "a").mkdir(parents=True)
     assert paths.typed("vault/a") == str(here / "vault" / "a")  # here wins over a root's name

@@ -95,7 +95,7 @@ def similar(ctx: click.Context, note: str | None, k: int, text_source: str | Non
     if not result["results"]:
         say(f"No similar notes (none scores {result.get('floor', 40)} or more).")
     for item in result["results"]:
-        say(f"{item['score']:>3}  {item['tier']:<15} {paths.shown(item['path'])}")
+        say(f"{item['score']:>3}  {item['tier']:<15}  {paths.shown(item['path'])}")  # 15: closely related
 
 
 @click.command()

@@ -83,12 +83,20 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
     from mdrag.embedding import heap
 
     heap.share_one_arena()  # before any thread starts: it may index here, without a daemon
-    absolute = [os.path.abspath(os.path.expanduser(p)) for p in paths]
-    if absolute and not config.roots:
-        # With no roots configured, the folders named here are the roots.
-        config = config.with_overrides(roots=tuple(p for p in absolute if os.path.isdir(p)) or None)
+    if paths and not config.roots:
+        # With no roots configured: those the index was last opened with (a daemon's --root) when
+        # every path named is under them, else the folders named here.
+        from mdrag.client.paths import Paths
+        from mdrag.files.indexfiles import IndexFiles
+
+        recorded = IndexFiles.of(config).recorded_roots()
+        typed = [Paths(recorded).typed(p) for p in paths]
+        within = all(any(p == r or p.startswith(r + os.sep) for r in recorded) for p in typed)
+        named = tuple(p for p in typed if os.path.isdir(p))
+        config = config.with_overrides(roots=tuple(recorded) if recorded and within else named or None)
     with open_route(config, quiet=as_json, create=True) as route, progress_bar(quiet=as_json) as show:
-        report = route.reindex(absolute, force, rebuild, show)
+        # A path as text output shows it (`notes/runbooks`) is taken under its root, as `--path` is.
+        report = route.reindex([route.paths.typed(p) for p in paths], force, rebuild, show)
     if as_json:
         say_json(report, ascii_only=True)
         return

@@ -34,12 +34,14 @@ class Paths:
         if os.path.exists(absolute) or os.path.isabs(os.path.expanduser(path)):
             return absolute
         first, _, rest = os.path.normpath(path).partition(os.sep)
-        for root in self._roots:
-            if os.path.basename(root) == first:
-                under = os.path.join(root, rest) if rest else root
-                if os.path.exists(under):
-                    return under
-        return absolute
+        named = [root for root in self._roots if os.path.basename(root) == first]
+        for root in named:
+            under = os.path.join(root, rest) if rest else root
+            if os.path.exists(under):
+                return under
+        # Under the one root of that name even when nothing is there (a note deleted since, or a
+        # typo): the answer then names the path the person meant, not one under the working folder.
+        return os.path.join(named[0], rest) if len(named) == 1 and rest else absolute
 
     def shown(self, path: str) -> str:
         """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under
