@@ -94,6 +94,7 @@ def test_a_config_after_the_subcommand_wins_over_one_before_it(home, capsys):
     [
         ["search", "--no-such-option", "q"],
         ["similar"],
+        ["search"],  # no query, no passage: said as a usage error, not as a query of 0 characters
         ["search", "-k", "many", "q"],
         ["nonsense"],
         ["context"],

@@ -348,3 +348,20 @@ def test_explain_in_a_terminal_tells_a_notes_sections_apart_and_says_its_evidenc
     assert "n/guide.md:1-4  Guide  (score rank 2)" in out
     assert "n/guide.md:5-9  Guide > Steps  (score rank 3)" in out
     assert all(words in out for words in EVIDENCE_WORDS)
+
+
+def test_a_path_under_no_root_is_said_with_the_roots_a_path_starts_with(capsys, tmp_path):
+    from mdrag.cli.render import hits
+    from mdrag.client.paths import Paths
+
+    notes = tmp_path / "notes"
+    (notes / "runbooks").mkdir(parents=True)
+    base = {"results": [], "related": [], "closest": [], "query": "q"}
+    for prefix, hinted in ((tmp_path / "runbooks", True), (notes / "runbooks", False)):
+        message = f"no confident answer in your notes: no note is under {prefix}"
+        hits(
+            {**base, "message": message, "search_parameters": {"path_prefix": str(prefix)}},
+            Paths([str(notes)]),
+        )
+        out = capsys.readouterr().out
+        assert ("a --path starts with a root's name: notes)" in out) == hinted

@@ -144,6 +144,8 @@ def search(
     """Find the sections of your notes closest in meaning to QUERY (or to a --selected passage)."""
     config = command_config(ctx)
     params: dict[str, Any] = {"query": query or ""}
+    if selected is None and query is None:
+        raise click.UsageError("give a QUERY, or a passage with --selected FILE|-")
     if selected is not None:
         if query:
             raise click.UsageError("give either QUERY or --selected, not both")

@@ -51,6 +51,7 @@ def hits(response: SearchAnswer, paths: Paths) -> None:
     results = response["results"]
     if not results:
         say(nothing_line(response, paths.shown_folder))
+        _outside_roots(response.get("search_parameters", {}).get("path_prefix"), paths)
         related = response.get("related") or []
         for hit in related:  # close under the bar: hits to look at, not an answer
             _hit(hit, "yellow", paths)
@@ -64,6 +65,13 @@ def hits(response: SearchAnswer, paths: Paths) -> None:
         _hit(hit, "green", paths)
     say(f"({results_line(response)})")
     _dropped(response, paths)
+
+
+def _outside_roots(folder: str | None, paths: Paths) -> None:
+    """A --path under no root (`runbooks` for `notes/runbooks`): which names a path starts with."""
+    if folder and paths.known and not paths.holds(folder):
+        roots = ", ".join(sorted(paths.shown_folder(root) for root in paths.roots))
+        say(f"({paths.shown_folder(folder)} is under no root: a --path starts with a root's name: {roots})")
 
 
 def _hit(hit: Hit, colour: str, paths: Paths) -> None:

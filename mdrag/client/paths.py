@@ -26,6 +26,14 @@ class Paths:
         """Whether any roots are known (a page's client learns them from its first request)."""
         return bool(self._roots)
 
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return tuple(self._roots)
+
+    def holds(self, path: str) -> bool:
+        """Whether `path` (absolute) is a root or under one."""
+        return any(path == root or path.startswith(root + os.sep) for root in self._roots)
+
     def typed(self, path: str) -> str:
         """A path as a person types it, made absolute: from the working directory when something
         is there, else, when it begins with a root's name as text output shows it (`vault/a/b.md`,
