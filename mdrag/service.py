@@ -89,8 +89,7 @@ class Service:
         private.refuse_link(files.roots_record, "the roots record")
         if files.is_lite:
             removed = remove_leftovers(files)  # we hold the lock: no rebuild runs
-            # Its databases or keyword index: a rebuild cut short. Logs and locks alone: what the
-            # Lite servers of a rebuild that finished and switched in left behind.
+            # Logs and locks alone: what the Lite servers of a rebuild that finished left behind.
             if removed:
                 cut_short = {files.rebuild_keyword_index, *files.rebuild_databases} & set(removed)
                 logger.log(
@@ -110,7 +109,8 @@ class Service:
         self._carried = CarriedVectors(files.carried_vectors)
         self.store = self._open_store(config.milvus_uri, carry_to=self._carried)
         self.catalog = Catalog(self.stored_records())
-        self.filter = NoteFilter(config.roots, config.exclude)
+        # With none configured, the roots the index was last opened with (its daemon's --root).
+        self.filter = NoteFilter(config.roots or tuple(files.recorded_roots()), config.exclude)
         files.record_roots(config.roots)
         self.roots = Roots(self.filter.roots, lambda root: len(self.catalog.paths_under(to_text(root))))
         # Notes a first index read ahead of the model: keyword search finds them meanwhile.

@@ -155,7 +155,7 @@ def _lite_service(tmp_path, notes, embedder):
     from mdrag.service import Service
 
     config = Config().with_overrides(
-        roots=(str(notes),),
+        roots=(str(notes),) if notes else None,  # None: a command run with no roots configured
         milvus_uri=str(tmp_path / "index" / "milvus.db"),
         server_socket_path=str(tmp_path / "s.sock"),
     )
@@ -293,6 +293,39 @@ def test_a_lost_keyword_index_is_written_again_from_the_notes_without_embedding_
             assert hits[0]["section_heading"] == "Postgres"
     finally:
         reopened.close()
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["roots recorded", "no roots known"])
+def test_a_command_with_no_roots_configured_never_drops_notes_to_write_the_keyword_index_again(
+    tmp_path, vault, recorded
+):
+    """The daemon had its roots on its command line; a command run later with none configured
+    finds the keyword index outdated. It writes it again under the roots the index last had;
+    knowing none, it leaves it for a run that does: never does a note count as gone."""
+    from tests.fakes import fake_embedder
+
+    embedder = fake_embedder()
+    service = _lite_service(tmp_path, vault, embedder)
+    service.reindex()
+    ids = _in_step(service)
+    service.close()
+    folder = service.files.keyword_index
+    meta = folder / "meta.json"
+    meta.write_text(meta.read_text().replace(f'"{ANALYZER}"', '"mdrag_english_1"'))  # outdated
+    if not recorded:
+        service.files.roots_record.unlink()
+    command = _lite_service(tmp_path, None, embedder)
+    try:
+        assert sorted(row["id"] for row in command.store.iter_vector_keys()) == ids
+        hits = command.search({"query": "pg_restore", "threshold": 0, "mode": "keyword"})["results"]
+        assert bool(hits) == recorded and KeywordIndex.complete_at(folder) == recorded
+    finally:
+        command.close()
+    daemon = _lite_service(tmp_path, vault, embedder)  # its roots again: the index is whole
+    try:
+        assert _in_step(daemon) == ids and KeywordIndex.complete_at(folder)
+    finally:
+        daemon.close()
 
 
 def test_a_new_index_empties_the_keyword_folder_it_finds_without_reading_it(tmp_path, vault, fake_embedder):

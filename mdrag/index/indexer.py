@@ -302,7 +302,10 @@ class Indexer:
             # Info: its cause (an unclean stop, a lost or outdated keyword index) was said at open.
             logger.info("reading {} notes again for the rows the keyword index lacks", len(paths))
             self.unshown.update(paths)
-            self.index_files(paths, force=True)
+            # A note under no root known here (a command run with none configured, its daemon's
+            # given on its command line) is left unshown for a run that knows its root: read
+            # here, it would count as gone and lose its rows. The index stays incomplete till then.
+            self.index_files([p for p in paths if self.filter.accepts(to_fs(p))], force=True)
         return len(orphans)
 
     def _settle_unshown(self, paths: list[str]) -> None:
