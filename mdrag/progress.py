@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 # longer (the model sorts nothing across batches) or a machine that gets busy moves the ETA.
 RATE_WINDOW_S = 60.0
 READ_SAMPLE_S = 0.1  # the reader's pace is sampled at most this often (it may read 10k notes a second)
+# No time left is promised before the model has embedded for this long: its first batches say
+# little of its pace (a first index said "~14 min left" of a run that took 51 s).
+RATE_MIN_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,9 @@ class ProgressMeter:
             self._state = "indexing"
             self._notes_total = notes_total
             self._notes_held = min(held, notes_total)
-            self._samples = [(self._clock(), self._texts_done)]
+            # The rate runs from the first batch's end, not from here: that batch bears the model's
+            # start-up (loaded on first use), which put "~32 min left" on a run of 2 minutes.
+            self._samples = []
             self._read_samples = deque([(self._clock(), self._notes_read)])
         self._tell()
 
@@ -164,6 +169,8 @@ class ProgressMeter:
         with self._lock:
             self._texts_done += count
             now = self._clock()
+            if not self._samples:  # till the model's first batch the reader waits on it: no pace
+                self._read_samples = deque([(now, self._notes_read)])
             self._samples.append((now, self._texts_done))
             while len(self._samples) > 2 and now - self._samples[1][0] > RATE_WINDOW_S:
                 self._samples.pop(0)
@@ -200,7 +207,8 @@ class ProgressMeter:
             if unread > 0 and changed_read > 0:
                 # The notes nobody has read yet are assumed to be like those read so far.
                 total += math.ceil(unread * known / changed_read)
-            rate = _rate(self._samples)
+            measured = len(self._samples) > 1 and self._samples[-1][0] - self._samples[0][0] >= RATE_MIN_S
+            rate = _rate(self._samples) if measured else None
             left = max(total - self._texts_done, 0)
             eta = self._eta(left, rate)
             if self._state == "done":

@@ -24,7 +24,7 @@ TEXTS_PER_S = 25  # the daemon's model is held to this pace (see PACE): 320 text
 NOISE = re.compile(r"pkg_resources|GOAWAY|too_many_pings|chttp2|grpc", re.IGNORECASE)
 # 320 new notes: read ahead for keyword search, so the line says how many are found by their words
 PROGRESS = re.compile(
-    r"indexing \d+/320 notes( \((all )?\d+ searchable by their words\))?, \d+/\d+ texts, ~\d+ (s|min) left"
+    r"indexing \d+/320 notes( \((all )?\d+ searchable by their words\))?, \d+ of about \d+ passages embedded, ~\d+ (s|min) left"
 )
 
 # The real model, held to a fixed pace in the daemon only: on a quiet machine it embeds 320
@@ -166,8 +166,8 @@ def test_a_first_index_says_how_far_it_is_everywhere_and_records_no_gap(tmp_path
 
         assert reindex.wait(120) == 0, b"".join(terminal).decode(errors="replace")
         shown = b"".join(terminal).decode(errors="replace")
-        assert re.search(r"indexing +\d+%\|.*\| \d+/\d+ texts \[.*\d+/320 notes", shown), shown
-        assert re.search(r"indexing 100%\|.*\| (\d+)/\1 texts \[.*320/320 notes, .*done\]", shown), shown
+        assert re.search(r"indexing +\d+%\|.*\| \d+/\d+ passages \[.*\d+/320 notes", shown), shown
+        assert re.search(r"indexing 100%\|.*\| (\d+)/\1 passages \[.*320/320 notes, .*done\]", shown), shown
         assert "added 0, updated 0, unchanged 320" in shown
         assert not NOISE.search(shown), shown
 

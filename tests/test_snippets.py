@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from mdrag.retrieval.excerpt import excerpt, render
+from mdrag.retrieval.excerpt import excerpt, render, shown_mark
 from mdrag.retrieval.snippets import highlights, query_terms, snippet, window_text
 
 SECTION = "## Restore\n\nFirst part about something else entirely.\n\nUse pg_restore to restore a backup.\n"
@@ -172,3 +174,18 @@ def test_an_excerpt_leaves_out_comments_a_reader_never_sees_and_their_marks(text
 def test_a_printf_pattern_is_no_comment():
     text = 'printf("%%d items", count) prints the count'
     assert excerpt(text, highlights(text, ["count"]))[0] == text
+
+
+def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windows_first():
+
+    filler = "\n".join("plain words of a long paragraph between them" for _ in range(10))
+    text = f"The sidebar shows icons.\n{filler}\nAdd a ribbon icon with addRibbonIcon.\n"
+    spans = [(m.start(), m.end()) for m in re.finditer(r"ribbon|icons?", text, re.IGNORECASE)]
+    shown, _ = excerpt(text, spans)
+    mark = shown_mark(text, spans)
+    assert "ribbon icon" in shown and "sidebar" not in shown  # the words together, not the first one
+    assert mark is not None and text[mark:].startswith("ribbon")
+    assert text[:mark].count("\n") == 11  # the 12th line: where `open` puts the cursor
+    assert shown_mark("no marks here", []) is None
+    short = "short: icons here"
+    assert shown_mark(short, [(7, 12)]) == 7

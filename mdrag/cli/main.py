@@ -22,6 +22,7 @@ from mdrag.cli.output import say, say_json
 from mdrag.client.route import configure_command_logging, open_route
 from mdrag.errors import MdragError, QueryError
 from mdrag.notes.opener import add_uris, editor_argv, run_editor
+from mdrag.retrieval.excerpt import shown_mark
 from mdrag.termtext import visible
 
 if TYPE_CHECKING:
@@ -203,7 +204,11 @@ def _open_hit(ctx: click.Context, response: SearchAnswer, n: int, print_only: bo
     if not 1 <= n <= len(hits):
         raise click.UsageError(f"there is no hit {n}: the search gave {len(hits)}")
     hit = hits[n - 1]
-    line = (hit.get("snippet") or {}).get("start_line") or hit["start_line"]
+    snippet = hit.get("snippet") or {}
+    line = snippet.get("start_line") or hit["start_line"]
+    mark = shown_mark(snippet["text"], [(a, b) for a, b in snippet["highlights"]]) if snippet else None
+    if mark is not None and snippet.get("start_line"):  # the line the words shown are on
+        line += snippet["text"][:mark].count("\n")
     argv = editor_argv(hit["file_path"], line, ctx.obj["config"].open_command)
     if print_only:
         render.editor_command(argv)

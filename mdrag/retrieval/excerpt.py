@@ -45,6 +45,17 @@ def excerpt(
     return f"{lead}{flat[start:end]}{tail}", kept
 
 
+def shown_mark(text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS) -> int | None:
+    """Where in `text` the first mark that `excerpt` shows begins (the line `open` goes to is the
+    one a person read the words on), or None without marks."""
+    blanked, kept = without_comments(text, spans)
+    flat, moved = _one_line(blanked, kept)
+    if not moved:
+        return None
+    start = 0 if len(flat) <= width else _best_start(flat, moved, width)
+    return next((a for (a, _), (at, _) in zip(kept, moved, strict=False) if at >= start), kept[0][0])
+
+
 def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """The text with each run of white space as one space (and none at the ends), spans kept."""
     out: list[str] = []
