@@ -167,7 +167,7 @@ def test_an_excerpt_leaves_out_comments_a_reader_never_sees_and_their_marks(text
     marks = highlights(text, ["getcursor"])
     shown, kept = excerpt(text, marks)
     assert "<!--" not in shown and "Do not edit" not in shown and "left open" not in shown
-    assert shown.startswith("[Home](Home.md) › Editor › getCursor")
+    assert shown.startswith("Home › Editor › getCursor")  # the link as a reader sees it
     assert [shown[a:b] for a, b in kept] == ["getCursor"]  # the comment's own mark is gone with it
 
 
@@ -189,3 +189,21 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
     assert shown_mark("no marks here", []) is None
     short = "short: icons here"
     assert shown_mark(short, [(7, 12)]) == 7
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "shown"),
+    [
+        ("extend [[Reference/API/Modal|Modal]] and call it", ["modal"], "extend Modal and call it"),
+        ("[`Modal`](Modal) › [`open`](Modal/open)", ["modal", "open"], "Modal › open"),
+        ("see ![[diagram.png]] and [[Plain note]]", ["diagram"], "see diagram.png and Plain note"),
+        ("**Signature:** `open(): void`", ["open"], "Signature: open(): void"),
+    ],
+)
+def test_an_excerpt_shows_links_and_marks_as_a_reader_sees_them_rendered(text, words, shown):
+    """A wiki link or embed as its shown words, a link as its text, the marks of strong and code
+    gone; a mark on a link's target goes with it (the word is marked where it is shown)."""
+    cut, kept = excerpt(text, highlights(text, words))
+    assert cut == shown
+    assert {cut[a:b].casefold() for a, b in kept} <= set(words) | {"diagram.png"} and kept
+    assert all(cut[a:b] for a, b in kept)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -10,6 +11,10 @@ from mdrag.notes.comments import COMMENT
 Mark = TypeVar("Mark")
 
 EXCERPT_CHARS = 240  # what the text output shows of a window
+# Markup a reader sees rendered: a wiki link or embed as its shown words (`[[Modal/open|open()]]`
+# as "open()"), a link as its text, the marks of strong emphasis and code gone.
+LINKS = re.compile(r"!?\[\[(?:[^\]|\n]*\|)?(?P<wiki>[^\]|\n]*)\]\]|!?\[(?P<link>[^\]\n]*)\]\([^)\n]*\)")
+MARKS = re.compile(r"\*\*|__|`+")
 
 
 def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
@@ -25,12 +30,44 @@ def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list
     return COMMENT.sub(lambda comment: " " * len(comment.group()), text), kept
 
 
+def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """The text with its links and marks as a reader sees them rendered (LINKS, MARKS), the spans
+    moved to match: one inside a part left out (a link's target) becomes empty, its word left out
+    with it; a link a span straddles stays as written."""
+    dropped = bytearray(len(text))
+    for match in [*LINKS.finditer(text), *MARKS.finditer(text)]:
+        start, end = match.span()
+        named = [name for name, value in match.groupdict().items() if value is not None]
+        shown = match.span(named[0]) if named else (end, end)  # a mark shows nothing
+        parts = ((start, shown[0]), (shown[1], end))
+        inside = [(a, b) for a, b in spans if a < end and b > start]
+        if any(
+            not (shown[0] <= a and b <= shown[1]) and not any(x <= a and b <= y for x, y in parts)
+            for a, b in inside
+        ):
+            continue
+        for x, y in parts:
+            dropped[x:y] = b"\x01" * (y - x)
+    if not any(dropped):
+        return text, spans
+    out: list[str] = []
+    position = []  # the new offset of each old one
+    for char, gone in zip(text, dropped, strict=True):
+        position.append(len(out))
+        if not gone:
+            out.append(char)
+    position.append(len(out))
+    return "".join(out), [(position[a], position[a] if dropped[a] else position[b]) for a, b in spans]
+
+
 def excerpt(
     text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS
 ) -> tuple[str, list[tuple[int, int]]]:
     """At most `width` characters of `text` on one line, around where the most of `spans` fall,
-    with the spans moved to match; "…" marks a cut at either end. Comments are left out."""
-    flat, moved = _one_line(*without_comments(text, spans))
+    with the spans moved to match; "…" marks a cut at either end. Comments are left out, links
+    and marks shown as rendered (`plain`)."""
+    flat, moved = _one_line(*plain(*without_comments(text, spans)))
+    moved = [(a, b) for a, b in moved if a < b]  # a mark left out with its link's target
     if len(flat) <= width:
         return flat, moved
     start = _best_start(flat, moved, width)
@@ -49,11 +86,12 @@ def shown_mark(text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHA
     """Where in `text` the first mark that `excerpt` shows begins (the line `open` goes to is the
     one a person read the words on), or None without marks."""
     blanked, kept = without_comments(text, spans)
-    flat, moved = _one_line(blanked, kept)
-    if not moved:
+    flat, moved = _one_line(*plain(blanked, kept))
+    pairs = [(a, at) for (a, _), (at, end) in zip(kept, moved, strict=True) if at < end]
+    if not pairs:
         return None
-    start = 0 if len(flat) <= width else _best_start(flat, moved, width)
-    return next((a for (a, _), (at, _) in zip(kept, moved, strict=False) if at >= start), kept[0][0])
+    start = 0 if len(flat) <= width else _best_start(flat, [m for m in moved if m[0] < m[1]], width)
+    return next((a for a, at in pairs if at >= start), pairs[0][0])
 
 
 def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
