@@ -114,6 +114,30 @@ def test_a_deleted_note_loses_its_rows_its_metadata_and_its_catalog_record(index
     assert indexer.catalog.get(str(git)) is None
 
 
+@pytest.mark.parametrize("count", [3, 25])
+def test_a_run_names_each_note_it_removes_or_counts_them_when_they_are_many(indexer, notes, count):
+    from loguru import logger
+
+    from mdrag.index.indexer import REMOVED_NAMED
+
+    for n in range(count):
+        write(notes / "old" / f"note-{n:02}.md", f"# Note {n}\n\nAbout lighthouse number {n}.\n")
+    indexer.reconcile()
+    for path in (notes / "old").iterdir():
+        path.unlink()
+    said: list[str] = []
+    sink = logger.add(lambda message: said.append(message.record["message"]), level="INFO")
+    try:
+        assert indexer.reconcile().deleted == count
+    finally:
+        logger.remove(sink)
+    removed = [line for line in said if line.startswith("removed ")]
+    if count <= REMOVED_NAMED:
+        assert len(removed) == count
+    else:  # a folder moved out: one line, not one a note
+        assert removed == [f"removed {count} notes (e.g. {notes / 'old' / 'note-00.md'})"]
+
+
 def test_bad_files_fail_one_by_one_with_their_reasons_and_the_rest_is_indexed(indexer, notes):
     (notes / "bad.md").write_bytes(b"# Bad\n\xff\xfe\n")
     (notes / "image.md").write_bytes(b"\x89PNG\x00\x00binary")

@@ -43,6 +43,7 @@ FIRST_BATCH_TEXTS = 64
 BATCH_FILES = 512  # and never more files than this per batch, so each write stays bounded
 READ_AHEAD = 256  # files read and sectioned ahead of the model by the reader thread
 READ_AHEAD_BYTES = 32_000_000  # and at most this much of their text (the one in hand aside)
+REMOVED_NAMED = 20  # a run that removes more notes logs how many, each at debug level
 
 Listener = Callable[[list[dict[str, Any]]], None]  # told of each batch's new vector rows once visible
 
@@ -273,8 +274,10 @@ class Indexer:
             self.catalog.remove(path)
         self.store.delete_vectors_of_paths(paths)
         self.store.delete_metadata(paths)
+        if len(paths) > REMOVED_NAMED:  # a folder moved out, another root served: one line, not 1,319
+            logger.info("removed {} notes (e.g. {})", len(paths), min(paths))
         for path in paths:
-            logger.info("removed {}", path)
+            logger.log("INFO" if len(paths) <= REMOVED_NAMED else "DEBUG", "removed {}", path)
         return len(paths)
 
     def repair(self) -> int:
