@@ -118,6 +118,18 @@ def test_while_indexing_the_page_shows_progress_eta_and_the_results_so_far():
     assert "0.810 · medium confidence" in html and "1 result, medium confidence, in 12 ms" in html
 
 
+def test_a_snippets_links_show_as_their_words_and_a_mark_on_a_links_target_goes_with_it():
+    text = "extend [[Reference/API/Modal|Modal]] and **call** [`open`](Modal/open)"
+    marks = [
+        [text.index("API/Modal") + 4, text.index("API/Modal") + 9],
+        [text.index("Modal]]"), text.index("Modal]]") + 5],
+    ]
+    hit = {**HIT, "snippet": {**HIT["snippet"], "text": text, "highlights": marks}}
+    answer = {"query": "q", "results": [hit], "closest": [], "confidence": {"level": "medium"}}
+    html = fragment(FakeRoute({**answer, "execution_time_ms": 12.0}), q="modal")
+    assert "extend <mark>Modal</mark> and call open" in html and "Reference/API" not in html
+
+
 def test_with_nothing_found_while_indexing_the_page_says_why():
     message = "nothing found in the 412 of 994 notes indexed so far; the rest are still being indexed (about 3 min left)"
     html = fragment(

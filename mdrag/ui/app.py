@@ -39,7 +39,7 @@ from mdrag.params.scope import Scope
 from mdrag.params.search import SEARCH_MODES, SearchParams, search_defaults
 from mdrag.progress import progress_line, search_banner
 from mdrag.retrieval.confidence import confidence_level, explain_lines, nothing_line, results_line
-from mdrag.retrieval.excerpt import without_comments
+from mdrag.retrieval.excerpt import plain, without_comments
 from mdrag.ui.guard import Guard
 from mdrag.ui.render import marked_snippet, note_href, render_note
 
@@ -265,8 +265,10 @@ class Page:
 
 
 def _snippet(hit: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
+    """The hit's snippet as a reader sees it rendered: no comments, links as their shown words."""
     part = hit.get("snippet") or {"text": hit.get("section_text", ""), "highlights": []}
-    return without_comments(part["text"], [(a, b) for a, b in part["highlights"]])
+    text, spans = plain(*without_comments(part["text"], [(a, b) for a, b in part["highlights"]]))
+    return text, [(a, b) for a, b in spans if a < b]  # a mark on a link's target goes with it
 
 
 def _int(text: str | None) -> int | None:
