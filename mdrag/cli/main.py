@@ -91,8 +91,9 @@ def reindex(ctx: click.Context, paths: tuple[str, ...], force: bool, rebuild: bo
         from mdrag.files.indexfiles import IndexFiles
 
         recorded = IndexFiles.of(config).recorded_roots()
-        typed = [Paths(recorded).typed(p) for p in paths]
-        within = all(any(p == r or p.startswith(r + os.sep) for r in recorded) for p in typed)
+        known = Paths(recorded)
+        typed = [known.typed(p) for p in paths]
+        within = all(known.holds(p) for p in typed)
         named = tuple(p for p in typed if os.path.isdir(p))
         config = config.with_overrides(roots=tuple(recorded) if recorded and within else named or None)
     with open_route(config, quiet=as_json, create=True) as route, progress_bar(quiet=as_json) as show:

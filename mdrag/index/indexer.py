@@ -274,10 +274,11 @@ class Indexer:
             self.catalog.remove(path)
         self.store.delete_vectors_of_paths(paths)
         self.store.delete_metadata(paths)
-        if len(paths) > REMOVED_NAMED:  # a folder moved out, another root served: one line, not 1,319
+        many = len(paths) > REMOVED_NAMED  # a folder moved out, another root served: one line, not 1,319
+        if many:
             logger.info("removed {} notes (e.g. {})", len(paths), min(paths))
         for path in paths:
-            logger.log("INFO" if len(paths) <= REMOVED_NAMED else "DEBUG", "removed {}", path)
+            logger.log("DEBUG" if many else "INFO", "removed {}", path)
         return len(paths)
 
     def repair(self) -> int:

@@ -16,7 +16,6 @@ from mdrag.milvus.calls import EngineCalls
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.keywords import KeywordIndex
-from mdrag.milvus.keywordtext import outdated
 from mdrag.milvus.schema import VECTORS, ensure_collections
 from mdrag.milvus.vectorreads import displayed
 
@@ -35,7 +34,7 @@ def ensure_shards(db: Databases, identity: str, dimension: int, uri: str) -> boo
     return fresh
 
 
-def open_keywords(path: Path, fresh: bool) -> tuple[KeywordIndex, bool]:
+def open_keywords(path: Path, fresh: bool, outdated: str = "") -> tuple[KeywordIndex, bool]:
     """The keyword index at `path`, and whether it lacks rows: emptied beside new collections (it
     may hold an older index's rows); one missing, unreadable or whose repair was cut short lacks
     them (the store's `missing_keywords`)."""
@@ -43,7 +42,7 @@ def open_keywords(path: Path, fresh: bool) -> tuple[KeywordIndex, bool]:
         words = KeywordIndex.anew(path)
         words.mark_complete(True)
         return words, False
-    if outdated(path):  # the store says why (Store.keywords_outdated)
+    if outdated:  # why, in words (keywordtext.outdated, read once by the store: Store.keywords_outdated)
         return KeywordIndex.anew(path), True
     complete = KeywordIndex.complete_at(path)
     try:

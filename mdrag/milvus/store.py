@@ -134,7 +134,9 @@ class Store:
         """Open the keyword index (layout.open_keywords), setting `missing_keywords` and
         `keywords_outdated`."""
         self.keywords_outdated = "" if fresh else outdated(self._keywords_path)
-        self.keywords, self.missing_keywords = open_keywords(self._keywords_path, fresh)
+        self.keywords, self.missing_keywords = open_keywords(
+            self._keywords_path, fresh, self.keywords_outdated
+        )
 
     @property
     def _words(self) -> KeywordIndex:

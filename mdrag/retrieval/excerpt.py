@@ -70,8 +70,7 @@ def excerpt(
     """At most `width` characters of `text` on one line, around where the most of `spans` fall,
     with the spans moved to match; "…" marks a cut at either end. Comments are left out, links
     and marks shown as rendered (`plain`)."""
-    flat, moved = _one_line(*plain(*without_comments(text, spans)))
-    moved = [(a, b) for a, b in moved if a < b]  # a mark left out with its link's target
+    flat, _, moved = _rendered(text, spans)
     if len(flat) <= width:
         return flat, moved
     start = _best_start(flat, moved, width)
@@ -89,13 +88,22 @@ def excerpt(
 def shown_mark(text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS) -> int | None:
     """Where in `text` the first mark that `excerpt` shows begins (the line `open` goes to is the
     one a person read the words on), or None without marks."""
+    flat, kept, moved = _rendered(text, spans)
+    if not moved:
+        return None
+    start = 0 if len(flat) <= width else _best_start(flat, moved, width)
+    return next((k for (k, _), (at, _) in zip(kept, moved, strict=True) if at >= start), kept[0][0])
+
+
+def _rendered(
+    text: str, spans: list[tuple[int, int]]
+) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]:
+    """The text on one line as a reader sees it rendered, the spans it still shows (as given) and
+    where each of them is in it: a comment's marks, and those left out with a link's target, go."""
     blanked, kept = without_comments(text, spans)
     flat, moved = _one_line(*plain(blanked, kept))
-    pairs = [(a, at) for (a, _), (at, end) in zip(kept, moved, strict=True) if at < end]
-    if not pairs:
-        return None
-    start = 0 if len(flat) <= width else _best_start(flat, [m for m in moved if m[0] < m[1]], width)
-    return next((a for a, at in pairs if at >= start), pairs[0][0])
+    shown = [(span, at) for span, at in zip(kept, moved, strict=True) if at[0] < at[1]]
+    return flat, [span for span, _ in shown], [at for _, at in shown]
 
 
 def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
