@@ -447,3 +447,26 @@ def test_a_stop_request_while_the_model_loads_exits_0_promptly(tmp_path):
         process.stop_cleanly()
     finally:
         process.close()
+
+
+def test_a_root_with_no_markdown_note_is_named_in_the_log_and_in_status_until_one_is_written(tmp_path):
+    # The class: a folder of archives, of other files, or whose only notes are in hidden folders.
+    notes, archives = tmp_path / "notes", tmp_path / "archives"
+    write(notes / "a.md", "# A\n\nalpha\n")
+    write(archives / "vault.tar.gz", "packed notes")
+    write(archives / "readme.txt", "plain text")
+    write(archives / ".obsidian" / "workspace.md", "# hidden\n")
+    process = DaemonProcess(
+        notes, tmp_path / "state", extra_env={"MDRAG_ROOTS": os.pathsep.join([str(notes), str(archives)])}
+    ).start()
+    try:
+        process.wait_fresh()
+        assert process.status()["roots_without_notes"] == [str(archives)]
+        assert f"root {archives} holds no markdown note" in process.log()
+        shown = mdrag_cli(process.env, "status", timeout=30)
+        assert f"NO NOTES: {archives} (no .md or .markdown file of it is indexed" in shown.stdout
+        assert f"NO NOTES: {notes} " not in shown.stdout
+        write(archives / "b.md", "# B\n\nbeta\n")
+        wait_until(lambda: process.status()["roots_without_notes"] == [], timeout=20)
+    finally:
+        process.close()

@@ -52,3 +52,14 @@ def test_an_empty_root_at_start_where_the_index_holds_notes_is_unavailable(tmp_p
     root = tmp_path / "notes"
     root.mkdir()  # a drive's mount point before the drive is mounted, say
     assert Roots([root], lambda _: 5).unavailable() == {root: EMPTY}
+
+
+def test_an_available_root_the_index_holds_no_note_of_is_named_and_an_unavailable_one_is_not(tmp_path):
+    archives, notes, gone = tmp_path / "archives", tmp_path / "notes", tmp_path / "gone"
+    write(archives / "vault.tar.gz", "not markdown")
+    write(notes / "a.md", "# A\n")
+    held = {notes: 1, gone: 3}
+    roots = Roots([archives, notes, gone], lambda root: held.get(root, 0))
+    assert roots.without_notes() == [archives]  # `gone` is missing: unavailable, its notes kept
+    held[archives] = 1  # a note written there and indexed
+    assert roots.without_notes() == []

@@ -64,6 +64,7 @@ class IndexStatus(TypedDict):
     store: StoreStatus
     roots: list[str]
     unavailable_roots: list[UnavailableRoot]
+    roots_without_notes: list[str]  # available roots the index holds no note of
     unshown: UnshownNotes | None
     open_gaps: int | None
 

@@ -172,6 +172,14 @@ def index_status(report: StatusAnswer, paths: Paths) -> None:
                 fg="yellow",
             )
         )
+    for root in report.get("roots_without_notes") or []:
+        say(
+            Styled(
+                f"           NO NOTES: {root} (no .md or .markdown file of it is indexed; "
+                "is it the folder you meant?)",
+                fg="yellow",
+            )
+        )
     unshown = report.get("unshown")
     if unshown:
         say(
@@ -182,7 +190,8 @@ def index_status(report: StatusAnswer, paths: Paths) -> None:
             )
         )
     docs = report["documents"]
-    say(f"documents: {sum(docs.values())} (" + ", ".join(f"{k} {v}" for k, v in sorted(docs.items())) + ")")
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(docs.items()))
+    say(f"documents: {sum(docs.values())}" + (f" ({counts})" if counts else ""))
     say(f"sections:  {report['sections']}")
     if report.get("open_gaps"):
         say(f"gaps:      {report['open_gaps']} open (`mdrag gaps` lists them)")

@@ -279,6 +279,12 @@ class Writer:
             self.state = WriterState.RECONCILING
             report = self.service.reindex(cancel=self._stop, progress=self._meter())
             logger.info("reconciled the roots: {}", report_line(report.to_dict()))
+            for root in self.service.roots.without_notes():
+                logger.warning(
+                    "root {} holds no markdown note (.md or .markdown outside hidden folders): "
+                    "nothing of it can be found; is it the folder you meant?",
+                    root,
+                )
             self.state = WriterState.WATCHING
         elif work.rebuild and not work.paths and self.service.is_lite:
             # Searches go on answering from the old index until the new one is complete.
