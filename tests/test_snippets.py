@@ -198,6 +198,8 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
         ("[`Modal`](Modal) › [`open`](Modal/open)", ["modal", "open"], "Modal › open"),
         ("see ![[diagram.png]] and [[Plain note]]", ["diagram"], "see diagram.png and Plain note"),
         ("**Signature:** `open(): void`", ["open"], "Signature: open(): void"),
+        ("[on('rename')](Workspace/on('rename').md) fires", ["rename"], "on('rename') fires"),
+        ("[w](https://en.wikipedia.org/wiki/Leaf_(botany)) here", ["here"], "w here"),
     ],
 )
 def test_an_excerpt_shows_links_and_marks_as_a_reader_sees_them_rendered(text, words, shown):
@@ -209,7 +211,7 @@ def test_an_excerpt_shows_links_and_marks_as_a_reader_sees_them_rendered(text, w
     assert all(cut[a:b] for a, b in kept)
 
 
-@pytest.mark.parametrize("unit", ["[", "[[", "![", "[[a|", "[a]("])
+@pytest.mark.parametrize("unit", ["[", "[[", "![", "[[a|", "[a](", "[a](("])
 def test_an_excerpt_of_unclosed_links_costs_time_linear_in_its_length(unit):
     """Each link's parts are bounded: an opener with no close does not scan to the line's end
     from every one (the square of the length: 1.2 s for 8,000 brackets)."""

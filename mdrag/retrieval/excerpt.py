@@ -13,10 +13,12 @@ Mark = TypeVar("Mark")
 EXCERPT_CHARS = 240  # what the text output shows of a window
 # Markup a reader sees rendered: a wiki link or embed as its shown words (`[[Modal/open|open()]]`
 # as "open()"), a link as its text, the marks of strong emphasis and code gone.
+# A link's target may hold balanced parentheses, as CommonMark reads it (`Workspace/on('rename').md`).
 # Each part is bounded: "[" after "[" with no close would otherwise scan to the line's end from
 # every one (1.2 s for 8,000 of them).
 LINKS = re.compile(
-    r"!?\[\[(?:[^\]|\n]{0,300}\|)?(?P<wiki>[^\]|\n]{0,300})\]\]|!?\[(?P<link>[^\]\n]{0,300})\]\([^)\n]{0,500}\)"
+    r"!?\[\[(?:[^\]|\n]{0,300}\|)?(?P<wiki>[^\]|\n]{0,300})\]\]"
+    r"|!?\[(?P<link>[^\]\n]{0,300})\]\((?:[^()\n]|\([^()\n]{0,200}\)){0,500}\)"
 )
 MARKS = re.compile(r"\*\*|__|`+")
 
