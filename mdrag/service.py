@@ -132,9 +132,9 @@ class Service:
             self.catalog,
             self.gaps,
             self.embedder.count_tokens,
-            # True while notes wait to be indexed (the daemon's queue or a run under way): a search
-            # that finds nothing then may only be early, and is no gap.
-            pending,
+            # True while notes wait to be indexed or read again (a queue, a run, lost keyword rows):
+            # a search that finds nothing then may only be early, and is no gap.
+            lambda: pending() or bool(self.indexer.unshown),
         )
         self.indexer.listeners.append(self.reads.notice_answered_gaps)
         self._marker = files.dirty_marker

@@ -319,6 +319,10 @@ def test_a_command_with_no_roots_configured_never_drops_notes_to_write_the_keywo
         assert sorted(row["id"] for row in command.store.iter_vector_keys()) == ids
         hits = command.search({"query": "pg_restore", "threshold": 0, "mode": "keyword"})["results"]
         assert bool(hits) == recorded and KeywordIndex.complete_at(folder) == recorded
+        if not recorded:  # a note not read again may hold the word: no gap, and "so far"
+            answer = command.search({"query": "pg_restore"})
+            assert "no note indexed so far mentions pg" in answer["message"]
+            assert command.reads.gaps.count_open() == 0
     finally:
         command.close()
     daemon = _lite_service(tmp_path, vault, embedder)  # its roots again: the index is whole

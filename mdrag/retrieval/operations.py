@@ -57,9 +57,12 @@ class ReadOperations:
         fields (the config filling what they leave out)."""
         if not isinstance(params, SearchParams):
             params = SearchParams.parse(params, self.search_defaults())
-        # A note being indexed, or a saved change still queued, may hold a word no indexed note
-        # does: the reason then says "so far" rather than "no note mentions".
-        early = live is not None and (live.indexing is not None or live.freshness["queue_depth"] > 0)
+        # A note being indexed, a saved change still queued, or a note whose keyword rows wait to
+        # be read again may hold a word no indexed note does: the reason then says "so far"
+        # rather than "no note mentions".
+        early = self._pending() or (
+            live is not None and (live.indexing is not None or live.freshness["queue_depth"] > 0)
+        )
         found = self.searcher.search(params, indexing=early)
         response = found.to_dict()
         # A gap is a question the notes cannot answer at the usual bar: not a passage, not a
