@@ -21,6 +21,17 @@ LINKS = re.compile(
     r"|!?\[(?P<link>[^\]\n]{0,300})\]\((?:[^()\n]|\([^()\n]{0,200}\)){0,500}\)"
 )
 MARKS = re.compile(r"\*\*|__|`+")
+# Inline HTML a reader sees rendered, not as tags (a generated API table's `<code>abstract</code>`,
+# `<p>…</p>`), except inside a code span, where it is the text; and a table's delimiter row.
+# A block's tag parts words as a space does ("leaf.</p><p>1.6.6"); an inline one joins them.
+TAGS = re.compile(
+    r"</?(?:(?P<block>p|br|div|li|ul|ol|tr|td|th|table)|code|b|i|em|strong|sup|sub|span|kbd|mark|u|s|del|small)"
+    r"(?:\s[^<>\n]{0,200})?\s{0,5}/?>",
+    re.IGNORECASE,
+)
+CODE_SPAN = re.compile(r"`[^`\n]{1,300}`")
+_RULE_CELL = r"[ \t]{0,20}:?-{1,300}:?[ \t]{0,20}"  # "---", " :---: "
+TABLE_RULE = re.compile(rf"^[ \t]{{0,20}}\|?(?:{_RULE_CELL}\|){{1,100}}(?:{_RULE_CELL})?$", re.M)
 
 
 def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
@@ -37,11 +48,24 @@ def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list
 
 
 def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
-    """The text with its links and marks as a reader sees them rendered (LINKS, MARKS), the spans
+    """The text with its links, marks, inline HTML and table rules as a reader sees them
+    rendered (LINKS, MARKS, TAGS, TABLE_RULE), the spans
     moved to match: one inside a part left out (a link's target) becomes empty, its word left out
     with it; a link a span straddles stays as written."""
+    code = bytearray(len(text))  # 1 inside a code span: one look a tag, however many there are
+    for match in CODE_SPAN.finditer(text):
+        code[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    tags = [m for m in TAGS.finditer(text) if not code[m.start()]]
+    if any(m.group("block") for m in tags):  # blanked, the same length: other spans keep their place
+        chars, blank = list(text), bytearray(len(text))
+        for match in (m for m in tags if m.group("block")):
+            x, y = match.span()
+            chars[x:y], blank[x:y] = " " * (y - x), b"\x01" * (y - x)
+        text = "".join(chars)
+        spans = [(a, a) if a < len(blank) and blank[a] else (a, b) for a, b in spans]
     dropped = bytearray(len(text))
-    for match in [*LINKS.finditer(text), *MARKS.finditer(text)]:
+    inline = [m for m in tags if not m.group("block")]
+    for match in [*LINKS.finditer(text), *MARKS.finditer(text), *inline, *TABLE_RULE.finditer(text)]:
         start, end = match.span()
         named = [name for name, value in match.groupdict().items() if value is not None]
         shown = match.span(named[0]) if named else (end, end)  # a mark shows nothing
