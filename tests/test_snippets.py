@@ -207,12 +207,17 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
         ),
         ("write `<br>` for a break<br/>here", ["break"], "write <br> for a break here"),
         ('H<sub>2</sub>O and <span class="x">water</span>', ["water"], "H2O and water"),
+        (
+            "Signature:\n```typescript\nparent: Leaf;\n```\n~~~ py\nx = 1\n~~~",
+            ["parent"],
+            "Signature: parent: Leaf; x = 1",
+        ),
     ],
 )
 def test_an_excerpt_shows_links_and_marks_as_a_reader_sees_them_rendered(text, words, shown):
     """A wiki link or embed as its shown words, a link as its text, the marks of strong and code
     gone, inline HTML as what it shows (a block's tag as a space; in a code span it is the text),
-    a table's delimiter row gone; a mark on a link's target goes with it (the word is marked
+    a table's delimiter row and a code fence's line gone; a mark on a link's target goes with it (the word is marked
     where it is shown)."""
     cut, kept = excerpt(text, highlights(text, words))
     assert cut == shown
@@ -221,7 +226,7 @@ def test_an_excerpt_shows_links_and_marks_as_a_reader_sees_them_rendered(text, w
 
 
 @pytest.mark.parametrize(
-    "unit", ["[", "[[", "![", "[[a|", "[a](", "[a]((", "<p ", "<span", "`<", "|-", "| -- "]
+    "unit", ["[", "[[", "![", "[[a|", "[a](", "[a]((", "<p ", "<span", "`<", "|-", "| -- ", "```\n"]
 )
 def test_an_excerpt_of_unclosed_links_costs_time_linear_in_its_length(unit):
     """Each link's (tag's, code span's, table rule's) parts are bounded: an opener with no close does not scan to the line's end

@@ -30,6 +30,8 @@ TAGS = re.compile(
     re.IGNORECASE,
 )
 CODE_SPAN = re.compile(r"`[^`\n]{1,300}`")
+# A code fence's line, its language with it ("```typescript"): a reader sees the code, not these.
+FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,20}|~{3,20})[^`\n]{0,100}$", re.M)
 _RULE_CELL = r"[ \t]{0,20}:?-{1,300}:?[ \t]{0,20}"  # "---", " :---: "
 TABLE_RULE = re.compile(rf"^[ \t]{{0,20}}\|?(?:{_RULE_CELL}\|){{1,100}}(?:{_RULE_CELL})?$", re.M)
 
@@ -48,8 +50,8 @@ def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list
 
 
 def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
-    """The text with its links, marks, inline HTML and table rules as a reader sees them
-    rendered (LINKS, MARKS, TAGS, TABLE_RULE), the spans
+    """The text with its links, marks, inline HTML, table rules and code fences as a reader sees
+    them rendered (LINKS, MARKS, TAGS, TABLE_RULE, FENCE), the spans
     moved to match: one inside a part left out (a link's target) becomes empty, its word left out
     with it; a link a span straddles stays as written."""
     code = bytearray(len(text))  # 1 inside a code span: one look a tag, however many there are
@@ -65,7 +67,13 @@ def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int,
         spans = [(a, a) if a < len(blank) and blank[a] else (a, b) for a, b in spans]
     dropped = bytearray(len(text))
     inline = [m for m in tags if not m.group("block")]
-    for match in [*LINKS.finditer(text), *MARKS.finditer(text), *inline, *TABLE_RULE.finditer(text)]:
+    for match in [
+        *LINKS.finditer(text),
+        *MARKS.finditer(text),
+        *inline,
+        *TABLE_RULE.finditer(text),
+        *FENCE.finditer(text),
+    ]:
         start, end = match.span()
         named = [name for name, value in match.groupdict().items() if value is not None]
         shown = match.span(named[0]) if named else (end, end)  # a mark shows nothing
