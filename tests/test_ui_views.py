@@ -65,6 +65,7 @@ class FakeRoute:
             },
             "roots": ["/n"],
             "unavailable_roots": [{"root": "/usb/notes", "reason": "missing", "since": 0, "notes_kept": 24}],
+            "roots_without_notes": ["/home/me/Downloads"],
             "unshown": {"notes": 2, "example": "/usb/notes/a.md"},
             "documents": {"indexed": 5, "failed": 1},
             "sections": 40,
@@ -187,7 +188,7 @@ def test_a_refused_search_shows_the_reason_escaped():
     assert '<p class="error">Error: query is too long &lt;b&gt;</p>' in html
 
 
-def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_gaps_and_duplicates():
+def test_the_status_view_lists_failures_roots_away_or_without_notes_a_full_disk_progress_gaps_and_duplicates():
     page = Page(FakeRoute(), Config())  # type: ignore[arg-type]
     response = asyncio.run(page.status(None))  # type: ignore[arg-type]
     html = bytes(response.body).decode()
@@ -201,6 +202,7 @@ def test_the_status_view_lists_failures_unavailable_roots_a_full_disk_progress_g
     )
     # What the machine around the daemon is doing: a drive away, a full disk, watches run out.
     assert "unavailable: /usb/notes (missing); its 24 note(s) are kept until it returns" in html
+    assert "no notes: /home/me/Downloads (no .md or .markdown file of it is indexed" in html
     assert "full: 12 MB free on /s" in html and "4 folder(s) past the inotify watch limit" in html
     assert "2 note(s) whose search rows were lost, until they can be read again" in html
 
