@@ -45,6 +45,29 @@ def test_the_query_words_are_marked_in_their_forms_and_cases(query, expected):
     assert sorted(marked(text, query)) == sorted(expected)
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("note", ["note", "notes", "noted", "notebook"]),  # not "not", "nothing", "notable"
+        ("notes", ["note", "notes", "noted", "notebook"]),
+        ("theme", ["theme", "themes"]),  # not "them"
+        ("code", ["code", "codes"]),  # not "cod"
+        ("time", ["time", "times"]),  # not "Tim"
+        ("restores", ["restore", "restored", "restoring"]),
+        ("matches", ["match", "matches"]),
+        ("classes", ["class", "classes"]),
+    ],
+)
+def test_a_root_too_short_to_stand_for_its_word_marks_no_other_word(query, expected):
+    """Dropping an ending can leave a root that is another word ("note" less "e" is "not"): such
+    a word, and those it begins, are not the query's."""
+    text = (
+        "not nothing notable note notes noted notebook; them theme themes; cod code codes; Tim time "
+        "times; restore restored restoring; match matches; class classes"
+    )
+    assert sorted(marked(text, query)) == sorted(expected)
+
+
 def test_in_a_script_written_without_spaces_each_pair_asked_is_marked_where_it_stands():
     """Its runs hold many words: a query's pair of characters is marked inside a run, and pairs
     that overlap are one mark."""
@@ -199,7 +222,7 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
         ("see ![[diagram.png]] and [[Plain note]]", ["diagram"], "see diagram.png and Plain note"),
         ("**Signature:** `open(): void`", ["open"], "Signature: open(): void"),
         ("[on('rename')](Workspace/on('rename').md) fires", ["rename"], "on('rename') fires"),
-        ("[w](https://en.wikipedia.org/wiki/Leaf_(botany)) here", ["here"], "w here"),
+        ("[w](https://en.wikipedia.org/wiki/Leaf_(botany)) grows", ["grows"], "w grows"),
         (
             "| a | <code>x</code> |\n| --- | :---: |\n| <p>one</p><p>two</p> |",
             ["two"],
@@ -217,8 +240,8 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
 def test_an_excerpt_shows_links_and_marks_as_a_reader_sees_them_rendered(text, words, shown):
     """A wiki link or embed as its shown words, a link as its text, the marks of strong and code
     gone, inline HTML as what it shows (a block's tag as a space; in a code span it is the text),
-    a table's delimiter row and a code fence's line gone; a mark on a link's target goes with it (the word is marked
-    where it is shown)."""
+    a table's delimiter row and a code fence's line gone; a mark on a link's target goes with it
+    (the word is marked where it is shown)."""
     cut, kept = excerpt(text, highlights(text, words))
     assert cut == shown
     assert {cut[a:b].casefold() for a, b in kept} <= set(words) | {"diagram.png"} and kept
@@ -241,3 +264,38 @@ def test_an_excerpt_of_unclosed_links_costs_time_linear_in_its_length(unit):
 
     small, large = min(seconds(4000) for _ in range(3)), min(seconds(16000) for _ in range(3))
     assert large < 8 * small + 0.05  # 4x the text: about 4x the time, never 16x
+
+
+@pytest.mark.parametrize(
+    ("section", "query", "shown"),
+    [
+        # a template's comments hidden, the words around them kept
+        (
+            "Plugin ID: maps %% Hub footer: do not edit below %%\nAdds a map view.",
+            "map view",
+            "Plugin ID: maps Adds a map view.",
+        ),
+        # a block comment over lines: its lines stay, blank, so the window's line numbers hold
+        (
+            "%%\nAdd a description here.\n%%\nSpaced repetition is a method.",
+            "method",
+            "Spaced repetition is a method.",
+        ),
+        # one that holds a word the search marked is shown: the writer looked for it there
+        ("Intro. %% paypal link %% Rest.", "paypal", "Intro. %% paypal link %% Rest."),
+        # none in code, none for a printf's "%%d", and one left open hides nothing
+        (
+            'Use `%% x %%` and printf("%%d items") %% then',
+            "items",
+            'Use %% x %% and printf("%%d items") %% then',
+        ),
+        # a window that is only comments stays as written
+        ("%% only a comment %%", "elsewhere", "%% only a comment %%"),
+    ],
+)
+def test_an_obsidian_comment_is_hidden_from_a_snippet_unless_it_holds_a_marked_word(section, query, shown):
+    found = snippet(row(section_text=section), query)
+    assert found["end_line"] - found["start_line"] == section.count("\n")
+    cut, kept = excerpt(found["text"], [tuple(span) for span in found["highlights"]])
+    assert cut == shown
+    assert all(cut[a:b] for a, b in kept) and bool(kept) == (query != "elsewhere")

@@ -33,3 +33,33 @@ def blank(piece: str, offset: int, comments: array[int]) -> str:
         parts += [piece[at:a], _SEEN.sub(" ", piece[a:b])]
         at = b
     return "".join(parts) + piece[at:] if parts else piece
+
+
+# Obsidian's `%% comment %%`: its reader's view hides it, an excerpt shows it only where it holds
+# a word the search marked (the words stay indexed: a writer hides there what they may look for).
+_PERCENTS = re.compile(r"%%")
+_FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.M)
+_CODE_SPAN = re.compile(r"`[^`\n]{1,300}`")
+
+
+def obsidian_comments(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each `%% … %%` in `text`, read from its start: from a "%%" followed by
+    white space or the text's end to the next "%%" and past it. None in code (a fenced block, a
+    code span); a "%%" with a word right after it is none ("%%d" in a printf pattern), and one
+    left open hides nothing."""
+    code = bytearray(len(text))
+    fences = [m.start() for m in _FENCE.finditer(text)]
+    for opened, closed in zip(fences[::2], [*fences[1::2], len(text)], strict=False):
+        code[opened:closed] = b"\x01" * (closed - opened)
+    for match in _CODE_SPAN.finditer(text):
+        code[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    marks = [m.start() for m in _PERCENTS.finditer(text) if not code[m.start()]]
+    spans, i = [], 0
+    while i < len(marks) - 1:
+        after = text[marks[i] + 2 : marks[i] + 3]
+        if after == "" or after.isspace():
+            spans.append((marks[i], marks[i + 1] + 2))
+            i += 2
+        else:
+            i += 1
+    return spans

@@ -40,8 +40,8 @@ def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list
     """The text with what its reader never sees rendered blanked: HTML comments (a generated
     page's "do not edit" header), each to its end or to the text's end if left open
     (notes/comments.py), the same length so every other span keeps its place; and the spans
-    that fell inside one dropped. Obsidian's %% comments %% stay: "%%" is also a printf or SQL
-    pattern's, and hiding the text a search matched misleads."""
+    that fell inside one dropped. Obsidian's %% comments %% are the snippet's to hide (it knows
+    the section they open in, and shows one that holds a marked word: snippets.py)."""
     hidden = [m.span() for m in COMMENT.finditer(text)]
     if not hidden:
         return text, spans

@@ -7,16 +7,21 @@ import re
 
 from mdrag import unspaced
 from mdrag.answers.search import Snippet
+from mdrag.notes.comments import obsidian_comments
 from mdrag.retrieval.candidate import Candidate
 from mdrag.retrieval.excerpt import EXCERPT_CHARS
 from mdrag.retrieval.query import Query, whole_term
 from mdrag.retrieval.words import is_stop
 from mdrag.retrieval.words import words as query_words
 
-# Endings dropped from a query word before matching (each with the shortest root it may leave),
-# so "restoring" marks "restore" and "configuration" marks "configure", as the keyword search's
-# english stemmer joins them; a longer root for "ation" keeps "relation" from marking "release".
-_ENDINGS = (("ation", 5), ("ing", 3), ("ies", 3), ("es", 3), ("ed", 3), ("s", 3), ("e", 3))
+# Endings dropped from a query word before matching: a plural's first, then one of the others
+# (each with the shortest root it may leave), so "restoring" and "restores" mark "restore" and
+# "configuration" marks "configure", as the keyword search's english stemmer joins them. A root
+# too short to stand for its word is kept whole: "note" leaving "not" marked "nothing", "theme"
+# leaving "them" marked "them"; a longer root for "ation" keeps "relation" from marking "release".
+_PLURALS = (("ies", 3), ("es", 3), ("s", 3))
+_ENDINGS = (("ation", 5), ("ing", 4), ("ed", 4), ("e", 5))
+_SIBILANT = ("s", "x", "z", "ch", "sh")  # "matches" is "match" + es; "notes" is "note" + s
 # Letters and digits: "disqus_identifier" and "Get-Item" are two words each, so "disqus" marks
 # the first part rather than the whole name.
 _WORD = re.compile(r"[^\W_]+")
@@ -44,6 +49,12 @@ def _parts(word: str) -> list[str]:
 
 
 def _root(word: str) -> str:
+    for ending, shortest in _PLURALS:
+        root = word[: -len(ending)]
+        plural = word.endswith(ending) and len(root) >= shortest and not word.endswith("ss")
+        if plural and (ending != "es" or root.endswith(_SIBILANT)):
+            word = root
+            break
     for ending, shortest in _ENDINGS:
         if word.endswith(ending) and len(word) - len(ending) >= shortest:
             return word[: -len(ending)]
@@ -62,6 +73,8 @@ def highlights(text: str, terms: list[str], rare: tuple[str, ...] = ()) -> list[
     spaced_terms = [term for term in terms if term not in run_on]
     for match in _WORD.finditer(text) if spaced_terms else ():
         word = match.group().casefold()
+        if is_stop(word):  # never a query's word: "theme" leaves the root "them", not to mark "them"
+            continue
         if any(word == t or (len(t) >= 3 and word.startswith(t)) for t in spaced_terms) and not any(
             a <= match.start() and match.end() <= b for a, b in names
         ):
@@ -108,12 +121,27 @@ def snippet(row: Candidate, query: str) -> Snippet:
     text, offset = _holding(row, rare, *window_text(row))
     section_text = row["section_text"]
     first = row["start_line"] + section_text.count("\n", 0, offset - row["start_position"])
+    marks = highlights(text, terms, rare)
     return {
-        "text": text,
+        "text": _unmarked_comments_blanked(text, offset - row["start_position"], section_text, marks),
         "start_line": first,
         "end_line": first + text.count("\n"),
-        "highlights": [list(span) for span in highlights(text, terms, rare)],
+        "highlights": [list(span) for span in marks],
     }
+
+
+def _unmarked_comments_blanked(text: str, at: int, section: str, marks: list[tuple[int, int]]) -> str:
+    """The window (`at` in its section) with each Obsidian comment that holds no mark blanked,
+    each character a space but line ends, so offsets and lines hold (a plugin page's "%% Hub
+    footer: Please don't edit anything below this line %%"); a window that is only comments
+    stays as written."""
+    chars, end = list(text), at + len(text)
+    for a, b in obsidian_comments(section) if "%%" in text else ():
+        a, b = max(a, at) - at, min(b, end) - at
+        if a < b and not any(x < b and y > a for x, y in marks):
+            chars[a:b] = ["\n" if c == "\n" else " " for c in chars[a:b]]
+    blanked = "".join(chars)
+    return blanked if blanked.strip() else text
 
 
 @functools.lru_cache(maxsize=64)
