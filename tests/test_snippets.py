@@ -231,6 +231,11 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
         ("write `<br>` for a break<br/>here", ["break"], "write <br> for a break here"),
         ('H<sub>2</sub>O and <span class="x">water</span>', ["water"], "H2O and water"),
         (
+            "[<button id=HH>Open</button>](obsidian://x) <a href='y'>map</a><h2>Maps</h2>",
+            ["open"],
+            "Open map Maps",
+        ),
+        (
             "Signature:\n```typescript\nparent: Leaf;\n```\n~~~ py\nx = 1\n~~~",
             ["parent"],
             "Signature: parent: Leaf; x = 1",

@@ -25,7 +25,8 @@ MARKS = re.compile(r"\*\*|__|`+")
 # `<p>…</p>`), except inside a code span, where it is the text; and a table's delimiter row.
 # A block's tag parts words as a space does ("leaf.</p><p>1.6.6"); an inline one joins them.
 TAGS = re.compile(
-    r"</?(?:(?P<block>p|br|div|li|ul|ol|tr|td|th|table)|code|b|i|em|strong|sup|sub|span|kbd|mark|u|s|del|small)"
+    r"</?(?:(?P<block>p|br|hr|div|li|ul|ol|tr|td|th|table|h[1-6]|blockquote|details|summary|center)"
+    r"|code|b|i|em|strong|sup|sub|span|kbd|mark|u|s|del|ins|small|a|button|img|abbr|cite|q|font)"
     r"(?:\s[^<>\n]{0,200})?\s{0,5}/?>",
     re.IGNORECASE,
 )
