@@ -230,6 +230,8 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
         ),
         ("write `<br>` for a break<br/>here", ["break"], "write <br> for a break here"),
         ('H<sub>2</sub>O and <span class="x">water</span>', ["water"], "H2O and water"),
+        ("```html\n<p>Hello</p>\n| --- |\n```\nout <b>x</b>", ["hello"], "<p>Hello</p> | --- | out x"),
+        ("a <b = 3> c", ["c"], "a <b = 3> c"),  # no tag: text
         (
             "[<button id=HH>Open</button>](obsidian://x) <a href='y'>map</a><h2>Maps</h2>",
             ["open"],
@@ -296,6 +298,26 @@ def test_an_excerpt_of_unclosed_links_costs_time_linear_in_its_length(unit):
         ),
         # a window that is only comments stays as written
         ("%% only a comment %%", "elsewhere", "%% only a comment %%"),
+        # Obsidian's inline form, and each "%%" paired with the next, as Obsidian pairs them
+        ("An %%inline%% word. Another %% block %% end", "word", "An word. Another end"),
+        # a printf's "%%d" and "100%%" are percent signs, still paired, so nothing after shifts
+        (
+            "Use %%d for ints, %% for a percent.\nSee 100%% below %%",
+            "percent",
+            "Use %%d for ints, %% for a percent. See 100%% below %%",
+        ),
+        # a section that begins inside a comment (an odd count): nothing can be told, none hidden
+        (
+            "rest of a comment\n%%\nVisible paragraph. %% note %% x",
+            "paragraph",
+            "rest of a comment %% Visible paragraph. %% note %% x",
+        ),
+        # "```x``` inline" is a code span, not a fence; a fenced block's "%%" is its text
+        (
+            "```x``` inline\n```\nheld %% a\nb %% held\n```\nout %% c %%",
+            "held",
+            "x inline held %% a b %% held out",
+        ),
     ],
 )
 def test_an_obsidian_comment_is_hidden_from_a_snippet_unless_it_holds_a_marked_word(section, query, shown):

@@ -38,28 +38,46 @@ def blank(piece: str, offset: int, comments: array[int]) -> str:
 # Obsidian's `%% comment %%`: its reader's view hides it, an excerpt shows it only where it holds
 # a word the search marked (the words stay indexed: a writer hides there what they may look for).
 _PERCENTS = re.compile(r"%%")
-_FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.M)
+# A fence opens on a line of three or more ` or ~ (a backtick fence's info holds no backtick, so
+# "```x``` inline" is a code span) and closes on a line of the same, at least as long, alone.
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
 _CODE_SPAN = re.compile(r"`[^`\n]{1,300}`")
+_PRINTF = re.compile(r"[-+#0-9.]{0,6}[diouxXeEfFgGcs](?![^\W_])")  # a conversion after "%"
+
+
+def code_mask(text: str) -> bytearray:
+    """1 for each character of `text` in code (a fenced block, its fences too, or a code span),
+    0 elsewhere. A fence left open runs to the text's end, as CommonMark reads it."""
+    code = bytearray(len(text))
+    at = 0
+    while (opening := _FENCE_OPEN.search(text, at)) is not None:
+        fence = opening.group(1)
+        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
+        line_end = text.find("\n", opening.end())
+        closed = None if line_end == -1 else closing.search(text, line_end + 1)
+        end = len(text) if closed is None else closed.end()
+        code[opening.start() : end] = b"\x01" * (end - opening.start())
+        at = end if end > opening.start() else end + 1
+    for match in _CODE_SPAN.finditer(text):
+        code[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    return code
 
 
 def obsidian_comments(text: str) -> list[tuple[int, int]]:
-    """The (start, end) of each `%% … %%` in `text`, read from its start: from a "%%" followed by
-    white space or the text's end to the next "%%" and past it. None in code (a fenced block, a
-    code span); a "%%" with a word right after it is none ("%%d" in a printf pattern), and one
-    left open hides nothing."""
-    code = bytearray(len(text))
-    fences = [m.start() for m in _FENCE.finditer(text)]
-    for opened, closed in zip(fences[::2], [*fences[1::2], len(text)], strict=False):
-        code[opened:closed] = b"\x01" * (closed - opened)
-    for match in _CODE_SPAN.finditer(text):
-        code[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    """The (start, end) of each `%% … %%` in `text` a reader of Obsidian does not see: outside
+    code, each "%%" opens a comment and the next closes it, as Obsidian pairs them. With an odd
+    count nothing is hidden (the text may begin inside a comment, or "%%" mean a percent sign);
+    nor is a pair whose "%%" stand inside words ("100%%", "%%d" in a printf pattern): a comment's
+    opener stands after white space or at the start, its closer before white space, punctuation
+    or the end, and a printf conversion ("%%d") opens none."""
+    code = code_mask(text)
     marks = [m.start() for m in _PERCENTS.finditer(text) if not code[m.start()]]
-    spans, i = [], 0
-    while i < len(marks) - 1:
-        after = text[marks[i] + 2 : marks[i] + 3]
-        if after == "" or after.isspace():
-            spans.append((marks[i], marks[i + 1] + 2))
-            i += 2
-        else:
-            i += 1
+    if len(marks) % 2:
+        return []
+    spans = []
+    for opener, closer in zip(marks[::2], marks[1::2], strict=True):
+        before, after = text[opener - 1 : opener], text[closer + 2 : closer + 3]
+        printf = _PRINTF.match(text, opener + 2) is not None  # "%%d items": a percent sign
+        if (not before or before.isspace()) and not after.isalnum() and not printf:
+            spans.append((opener, closer + 2))
     return spans

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
-from mdrag.notes.comments import COMMENT
+from mdrag.notes.comments import COMMENT, code_mask
 
 Mark = TypeVar("Mark")
 
@@ -22,15 +22,17 @@ LINKS = re.compile(
 )
 MARKS = re.compile(r"\*\*|__|`+")
 # Inline HTML a reader sees rendered, not as tags (a generated API table's `<code>abstract</code>`,
-# `<p>…</p>`), except inside a code span, where it is the text; and a table's delimiter row.
+# `<p>…</p>`), except in code, where it is the text; and a table's delimiter row.
+# An attribute as HTML writes it (`class="x"`, `id=y`, `hidden`): "<b = 3>" is no tag but text.
+_VALUE = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s"'=<>`]{1,200})"""
+_ATTRIBUTE = rf"\s{{1,5}}[A-Za-z_:][\w:.-]{{0,50}}(?:\s{{0,5}}=\s{{0,5}}{_VALUE})?"
 # A block's tag parts words as a space does ("leaf.</p><p>1.6.6"); an inline one joins them.
 TAGS = re.compile(
     r"</?(?:(?P<block>p|br|hr|div|li|ul|ol|tr|td|th|table|h[1-6]|blockquote|details|summary|center)"
     r"|code|b|i|em|strong|sup|sub|span|kbd|mark|u|s|del|ins|small|a|button|img|abbr|cite|q|font)"
-    r"(?:\s[^<>\n]{0,200})?\s{0,5}/?>",
+    rf"(?:{_ATTRIBUTE}){{0,20}}\s{{0,5}}/?>",
     re.IGNORECASE,
 )
-CODE_SPAN = re.compile(r"`[^`\n]{1,300}`")
 # A code fence's line, its language with it ("```typescript"): a reader sees the code, not these.
 FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,20}|~{3,20})[^`\n]{0,100}$", re.M)
 _RULE_CELL = r"[ \t]{0,20}:?-{1,300}:?[ \t]{0,20}"  # "---", " :---: "
@@ -55,10 +57,9 @@ def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int,
     them rendered (LINKS, MARKS, TAGS, TABLE_RULE, FENCE), the spans
     moved to match: one inside a part left out (a link's target) becomes empty, its word left out
     with it; a link a span straddles stays as written."""
-    code = bytearray(len(text))  # 1 inside a code span: one look a tag, however many there are
-    for match in CODE_SPAN.finditer(text):
-        code[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    code = code_mask(text)  # tags and rules in code are its text: one look each, however many
     tags = [m for m in TAGS.finditer(text) if not code[m.start()]]
+    rules = [m for m in TABLE_RULE.finditer(text) if not code[m.start()]]
     if any(m.group("block") for m in tags):  # blanked, the same length: other spans keep their place
         chars, blank = list(text), bytearray(len(text))
         for match in (m for m in tags if m.group("block")):
@@ -72,7 +73,7 @@ def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int,
         *LINKS.finditer(text),
         *MARKS.finditer(text),
         *inline,
-        *TABLE_RULE.finditer(text),
+        *rules,
         *FENCE.finditer(text),
     ]:
         start, end = match.span()
