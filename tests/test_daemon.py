@@ -462,7 +462,7 @@ def test_a_root_with_no_markdown_note_is_named_in_the_log_and_in_status_until_on
     try:
         process.wait_fresh()
         assert process.status()["roots_without_notes"] == [str(archives)]
-        assert f"root {archives} holds no markdown note" in process.log()
+        assert f"no note of root {archives} is indexed" in process.log()
         shown = mdrag_cli(process.env, "status", timeout=30)
         assert f"NO NOTES: {archives} (no .md or .markdown file of it is indexed" in shown.stdout
         assert f"NO NOTES: {notes} " not in shown.stdout

@@ -57,7 +57,10 @@ class Requests:
             # Its answer says how fresh the index it read was (taken as the read begins).
             return self._read_store(op, params, fresh=True)
         if op == "status":
-            status: StatusAnswer = {"daemon": self.daemon_status(), **service.status()}
+            daemon = self.daemon_status()
+            status: StatusAnswer = {"daemon": daemon, **service.status()}
+            if daemon["indexing"] is not None:  # a root's first notes may not be written yet
+                status["roots_without_notes"] = []
             return status
         if operation.answered_by == "writer":  # reindex
             paths = params.get("paths") or None  # a list of strings, flags true or false (params.Field)

@@ -281,8 +281,9 @@ class Writer:
             logger.info("reconciled the roots: {}", report_line(report.to_dict()))
             for root in self.service.roots.without_notes():
                 logger.warning(
-                    "root {} holds no markdown note (.md or .markdown outside hidden folders): "
-                    "nothing of it can be found; is it the folder you meant?",
+                    "no note of root {} is indexed (no .md or .markdown file outside hidden or "
+                    "excluded folders, or none read): nothing of it can be found; is it the folder "
+                    "you meant?",
                     root,
                 )
             self.state = WriterState.WATCHING
