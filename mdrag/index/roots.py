@@ -89,11 +89,12 @@ class Roots:
             changes, self._changes = self._changes, []
         return changes
 
-    def without_notes(self) -> list[Path]:
-        """The roots available now from which the index holds no note: a folder with no
-        markdown in it (a mistyped path, a folder of archives), or one not read yet."""
-        available = [root for root, state in self.check().items() if state.available]
-        return [root for root in available if self._notes_under(root) == 0]
+    def without_notes(self, look: bool = True) -> list[Path]:
+        """The available roots from which the index holds no note: a folder with no markdown in
+        it (a mistyped path, a folder of archives), or one not read yet (looked at afresh, unless
+        `look` is False: then as the last look found them)."""
+        away = self.unavailable(look)
+        return [root for root in self._states if root not in away and self._notes_under(root) == 0]
 
     def identity(self, root: Path) -> Identity | None:
         with self._lock:

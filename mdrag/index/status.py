@@ -36,7 +36,7 @@ def index_status(
         "store": store,
         "roots": [str(r) for r in note_filter.roots],
         "unavailable_roots": roots.report(),
-        "roots_without_notes": [str(root) for root in roots.without_notes()],
+        "roots_without_notes": [str(root) for root in roots.without_notes(look=False)],  # report() looked
         "unshown": {"notes": len(shown_later), "example": shown_later[0]} if shown_later else None,
         "open_gaps": open_gaps,
     }

@@ -54,9 +54,9 @@ def without_comments(text: str, spans: list[tuple[int, int]]) -> tuple[str, list
 
 def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """The text with its links, marks, inline HTML, table rules and code fences as a reader sees
-    them rendered (LINKS, MARKS, TAGS, TABLE_RULE, FENCE), the spans
-    moved to match: one inside a part left out (a link's target) becomes empty, its word left out
-    with it; a link a span straddles stays as written."""
+    them rendered (LINKS, MARKS, TAGS, TABLE_RULE, FENCE), the spans moved to match: one inside a
+    part left out (a link's target) becomes empty, its word left out with it; a link a span
+    straddles stays as written."""
     code = code_mask(text)  # tags and rules in code are its text: one look each, however many
     tags = [m for m in TAGS.finditer(text) if not code[m.start()]]
     rules = [m for m in TABLE_RULE.finditer(text) if not code[m.start()]]
