@@ -460,7 +460,7 @@ def test_a_stop_request_while_the_model_loads_exits_0_promptly(tmp_path):
         process.close()
 
 
-def test_a_root_with_no_markdown_note_is_named_in_the_log_and_in_status_until_one_is_written(tmp_path):
+def test_a_root_with_no_markdown_note_is_named_in_the_log_status_and_reindex_until_one_is_written(tmp_path):
     # The class: a folder of archives, of other files, or whose only notes are in hidden folders.
     notes, archives = tmp_path / "notes", tmp_path / "archives"
     write(notes / "a.md", "# A\n\nalpha\n")
@@ -477,6 +477,9 @@ def test_a_root_with_no_markdown_note_is_named_in_the_log_and_in_status_until_on
         shown = mdrag_cli(process.env, "status", timeout=30)
         assert f"NO NOTES: {archives} (no .md or .markdown file of it is indexed" in shown.stdout
         assert f"NO NOTES: {notes} " not in shown.stdout
+        ran = mdrag_cli(process.env, "reindex", timeout=60)  # a run through the daemon says so too
+        assert f"NO NOTES: {archives} (no .md or .markdown file of it is indexed" in ran.stdout
+        assert f"NO NOTES: {notes} " not in ran.stdout
         write(archives / "b.md", "# B\n\nbeta\n")
         wait_until(lambda: process.status()["roots_without_notes"] == [], timeout=20)
     finally:

@@ -138,6 +138,20 @@ def test_a_run_names_each_note_it_removes_or_counts_them_when_they_are_many(inde
         assert removed == [f"removed {count} notes (e.g. {notes / 'old' / 'note-00.md'})"]
 
 
+def test_a_run_names_the_roots_it_leaves_without_a_note_and_only_those_it_ran_over(fake_embedder, tmp_path):
+    # The class: a mistyped folder, one of archives or other files, one whose notes are all hidden.
+    notes, archives, hidden = tmp_path / "notes", tmp_path / "archives", tmp_path / "hidden"
+    write(notes / "sub" / "bread.md", SOURDOUGH)
+    write(archives / "vault.tar.gz", "packed notes")
+    write(hidden / ".obsidian" / "workspace.md", "# hidden\n")
+    indexer = Indexer(fake_embedder, MemoryStore(), Catalog(), NoteFilter([notes, archives, hidden]))
+    assert indexer.reconcile().roots_without_notes == [str(archives), str(hidden)]
+    assert indexer.reconcile([archives]).roots_without_notes == [str(archives)]  # named by a person
+    assert indexer.reconcile([notes / "sub"]).roots_without_notes == []  # a folder of a root: not its roots
+    write(archives / "b.md", GIT)
+    assert indexer.reconcile().roots_without_notes == [str(hidden)]
+
+
 def test_bad_files_fail_one_by_one_with_their_reasons_and_the_rest_is_indexed(indexer, notes):
     (notes / "bad.md").write_bytes(b"# Bad\n\xff\xfe\n")
     (notes / "image.md").write_bytes(b"\x89PNG\x00\x00binary")

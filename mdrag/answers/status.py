@@ -136,6 +136,7 @@ class ReindexReport(TypedDict):
     sections_reused: int
     seconds: float
     upgrade: str  # an upgrade's run: "done", "under way" (a part of it), or "" (none)
+    roots_without_notes: list[str]  # the run's roots from which the index holds no note after it
 
 
 def report_line(report: ReindexReport) -> str:

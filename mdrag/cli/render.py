@@ -31,6 +31,16 @@ def reindex_report(report: ReindexReport, paths: Paths) -> None:
     say(report_line(report))
     for failure in report["failed"]:
         say(f"  failed {paths.shown(failure['file_path'])}: {failure['error']}")
+    for root in report.get("roots_without_notes") or []:
+        say(no_notes_line(root, "  "))
+
+
+def no_notes_line(root: str, indent: str) -> Styled:
+    """A root from which the index holds no note: most often a mistyped path."""
+    return Styled(
+        f"{indent}NO NOTES: {root} (no .md or .markdown file of it is indexed; is it the folder you meant?)",
+        fg="yellow",
+    )
 
 
 def search_answer(response: SearchAnswer, paths: Paths) -> None:
@@ -173,13 +183,7 @@ def index_status(report: StatusAnswer, paths: Paths) -> None:
             )
         )
     for root in report.get("roots_without_notes") or []:
-        say(
-            Styled(
-                f"           NO NOTES: {root} (no .md or .markdown file of it is indexed; "
-                "is it the folder you meant?)",
-                fg="yellow",
-            )
-        )
+        say(no_notes_line(root, "           "))
     unshown = report.get("unshown")
     if unshown:
         say(

@@ -22,7 +22,15 @@ from mdrag.index.readahead import ReadCancelled, read_ahead
 from mdrag.index.reading import NoteReader
 from mdrag.index.roots import Roots, under
 from mdrag.index.rows import PreparedNote
-from mdrag.index.scope import away_roots, keep_unreadable, kept_while_away, may_be_note, newest_first, within
+from mdrag.index.scope import (
+    away_roots,
+    keep_unreadable,
+    kept_while_away,
+    may_be_note,
+    newest_first,
+    roots_without_notes,
+    within,
+)
 from mdrag.index.unheld import sort_out
 from mdrag.index.vectors import SLICE_TEXTS, RunVectors, batch_vectors
 from mdrag.index.write import write_batch
@@ -63,6 +71,7 @@ class IndexReport:
     # An upgrade's run: "done" once every note is in the index rebuilt for this version's layout,
     # "under way" for a part of it (a run over one folder, or one stopped); "" for any other.
     upgrade: str = ""
+    roots_without_notes: list[str] = field(default_factory=list)  # a run's roots left with no note
 
     def to_dict(self) -> ReindexReport:
         return cast(ReindexReport, asdict(self))
@@ -156,6 +165,7 @@ class Indexer:
                     self.carried.discard()
             if scope is None and self.waiting is not None:
                 self.waiting.discard()  # every note is indexed: none waits (nor one gone meanwhile)
+            report.roots_without_notes = roots_without_notes(self.roots, scope)
         report.seconds = time.monotonic() - started
         return report
 

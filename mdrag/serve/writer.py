@@ -279,7 +279,7 @@ class Writer:
             self.state = WriterState.RECONCILING
             report = self.service.reindex(cancel=self._stop, progress=self._meter())
             logger.info("reconciled the roots: {}", report_line(report.to_dict()))
-            for root in self.service.roots.without_notes():
+            for root in report.roots_without_notes:
                 logger.warning(
                     "no note of root {} is indexed (no .md or .markdown file outside hidden or "
                     "excluded folders, or none read): nothing of it can be found; is it the folder "
