@@ -207,3 +207,24 @@ def test_a_path_typed_as_text_output_shows_it_names_the_note_under_its_root(tmp_
     assert paths.typed(str(vault / "a" / "b.md")) == str(vault / "a" / "b.md")
     (here / "vault" / "a").mkdir(parents=True)
     assert paths.typed("vault/a") == str(here / "vault" / "a")  # here wins over a root's name
+
+
+@pytest.mark.parametrize(("embedded", "words"), [(1, "1 section embedded"), (2, "2 sections embedded")])
+def test_a_runs_report_counts_in_words_and_names_each_root_left_without_notes(capsys, embedded, words):
+    from mdrag.cli import render
+
+    report = {
+        **dict.fromkeys(("added", "updated", "unchanged", "deleted", "sections_reused"), 0),
+        "failed": [],
+        "sections_embedded": embedded,
+        "seconds": 0.3,
+        "upgrade": "",
+        "roots_without_notes": ["/n/archives"],
+    }
+    render.reindex_report(report, Paths([]))
+    out = capsys.readouterr().out
+    assert f"; {words} in 0.3s" in out
+    assert (
+        "NO NOTES: /n/archives (no .md or .markdown file of it is indexed; is it the folder you meant?)"
+        in out
+    )

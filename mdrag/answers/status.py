@@ -145,18 +145,20 @@ def report_line(report: ReindexReport) -> str:
     be read again (with those a stopped run of it had read already), with the sections it kept,
     not as notes added; whether it is done, or only a part of it."""
     upgrade = report.get("upgrade")
+    embedded = report["sections_embedded"]
+    sections = f"{embedded} section{'' if embedded == 1 else 's'} embedded"
     if not upgrade:
         return (
             f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}, "
             f"deleted {report['deleted']}, failed {len(report['failed'])}; "
-            f"{report['sections_embedded']} sections embedded in {report['seconds']:.1f}s"
+            f"{sections} in {report['seconds']:.1f}s"
         )
     read = report["added"] + report["updated"] + report["unchanged"]
     state = "rebuilt" if upgrade == "done" else "being rebuilt"
     return (
         f"index {state} for this version of mdrag: {read} note{'' if read == 1 else 's'} read again"
         f"{' so far' if upgrade != 'done' else ''}, deleted {report['deleted']}, failed "
-        f"{len(report['failed'])}; {report['sections_embedded']} sections embedded, "
+        f"{len(report['failed'])}; {sections}, "
         f"{report['sections_reused']} kept, in {report['seconds']:.1f}s"
     )
 

@@ -83,4 +83,6 @@ def progress_bar(quiet: bool = False) -> Iterator[OnProgress]:
     try:
         yield update
     finally:
+        if not bar.total:
+            bar.leave = False  # nothing was embedded: the bar goes, the report says what was done
         bar.close()
