@@ -2,9 +2,10 @@
 
     python -m bench.judge.lovo_dump VAULT [--out .eval-work/judge-lovo/dump-VAULT.jsonl]
 
-The rows of `python -m bench.fit dump --set VAULT --modes hybrid` (the same candidates and
-evidence, so bench.lovo's figures come out of them unchanged), each candidate with a fourth
-element: its note's title, its heading path, its file and the first 2,400 characters of its text.
+The rows of `python -m bench.fit dump --set VAULT --modes hybrid`, cut to a default search's ten
+hits (the first hits come out as bench.lovo's), each with a fourth element: its note's title, its
+heading path, its file and the first 2,400 characters of its text; and each row with the
+question's text.
 """
 
 from __future__ import annotations
