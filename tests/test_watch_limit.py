@@ -55,7 +55,7 @@ def test_folders_past_the_watch_limit_are_reported_once_and_their_saves_are_foun
     ).start()
     try:
         daemon.wait_fresh()
-        # The watches are added by watchdog's thread, so the refusals come in over a moment.
+        # Refused watches are counted by the writer's once-a-second poll: wait for all of them.
         unwatched = wait_until(lambda: daemon.status()["daemon"]["unwatched_folders"] >= FOLDERS - LIMIT, 10)
         assert daemon.log().count("the inotify watch limit is reached") == 1
         assert "fs.inotify.max_user_watches" in daemon.log()

@@ -76,6 +76,7 @@ def main() -> None:
         data = json.load(fh)
     orders = {v: np.asarray(c) for v, c in json.loads((WORK / "orders.json").read_text()).items()}
     result: dict[str, Any] = {}
+    all_rows = list(rows())  # each config's judge scores are set on them in turn
     for config, per_vault in json.loads(args.scores.read_text()).items():
         judged: dict[tuple[str, str], float] = {}
         for vault in vault_names():
@@ -83,7 +84,6 @@ def main() -> None:
             judged |= {
                 (q, data["texts"][s]): z for (q, s), z in zip(pairs, per_vault[vault]["score"], strict=True)
             }
-        all_rows = list(rows())
         for row in all_rows:
             row["judge"] = [judged[(row["text"], t)] for t in row["texts"]]
         result[config] = {
@@ -96,8 +96,10 @@ def main() -> None:
 def one_vault(
     vault: str, all_rows: list[dict[str, Any]], order: np.ndarray, scores: dict[str, Any], first: int
 ) -> dict[str, Any]:
-    asked = [r for r in all_rows if r["version"] == "answerable" and r["cands"]]
-    other = [r for r in asked if r["set"] != vault]
+    def answerable(r: dict[str, Any]) -> bool:
+        return r["version"] == "answerable" and bool(r["cands"])
+
+    other = [r for r in all_rows if answerable(r) and r["set"] != vault]
     w = float(WEIGHTS[int(np.argmax([sum(firsts(r, order, w, first)[0] for r in other) for w in WEIGHTS]))])
     out: dict[str, Any] = {"w": w}
     ways = {
@@ -111,7 +113,7 @@ def one_vault(
     }
     for split in ("test", "all"):
         own = [r for r in all_rows if r["set"] == vault and (split == "all" or r["split"] == "test")]
-        held = [r for r in own if r in asked]
+        held = [r for r in own if answerable(r)]
         ranked = {
             "before": [firsts(r, order, 0.0, first) for r in held],
             "judge": [firsts(r, order, w, first) for r in held],

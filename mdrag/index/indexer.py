@@ -22,15 +22,7 @@ from mdrag.index.readahead import ReadCancelled, read_ahead
 from mdrag.index.reading import NoteReader
 from mdrag.index.roots import Roots, under
 from mdrag.index.rows import PreparedNote
-from mdrag.index.scope import (
-    away_roots,
-    keep_unreadable,
-    kept_while_away,
-    may_be_note,
-    newest_first,
-    roots_without_notes,
-    within,
-)
+from mdrag.index.scope import away_roots, keep_unreadable, kept_while_away, may_be_note, newest_first, within
 from mdrag.index.unheld import sort_out
 from mdrag.index.vectors import SLICE_TEXTS, RunVectors, batch_vectors
 from mdrag.index.write import write_batch
@@ -165,7 +157,10 @@ class Indexer:
                     self.carried.discard()
             if scope is None and self.waiting is not None:
                 self.waiting.discard()  # every note is indexed: none waits (nor one gone meanwhile)
-            report.roots_without_notes = roots_without_notes(self.roots, scope)
+            # As this run's look found them: a mistyped root is named where it was typed.
+            report.roots_without_notes = [
+                to_text(r) for r in self.roots.without_notes(look=False, scope=scope)
+            ]
         report.seconds = time.monotonic() - started
         return report
 

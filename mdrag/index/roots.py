@@ -89,12 +89,18 @@ class Roots:
             changes, self._changes = self._changes, []
         return changes
 
-    def without_notes(self, look: bool = True) -> list[Path]:
-        """The available roots from which the index holds no note: a folder with no markdown in
-        it (a mistyped path, a folder of archives), or one not read yet (looked at afresh, unless
-        `look` is False: then as the last look found them)."""
+    def without_notes(self, look: bool = True, scope: list[Path] | None = None) -> list[Path]:
+        """The available roots (those inside `scope`, when named) from which the index holds no
+        note: a folder with no markdown in it (a mistyped path, a folder of archives), or one not
+        read yet (looked at afresh, unless `look` is False: then as the last look found them)."""
         away = self.unavailable(look)
-        return [root for root in self._states if root not in away and self._notes_under(root) == 0]
+        return [
+            root
+            for root in self._states
+            if root not in away
+            and (scope is None or any(root == target or root.is_relative_to(target) for target in scope))
+            and self._notes_under(root) == 0  # last: it reads the catalog
+        ]
 
     def identity(self, root: Path) -> Identity | None:
         with self._lock:

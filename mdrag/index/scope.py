@@ -33,15 +33,6 @@ def away_roots(
     return away
 
 
-def roots_without_notes(roots: Roots, scope: list[Path] | None) -> list[str]:
-    """The roots of a run over `scope` (None: all roots) from which the index holds no note after
-    it, as the run's look at them found them: a mistyped path says so where it was typed."""
-    empty = roots.without_notes(look=False)
-    if scope is not None:
-        empty = [root for root in empty if any(within(root, [target]) for target in scope)]
-    return [to_text(root) for root in empty]
-
-
 def kept_while_away(roots: Roots, paths: list[str]) -> list[str]:
     """These paths, less those in an unavailable root: their files are not gone, their drive is."""
     if not paths:
