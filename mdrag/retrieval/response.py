@@ -16,6 +16,7 @@ from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, con
 from mdrag.retrieval.explain import explain
 from mdrag.retrieval.hits import Hit, hit_of, source_reference
 from mdrag.retrieval.ranking import pass_threshold
+from mdrag.retrieval.readable import readable
 from mdrag.retrieval.relevance import QueryEvidence
 from mdrag.spelling import correctable, meant, said
 
@@ -62,7 +63,8 @@ def respond(
     `empty_scope`: its filter holds no indexed note."""
     chosen, best, dropped = pass_threshold(ordered, params)
     marked = "" if params.passage else params.query
-    hits = [hit_of(c, marked) for c in chosen]
+    shown = readable(chosen, ordered)
+    hits = [hit_of(c, marked) for c in shown]
     top = max((hit.confidence_score for hit in hits), default=None)
     level = confidence_level(top, len(hits))
     message = reason = ""
@@ -71,12 +73,12 @@ def respond(
     if not hits:
         floor = params.threshold - RELATED_BAND
         close = [c for c in dropped if c["score"] >= floor]
-        related = [hit_of(c, marked) for c in close[: min(RELATED_MAX, params.top_k)]]
+        related = [hit_of(c, marked) for c in readable(close[: min(RELATED_MAX, params.top_k)], ordered)]
         reason, message = _why_none(params, best, evidence, indexing, ordered, empty_scope)
         closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
     if level == "none":
         message = NO_ANSWER + (f": {message}" if message else "")
-    explained = explain(hits, chosen, dropped, ordered, ranked, params) if params.explain else None
+    explained = explain(hits, shown, dropped, ordered, ranked, params) if params.explain else None
     return SearchResponse(
         query=params.query,
         results=hits,
