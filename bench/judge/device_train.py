@@ -5,13 +5,16 @@ Runs where only torch and transformers are (the device machine): reads `.judge/d
 travel), writes `$OUT/scores.json` after each vault and, for a config named in SAVE, the judge
 trained on every vault (its word embeddings left out: they stay the bundled model's, frozen).
 
-    PASTE=1 SAVE=L3 python3 bench/judge/device_train.py NAME:LAYERS:MAX_PIECES:EPOCHS[,...] [VAULT,...]
+    PASTE=1 SAVE=L3 python3 bench/judge/device_train.py NAME:LAYERS:PIECES:EPOCHS[:SHARE][,...] [VAULT,...]
 
 Each judge starts from the bi-encoder's first LAYERS layers with a fresh one-logit head
 (BertForSequenceClassification), reads "question [SEP] title, heading path, section text" cut
-at MAX_PIECES word pieces, and is fitted with binary cross-entropy (right sections weighted to
+at PIECES word pieces, and is fitted with binary cross-entropy (right sections weighted to
 balance the wrong ones), AdamW (3e-5, the head 3e-4), warm-up then linear decay, bf16. PASTE=1
 adds, per question, one wrong section with the question pasted into it as another wrong pair.
+SHARE (default 1) trains on that share of each fold's questions (drawn the same way for every
+vault and config), all the pairs of each kept: a learning curve, to tell whether more questions
+would lift the judge.
 The paste check scores each vault's unanswerable questions against their first section plain,
 with the question pasted a third of the way in, and with its words shuffled and pasted.
 """
@@ -132,6 +135,15 @@ def with_pastes(pairs: list[list[Any]], texts: list[str]) -> list[list[Any]]:
     return pairs + extra
 
 
+def some_questions(pairs: list[list[Any]], share: float) -> list[list[Any]]:
+    """The pairs of `share` of the questions, each question kept or not by a seeded draw."""
+    if share >= 1:
+        return pairs
+    asked = sorted({q for q, _, _ in pairs})
+    kept = set(random.Random(57).sample(asked, round(len(asked) * share)))
+    return [pair for pair in pairs if pair[0] in kept]
+
+
 def main() -> None:
     with gzip.open(DATA, "rt", encoding="utf-8") as fh:
         data = json.load(fh)
@@ -141,12 +153,13 @@ def main() -> None:
     save = os.environ.get("SAVE", "").split(",")
     torch.manual_seed(57)
     everything: dict[str, Any] = {}
-    for name, layers, pieces, epochs in configs:
+    for name, layers, pieces, epochs, *share in configs:
         result = everything[name] = {}
         for vault in [v for v in vaults if v != "all" or name in save]:
             began, fold = time.time(), folds[vault]
             judge = Judge(texts, int(layers), int(pieces))
-            pairs = with_pastes(fold["train"], texts) if os.environ.get("PASTE") else fold["train"]
+            pairs = some_questions(fold["train"], float(share[0]) if share else 1.0)
+            pairs = with_pastes(pairs, texts) if os.environ.get("PASTE") else pairs
             judge.fit(pairs, int(epochs))
             qs = [q for q, _ in fold["paste"]]
             firsts = [texts[i] for _, i in fold["paste"]]

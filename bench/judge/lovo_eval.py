@@ -13,6 +13,8 @@ logit of the first hit as one more piece of evidence (`judge`). Per vault: a rig
 in the first three, answered and silent at 0.7, on the test split and on all its questions. The
 paste check: how far pasting the question (whole, or its words shuffled) into an unanswerable
 question's first section lifts the judge's logit, beside the gap between right and wrong sections.
+Pairwise: over the vault's answerable questions, the share of (right, wrong) candidate sections of
+a question that the judge's logit orders right, the order's logit beside it (ties count half).
 """
 
 from __future__ import annotations
@@ -137,6 +139,11 @@ def one_vault(
         for z, c in zip(r["judge"], r["cands"], strict=True)
         if not c[1]
     ]
+    asked = [r for r in all_rows if r["set"] == vault and answerable(r)]
+    out["pairwise"] = {
+        "order": pairwise([(np.asarray([c[2] for c in r["cands"]]) @ order).tolist(), r] for r in asked),
+        "judge": pairwise([r["judge"], r] for r in asked),
+    }
     out["paste"] = {
         "whole": round(float(np.mean(np.asarray(scores["paste_pasted"]) - plain)), 2),
         "shuffled": round(
@@ -147,8 +154,21 @@ def one_vault(
     return out
 
 
+def pairwise(scored: Any) -> float:
+    """The mean over questions of the share of their (right, wrong) sections in the right order."""
+    shares = []
+    for z, row in scored:
+        right = np.asarray([c[1] for c in row["cands"]], dtype=bool)
+        if right.all() or not right.any():
+            continue
+        a, b = np.asarray(z)[right][:, None], np.asarray(z)[~right][None, :]
+        shares.append(float(((a > b) + 0.5 * (a == b)).mean()))
+    return round(float(np.mean(shares)), 3)
+
+
 def table(config: str, per_vault: dict[str, Any]) -> str:
-    head = ("vault", "w", "test: first", "in 3", "answered", "silent", "all: first", "paste lift / gap")
+    head = ["vault", "w", "test: first", "in 3", "answered", "silent", "all: first", "paste lift / gap"]
+    head.append("pairwise: order / judge")
     lines = [f"## {config}", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for vault, v in per_vault.items():
         t, a, p = v["test"], v["all"], v["paste"]
@@ -167,6 +187,7 @@ def table(config: str, per_vault: dict[str, Any]) -> str:
             silent,
             f"{moved(a, 'right_first')} of {a['questions']}",
             f"{p['whole']} (shuffled {p['shuffled']}) / {p['right_minus_wrong']}",
+            f"{v['pairwise']['order']} / {v['pairwise']['judge']}",
         )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
