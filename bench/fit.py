@@ -64,7 +64,7 @@ def dump(args: argparse.Namespace) -> None:
                     service.search_defaults(),
                 )
                 # Every candidate a default search (top_k DEPTH) scores, not only its hits.
-                found = service.searcher.search(params, leave_out=leave, pool=pool)
+                found = service.searcher.search(params, leave_out=leave, pool=pool, as_scored=True)
                 cands = [
                     [
                         ids.get(h.file_path),

@@ -10,12 +10,13 @@ from mdrag.retrieval.readable import names_only, readable
 def row(
     text, start, level=0, chunk=0, path="api/Plugin/addRibbonIcon.md", file_hash="h1", score=0.5, **extra
 ):
+    title = extra.pop("title", "addRibbonIcon")
     return {
         "id": f"{path}@{start}",
         "section_id": f"s{start}",
         "file_path": path,
         "file_hash": file_hash,
-        "title": "addRibbonIcon",
+        "title": title,
         "aliases": ["Plugin.addRibbonIcon"],
         "heading_level": level,
         "chunk_index": chunk,
@@ -47,11 +48,12 @@ def test_a_preamble_of_the_notes_own_names_is_shown_as_the_section_after_it(text
     )
     other = row("Something else.", 0, path="api/Other.md", score=0.9)
 
-    shown = readable([breadcrumb, other, method], [breadcrumb, other, method])
+    shown = readable([breadcrumb, other, method], [breadcrumb, other, method], 10)
 
     assert [r["id"] for r in shown] == [method["id"], other["id"]]  # in its place, once
     assert shown[0]["score"] == shown[0]["cosine"] == 0.98  # with the score the names earned
     assert shown[0]["features"] == (0.98,)
+    assert shown[0]["stands_for"] == (breadcrumb["file_path"], "s0", 0)  # whose ranks --explain shows
     assert shown[0]["section_text"].startswith("## Plugin.addRibbonIcon() method")
     assert method["score"] == 0.83  # the pool's row is not changed
 
@@ -72,7 +74,7 @@ def test_a_section_that_says_more_than_the_notes_names_is_shown_as_it_is(text, l
     after = row("## Plugin.addRibbonIcon() method\n\nAdds a ribbon icon.", 80, level=2)
 
     assert not names_only(first)
-    assert readable([first], [first, after]) == [first]
+    assert readable([first], [first, after], 10) == [first]
 
 
 def test_a_breadcrumb_stays_when_the_search_scored_no_section_after_it():
@@ -80,14 +82,14 @@ def test_a_breadcrumb_stays_when_the_search_scored_no_section_after_it():
     earlier_version = row("## Method\n\nOld text.", 80, level=2, file_hash="h0")
     elsewhere = row("## Method\n\nAnother note.", 80, level=2, path="api/Other.md")
 
-    assert readable([breadcrumb], [breadcrumb, earlier_version, elsewhere]) == [breadcrumb]
+    assert readable([breadcrumb], [breadcrumb, earlier_version, elsewhere], 10) == [breadcrumb]
 
 
 def test_a_breadcrumb_whose_following_section_is_shown_above_it_is_left_out():
     breadcrumb = row("[`addRibbonIcon`](addRibbonIcon)", 0, score=0.7)
     method = row("## Method\n\nAdds a ribbon icon.", 80, level=2, score=0.9)
 
-    assert readable([method, breadcrumb], [method, breadcrumb]) == [method]
+    assert readable([method, breadcrumb], [method, breadcrumb], 10) == [method]
 
 
 def test_the_nearest_following_section_is_the_one_shown():
@@ -95,4 +97,41 @@ def test_the_nearest_following_section_is_the_one_shown():
     returns = row("## Returns\n\nThe icon's element.", 300, level=2)
     method = row("## Method\n\nAdds a ribbon icon.", 80, level=2)
 
-    assert readable([breadcrumb], [returns, breadcrumb, method])[0]["id"] == method["id"]
+    assert readable([breadcrumb], [returns, breadcrumb, method], 10)[0]["id"] == method["id"]
+
+
+def test_what_the_shown_section_was_scored_by_is_the_breadcrumbs_alone():
+    breadcrumb = row("[`addRibbonIcon`](addRibbonIcon)", 0, score=0.9, distance=0.9)  # dense only
+    method = row("## Method\n\nAdds a ribbon icon.", 80, level=2, score=0.6, bm25=7.5, distance=0.6)
+
+    (shown,) = readable([breadcrumb], [breadcrumb, method], 10)
+
+    assert "bm25" not in shown  # never the other section's keyword evidence beside this score
+    assert shown["distance"] == 0.9
+
+
+def test_top_k_counts_the_hits_shown_after_a_note_shows_once():
+    breadcrumb = row("[`addRibbonIcon`](addRibbonIcon)", 0, score=0.95)
+    method = row("## Method\n\nAdds a ribbon icon.", 80, level=2, score=0.9)
+    others = [row("Text.", 0, path=f"api/Other{n}.md", score=0.8 - n / 100) for n in range(5)]
+    ordered = [breadcrumb, method, *others]
+
+    shown = readable(ordered, ordered, 3)
+
+    assert [r["id"] for r in shown] == [method["id"], others[0]["id"], others[1]["id"]]
+
+
+@pytest.mark.parametrize(("title", "aliases"), [(None, None), ("", []), ("addRibbonIcon", None)])
+def test_a_note_without_a_title_or_aliases_is_read_safely(title, aliases):
+    first = row("[`addRibbonIcon`](addRibbonIcon)", 0, title=title)
+    if aliases is None:
+        del first["aliases"]
+    else:
+        first["aliases"] = aliases
+
+    assert names_only(first) == (title == "addRibbonIcon")
+
+
+def test_a_long_text_before_the_first_heading_is_not_read_for_names():
+    first = row("addRibbonIcon " * 2000, 0)  # the title, over and over: a page, not a breadcrumb
+    assert not names_only(first)

@@ -440,11 +440,18 @@ def test_a_page_found_by_its_breadcrumb_shows_the_section_a_person_reads(make_se
     service = make_service([notes])
     service.reindex()
 
-    found = service.search({"query": "addRibbonIcon", "threshold": 0.0})["results"]
+    found = service.search({"query": "addRibbonIcon", "threshold": 0.0, "explain": True})["results"]
 
     first = found[0]
+    assert first["explain"]["score_rank"] == 1  # the ranks of the names whose score it shows
     assert Path(first["file_path"]).name == "addRibbonIcon.md", [h["file_path"] for h in found]
     assert first["section_heading"] == "Plugin.addRibbonIcon() method"
     assert "Adds a ribbon icon" in first["snippet"]["text"]
     assert first["start_line"] == 9  # where `mdrag open` goes: the method, not the breadcrumb
     assert [Path(h["file_path"]).name for h in found].count("addRibbonIcon.md") == 1
+    two = service.search({"query": "addRibbonIcon", "threshold": 0.0, "top_k": 2})["results"]
+    assert [Path(h["file_path"]).name for h in two] == ["addRibbonIcon.md", "Ribbon actions.md"]
+    # What the order is fitted on (bench.fit dump) is each section as scored: the names first.
+    params = SearchParams.parse({"query": "addRibbonIcon", "threshold": 0.0}, service.search_defaults())
+    scored = service.searcher.search(params, as_scored=True).results
+    assert (scored[0].start_line, scored[0].section_heading) == (5, "")  # the comment, the breadcrumb

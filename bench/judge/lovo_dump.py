@@ -52,7 +52,9 @@ def main() -> None:
                 {"query": text, "top_k": DEPTH, "threshold": 0.0, "mode": "hybrid", "explain": True},
                 service.search_defaults(),
             )
-            found = service.searcher.search(params, leave_out=leave, pool=DEPTH * CANDIDATE_FACTOR + 10)
+            found = service.searcher.search(
+                params, leave_out=leave, pool=DEPTH * CANDIDATE_FACTOR + 10, as_scored=True
+            )
             cands: list[Any] = [
                 [
                     ids.get(h.file_path),

@@ -20,6 +20,7 @@ class Candidate(ShownRow, total=False):
     score: float  # relevance: the candidate's score in [0, 1]
     features: tuple[float, ...]  # relevance: its evidence, in relevance.FEATURES order
     pending: bool  # a note read ahead of the model, embedded for this query (retrieval/ahead.py)
+    stands_for: tuple[str, str, int]  # readable: shown for its note's names, whose score it has
 
 
 SectionKey = tuple[str, str, int]

@@ -23,9 +23,10 @@ def explain(
     lists = dict(zip(MODE_LISTS[params.mode], ranked, strict=False))
     ranks = {name: {section_key(c): rank for rank, c in enumerate(rows, 1)} for name, rows in lists.items()}
     by_id = {c["id"]: c for c in chosen}
+    shown = {section_key(c) for c in chosen}
 
     def ranks_of(candidate: Candidate) -> answers.Evidence:
-        key = section_key(candidate)
+        key = candidate.get("stands_for") or section_key(candidate)  # whose score it shows
         return {
             "similarity": None if candidate["cosine"] is None else round(candidate["cosine"], 4),
             "score": round(candidate["score"], 4),
@@ -55,5 +56,6 @@ def explain(
                 **ranks_of(c),
             }
             for c in dropped
+            if section_key(c) not in shown  # a hit now, in its note's names' place (readable.py)
         ],
     }

@@ -39,7 +39,8 @@ class Hit:
     source: answers.SourceReference
     metadata: answers.HitMetadata
     explain: answers.Evidence | None = None  # with --explain: dense score and the ranks behind it
-    similarity: float | None = None  # raw cosine of the section's best-matching window
+    # raw cosine of the section's best-matching window (shown for its note's names: theirs, readable.py)
+    similarity: float | None = None
 
     def to_dict(self) -> answers.Hit:
         # Shallow on purpose: every dict in a hit is built for it alone, and asdict's deep copy

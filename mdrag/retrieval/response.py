@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -56,14 +57,19 @@ def respond(
     started: float,
     indexing: bool = False,
     empty_scope: bool = False,
+    as_scored: bool = False,
 ) -> SearchResponse:
     """The response to a search whose candidates are `ordered` (scored, best first; `ranked`: the
-    engine's lists, for --explain): the hits that pass the threshold, or else the hits close
-    under it, the closest notes and why nothing answered. `started`: its perf_counter start;
-    `empty_scope`: its filter holds no indexed note."""
+    engine's lists, for --explain): the hits that pass the threshold (a note's names shown as the
+    section after them, which may score under it: readable.py), or else the hits close under it,
+    the closest notes and why nothing answered. `started`: its perf_counter start; `empty_scope`:
+    its filter holds no indexed note; `as_scored`: each hit shown as scored (for the eval)."""
     chosen, best, dropped = pass_threshold(ordered, params)
     marked = "" if params.passage else params.query
-    shown = readable(chosen, ordered)
+    # What passed, as sections a person can read: a note's names shown as its next section, so
+    # top_k is counted after (ordered is best first: what passes is its head).
+    passing = itertools.takewhile(lambda c: c["score"] >= params.threshold, ordered)
+    shown = chosen if as_scored else readable(passing, ordered, params.top_k)
     hits = [hit_of(c, marked) for c in shown]
     top = max((hit.confidence_score for hit in hits), default=None)
     level = confidence_level(top, len(hits))
@@ -73,7 +79,8 @@ def respond(
     if not hits:
         floor = params.threshold - RELATED_BAND
         close = [c for c in dropped if c["score"] >= floor]
-        related = [hit_of(c, marked) for c in readable(close[: min(RELATED_MAX, params.top_k)], ordered)]
+        room = min(RELATED_MAX, params.top_k)
+        related = [hit_of(c, marked) for c in (close[:room] if as_scored else readable(close, ordered, room))]
         reason, message = _why_none(params, best, evidence, indexing, ordered, empty_scope)
         closest = _closest(ordered)  # also beside related hits: a context pack may keep neither
     if level == "none":

@@ -58,12 +58,15 @@ class Searcher:
         leave_out: Callable[[str], bool] | None = None,
         pool: int = 0,
         indexing: bool = False,
+        as_scored: bool = False,
     ) -> SearchResponse:
         """Answer one query. `indexing`: notes are still being indexed, so a word no indexed note
         holds may be in one not read yet (the reason says "so far"). For the eval:
         `leave_out(file_path)` drops notes before scoring (each query asked again without its
         relevant notes, as if they were not in the index), and `pool` sets the rows asked of each
-        list (default: from top_k) to see every candidate a default search scores."""
+        list (default: from top_k) to see every candidate a default search scores, and
+        `as_scored` shows each as scored (readable.py leaves a note's names in place), so what the
+        order is fitted on is the sections it ordered."""
         started = time.perf_counter()
         vector, ranked, unheard = self._candidates(params, leave_out, pool)
         lists = dict(zip(MODE_LISTS[params.mode], ranked, strict=False))
@@ -78,7 +81,7 @@ class Searcher:
         )
         # Nothing found under a filter: is it the filter, holding no note at all? (Asked only then.)
         empty_scope = not ordered and params.scope.narrows and not self._paths_within(params)
-        return respond(params, ordered, ranked, evidence, vector, started, indexing, empty_scope)
+        return respond(params, ordered, ranked, evidence, vector, started, indexing, empty_scope, as_scored)
 
     def _candidates(
         self, params: SearchParams, leave_out: Callable[[str], bool] | None, pool: int
