@@ -20,7 +20,6 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from scipy import optimize, special
 
 from bench.answerability import DEPTH, rates_at
 from bench.eval import add_backend
-from bench.judged_data import SETS, doc_ids, judged_set
+from bench.judged_data import SETS, doc_ids, judged_set, write_dump
 from bench.metrics import ndcg_at_k
 from mdrag.retrieval import relevance
 from mdrag.retrieval.search import CANDIDATE_FACTOR
@@ -90,12 +89,7 @@ def dump(args: argparse.Namespace) -> None:
         return lines
 
     try:
-        # A few queries at once: the engine and the model release the GIL.
-        with args.out.open("w", encoding="utf-8") as out, ThreadPoolExecutor(args.threads) as pool_:
-            for n, lines in enumerate(pool_.map(lambda item: one(*item), judged.queries.items())):
-                out.write("".join(line + "\n" for line in lines))
-                if n % 50 == 0:
-                    print(f"{n}/{len(judged.queries)}", file=sys.stderr, flush=True)
+        write_dump(args.out, judged.queries, one, args.threads)
     finally:
         service.close()
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,3 +98,15 @@ def doc_ids(root: Path) -> dict[str, str]:
         doc = frontmatter.get("doc_id") if isinstance(frontmatter, dict) else None
         ids[str(path.resolve())] = str(doc) if doc is not None else str(path.relative_to(root))
     return ids
+
+
+def write_dump(
+    path: Path, queries: dict[str, str], one: Callable[[str, str], list[str]], threads: int, label: str = ""
+) -> None:
+    """Each question's dump lines (`one(qid, text)`) into `path` as they come, a few questions at
+    once (the engine and the model release the GIL), with progress on stderr every 50."""
+    with path.open("w", encoding="utf-8") as out, ThreadPoolExecutor(threads) as pool:
+        for n, lines in enumerate(pool.map(lambda item: one(*item), queries.items())):
+            out.write("".join(line + "\n" for line in lines))
+            if n % 50 == 0:
+                print(f"{label}{n}/{len(queries)}", file=sys.stderr, flush=True)

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from bench import eval as ev
 from bench.answerability import DEPTH
 from bench.judge.lovo_pairs import WORK
-from bench.judged_data import doc_ids, judged_set
+from bench.judged_data import doc_ids, judged_set, write_dump
 from mdrag.log import configure_logging
 from mdrag.params.search import SearchParams
 from mdrag.retrieval.search import CANDIDATE_FACTOR
@@ -76,11 +74,7 @@ def main() -> None:
         return lines
 
     try:
-        with out.open("w", encoding="utf-8") as fh, ThreadPoolExecutor(2) as pool:
-            for n, lines in enumerate(pool.map(lambda item: one(*item), judged.queries.items())):
-                fh.write("".join(line + "\n" for line in lines))
-                if n % 100 == 0:
-                    print(f"{args.vault} {n}/{len(judged.queries)}", file=sys.stderr, flush=True)
+        write_dump(out, judged.queries, one, 2, f"{args.vault} ")
     finally:
         service.close()
 
