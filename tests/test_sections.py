@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from mdrag.notes.document import split_frontmatter
@@ -94,6 +96,38 @@ def test_long_section_splits_at_block_boundaries_within_the_budget():
         assert section.text.split()[-1].endswith("w29")
     joined = " ".join(s.text for s in sections)
     assert all(p.split()[-1] in joined for p in paragraphs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_long_sections_last_part_is_never_left_a_scrap(seed):
+    """Greedy packing alone leaves the tail as small as one paragraph (a one-line hit of its own);
+    the last two parts share their paragraphs evenly, each within the budget, none cut."""
+    rng = random.Random(seed)
+    budget = rng.choice([60, 100, 250])
+    paragraphs = [
+        " ".join(f"p{i}w{j}" for j in range(rng.randint(1, budget // 3))) for i in range(rng.randint(2, 40))
+    ]
+    sections = split("# Long\n\n" + "\n\n".join(paragraphs) + "\n", max_tokens=budget).sections
+    assert all(s.token_count <= budget for s in sections)
+    said = [w for s in sections for w in s.text.split() if w != "#" and w != "Long"]
+    assert said == " ".join(paragraphs).split()  # every word once, in order
+    if len(sections) > 1:
+        *_, before, last = sections
+        largest = max(len(p.split()) for p in paragraphs)
+        assert last.token_count >= budget // 2 or before.token_count - last.token_count <= largest
+
+
+def test_one_line_after_a_full_part_is_not_a_section_of_its_own(fake_embedder):
+    count = fake_embedder.count_tokens  # the model's tokenizer, as the index counts
+    body = "\n\n".join(
+        f"Step {i}: push the change and let the build publish the site again." for i in range(70)
+    )
+    text = f"# Deploy\n\n{body}\n\nIn the future, whenever you push a change, the site is rebuilt.\n"
+    sections = Sectioner(count, 1000).split(text).sections
+    assert len(sections) == 2
+    assert all(s.token_count <= 1000 for s in sections)
+    assert sections[1].end_line - sections[1].start_line > 20  # not the last line alone
+    assert sections[1].text.rstrip().endswith("the site is rebuilt.")
 
 
 def test_long_list_splits_between_items_and_long_code_between_lines():

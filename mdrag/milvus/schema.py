@@ -22,8 +22,9 @@ METADATA = "document_metadata"
 # the section, path, version and tags of each row); 9: a note's `aliases` follow its title in
 # the text each section embeds, and a shown row holds them (an upgrade re-embeds those notes);
 # 10: HTML comment blocks are blanked from what a section embeds (an upgrade re-embeds those
-# sections).
-SCHEMA_VERSION = 10
+# sections); 11: a long section's last two parts share its text evenly (an upgrade re-embeds
+# those parts).
+SCHEMA_VERSION = 11
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.

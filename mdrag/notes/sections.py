@@ -163,9 +163,13 @@ class Sectioner:
             yield from (_Unit(run.kind, s, e, t) for s, e, t in counted(self.count_tokens, text, cuts))
 
     def _pack(self, text: str, lines: LineIndex, group: _GroupKey, units: Iterable[_Unit]) -> list[Section]:
-        """Units into sections of at most `max_tokens`, greedily in order, each let go once packed.
-        A run of words goes in whole where each of its words would have, else word by word."""
+        """Units into sections of at most `max_tokens`, greedily in order, each let go once the one
+        after it is packed. A run of words goes in whole where each of its words would have, else
+        word by word. The last two parts share their units evenly when the last is under half the
+        budget: greedy packing leaves a long section's tail as small as one line, which then came
+        up as a hit of its own ("host-on-netlify/index.md:130-130")."""
         sections: list[Section] = []
+        held: _Chunk | None = None  # the part before `chunk`, kept until the section ends
         chunk: _Chunk | None = None
         waiting: deque[_Unit] = deque()
         stream = iter(units)
@@ -175,12 +179,37 @@ class Sectioner:
             elif unit.words and (chunk is not None or unit.tokens > self.max_tokens):
                 waiting.extendleft(reversed(list(self._each_word(text, unit))))
             else:
-                if chunk is not None:
-                    sections.append(chunk.section(text, lines, group, len(sections)))
-                chunk = _Chunk(unit)
-        if chunk is not None:
-            sections.append(chunk.section(text, lines, group, len(sections)))
+                if held is not None:
+                    sections.append(held.section(text, lines, group, len(sections)))
+                held, chunk = chunk, _Chunk(unit)
+        tail = [part for part in (held, chunk) if part is not None]
+        if len(tail) == 2 and tail[1].tokens < self.max_tokens // 2:
+            tail = _evened(tail[0].units + tail[1].units, self.max_tokens) or tail
+        for part in tail:
+            sections.append(part.section(text, lines, group, len(sections)))
         return sections
+
+
+def _evened(units: list[_Unit], max_tokens: int) -> list[_Chunk] | None:
+    """The units as two parts, each within the budget, as near the same size as their boundaries
+    allow (None where no cut keeps both within it)."""
+    total = sum(unit.tokens for unit in units)
+    best: tuple[int, int] | None = None  # (the larger part's tokens, where the second starts)
+    left = 0
+    for cut in range(1, len(units)):
+        left += units[cut - 1].tokens
+        larger = max(left, total - left)
+        if larger <= max_tokens and (best is None or larger < best[0]):
+            best = (larger, cut)
+    if best is None:
+        return None
+    parts: list[_Chunk] = []
+    for piece in (units[: best[1]], units[best[1] :]):
+        part = _Chunk(piece[0])
+        for unit in piece[1:]:
+            part.add(unit)
+        parts.append(part)
+    return parts
 
 
 class _Chunk:
@@ -189,9 +218,11 @@ class _Chunk:
     def __init__(self, first: _Unit) -> None:
         self.first, self.end, self.tokens = first, first.end, 0
         self.weights: dict[str, int] = {}
+        self.units: list[_Unit] = []  # at most the budget's tokens of them, for evening the tail
         self.add(first)
 
     def add(self, unit: _Unit) -> None:
+        self.units.append(unit)
         self.end = unit.end
         self.tokens += unit.tokens
         if unit.kind != "heading":
