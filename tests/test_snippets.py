@@ -124,6 +124,25 @@ def test_a_long_window_is_cut_around_its_marked_words_and_the_marks_follow():
     assert [cut[a:b] for a, b in moved] == ["restore", "backup"]
 
 
+@pytest.mark.parametrize(
+    ("before", "begins"),
+    [
+        ('{{% include "/_common/' + "x" * 250 + '.md" %}}\n\n', "… The Resize"),  # a shortcode's tail
+        ("| " + " | ".join(["cell"] * 60) + " |\n", "… The Resize"),  # a table row's
+        ("# " + "heading words " * 20 + "\n", "… The Resize"),
+        ("- " + "item words " * 25 + "\n- ", "… - The Resize"),  # the list item's own marker
+        ("word " * 100 + "\nwrapped ", "… wrapped The Resize"),  # a paragraph's wrapped line
+    ],
+)
+def test_an_excerpt_begins_where_a_line_begins_before_its_marks_not_in_the_last_ones_tail(before, begins):
+    text = before + "The `Resize` method returns a new resource. " + "More words about images. " * 12
+    spans = highlights(text, query_terms("resize method"))
+    cut, moved = excerpt(text, spans)
+    assert cut.startswith(begins), cut
+    assert [cut[a:b] for a, b in moved] == ["Resize", "method"]
+    assert text[shown_mark(text, spans) :].startswith("Resize")
+
+
 def test_the_excerpt_holds_the_most_distinct_query_words():
     text = "restore " + "x " * 100 + "restore backup checksum " + "y " * 100
     spans = highlights(text, query_terms("restore backup checksum"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -106,10 +107,10 @@ def excerpt(
     """At most `width` characters of `text` on one line, around where the most of `spans` fall,
     with the spans moved to match; "…" marks a cut at either end. Comments are left out, links
     and marks shown as rendered (`plain`)."""
-    flat, _, moved = _rendered(text, spans)
+    flat, _, moved, lines = _rendered(text, spans)
     if len(flat) <= width:
         return flat, moved
-    start = _best_start(flat, moved, width)
+    start = _best_start(flat, moved, width, lines)
     end = start + width
     if end < len(flat):  # end at a word boundary
         space = flat.rfind(" ", start, end)
@@ -124,50 +125,62 @@ def excerpt(
 def shown_mark(text: str, spans: list[tuple[int, int]], width: int = EXCERPT_CHARS) -> int | None:
     """Where in `text` the first mark that `excerpt` shows begins (the line `open` goes to is the
     one a person read the words on), or None without marks."""
-    flat, kept, moved = _rendered(text, spans)
+    flat, kept, moved, lines = _rendered(text, spans)
     if not moved:
         return None
-    start = 0 if len(flat) <= width else _best_start(flat, moved, width)
+    start = 0 if len(flat) <= width else _best_start(flat, moved, width, lines)
     return next((k for (k, _), (at, _) in zip(kept, moved, strict=True) if at >= start), kept[0][0])
 
 
 def _rendered(
     text: str, spans: list[tuple[int, int]]
-) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]:
-    """The text on one line as a reader sees it rendered, the spans it still shows (as given) and
-    where each of them is in it: a comment's marks, and those left out with a link's target, go."""
+) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]], list[int]]:
+    """The text on one line as a reader sees it rendered, the spans it still shows (as given),
+    where each of them is in it (a comment's marks, and those left out with a link's target, go),
+    and where in it each of the text's lines begins."""
     blanked, kept = without_comments(text, spans)
-    flat, moved = _one_line(*plain(blanked, kept))
+    flat, moved, lines = _one_line(*plain(blanked, kept))
     shown = [(span, at) for span, at in zip(kept, moved, strict=True) if at[0] < at[1]]
-    return flat, [span for span, _ in shown], [at for _, at in shown]
+    return flat, [span for span, _ in shown], [at for _, at in shown], lines
 
 
-def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
-    """The text with each run of white space as one space (and none at the ends), spans kept."""
+def _one_line(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]], list[int]]:
+    """The text with each run of white space as one space (and none at the ends), spans kept,
+    and the offsets where a line of the text begins in it."""
     out: list[str] = []
     position = []  # the new offset of each old one
-    space = False
+    lines: list[int] = []
+    space = newline = False
     for char in text:
         if char.isspace():
             space = bool(out)
+            newline = newline or char == "\n"
             position.append(len(out))
             continue
         if space:
             out.append(" ")
             space = False
+        if newline and out:
+            lines.append(len(out))
+        newline = False
         position.append(len(out))
         out.append(char)
     position.append(len(out))
-    return "".join(out), [(position[a], position[b]) for a, b in spans if b <= len(text)]
+    return "".join(out), [(position[a], position[b]) for a, b in spans if b <= len(text)], lines
 
 
-def _best_start(flat: str, spans: list[tuple[int, int]], width: int) -> int:
+def _best_start(flat: str, spans: list[tuple[int, int]], width: int, lines: list[int]) -> int:
     """Where a `width`-character excerpt holding the most distinct marked words begins: the
-    text's start if it holds as many as any, else a little before a mark, at a word's start."""
+    text's start if it holds as many as any, else a little before a mark: where a line begins if
+    one does there (not in the tail of the line before: "… %}} The Resize method"), else at a
+    word's start."""
     best, best_count = 0, -1
     for mark in [None, *(a for a, _ in spans)]:
         start = 0 if mark is None else max(0, mark - width // 5)
-        if mark is not None and start > 0:
+        line = bisect.bisect_left(lines, start)
+        if mark is not None and line < len(lines) and lines[line] <= mark:
+            start = lines[line]
+        elif mark is not None and start > 0:
             space = flat.find(" ", start, mark)
             start = space + 1 if space != -1 else mark
         inside = {flat[a:b].casefold() for a, b in spans if start <= a and b <= start + width}
