@@ -117,6 +117,36 @@ def test_a_long_sections_last_part_is_never_left_a_scrap(seed):
         assert last.token_count >= budget // 2 or before.token_count - last.token_count <= largest
 
 
+def test_the_tail_is_evened_only_where_that_makes_the_parts_more_even():
+    def words_of(n, tag):
+        return " ".join(f"{tag}{i}" for i in range(n))
+
+    # 10 + 990 words fill a part; no cut of (10, 990, 10) is more even than (1000, 10): kept as is.
+    text = f"# T\n\n{words_of(8, 'a')}\n\n{words_of(990, 'b')}\n\n{words_of(10, 'c')}\n"
+    sections = split(text).sections
+    assert [s.token_count for s in sections] == [1000, 10]
+    # A heading keeps a block of its text: no part is its heading alone.
+    text = f"# {words_of(11, 'h')}\n\n{words_of(980, 'b')}\n\n{words_of(10, 'c')}\n"
+    sections = split(text).sections
+    assert all(s.body_text for s in sections)
+    assert [s.token_count for s in sections] == [992, 10]
+
+
+def test_a_part_holds_no_unit_for_each_block_of_no_tokens():
+    """A line of a zero-width space counts no tokens, so a part may take a million of them: they
+    join the block before them rather than each being kept for evening the tail."""
+    from mdrag.notes.sections import _Chunk, _Unit
+
+    chunk = _Chunk(_Unit("paragraph", 0, 10, 5))
+    for at in range(10, 30_000, 3):
+        chunk.add(_Unit("paragraph", at, at + 1, 0))
+    assert len(chunk.units) == 1 and chunk.units[0].end == chunk.end == 29_999
+    headed = _Chunk(_Unit("heading", 0, 4, 2))
+    for at in range(5, 3_000, 3):
+        headed.add(_Unit("paragraph", at, at + 1, 0))
+    assert len(headed.units) == 2 and headed.units[0].end == 4  # the heading line stays its own
+
+
 def test_one_line_after_a_full_part_is_not_a_section_of_its_own(fake_embedder):
     count = fake_embedder.count_tokens  # the model's tokenizer, as the index counts
     body = "\n\n".join(

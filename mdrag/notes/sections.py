@@ -7,7 +7,7 @@ import re
 from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -184,24 +184,27 @@ class Sectioner:
                 held, chunk = chunk, _Chunk(unit)
         tail = [part for part in (held, chunk) if part is not None]
         if len(tail) == 2 and tail[1].tokens < self.max_tokens // 2:
-            tail = _evened(tail[0].units + tail[1].units, self.max_tokens) or tail
+            tail = _evened(tail[0], tail[1], self.max_tokens) or tail
         for part in tail:
             sections.append(part.section(text, lines, group, len(sections)))
         return sections
 
 
-def _evened(units: list[_Unit], max_tokens: int) -> list[_Chunk] | None:
-    """The units as two parts, each within the budget, as near the same size as their boundaries
-    allow (None where no cut keeps both within it)."""
-    total = sum(unit.tokens for unit in units)
+def _evened(first: _Chunk, last: _Chunk, max_tokens: int) -> list[_Chunk] | None:
+    """The two parts with units of the first moved into the last, as near the same size as their
+    boundaries allow, each within the budget; None where no move makes them more even. A heading
+    keeps a unit of its text with it, and of cuts as even the latest wins (the fewest moved)."""
+    units = first.units + last.units
+    total = first.tokens + last.tokens
     best: tuple[int, int] | None = None  # (the larger part's tokens, where the second starts)
     left = 0
-    for cut in range(1, len(units)):
+    lowest = 2 if first.units[0].kind == "heading" else 1
+    for cut in range(1, len(first.units)):
         left += units[cut - 1].tokens
         larger = max(left, total - left)
-        if larger <= max_tokens and (best is None or larger < best[0]):
+        if cut >= lowest and larger <= max_tokens and (best is None or larger <= best[0]):
             best = (larger, cut)
-    if best is None:
+    if best is None or best[0] >= first.tokens:
         return None
     parts: list[_Chunk] = []
     for piece in (units[: best[1]], units[best[1] :]):
@@ -218,11 +221,17 @@ class _Chunk:
     def __init__(self, first: _Unit) -> None:
         self.first, self.end, self.tokens = first, first.end, 0
         self.weights: dict[str, int] = {}
-        self.units: list[_Unit] = []  # at most the budget's tokens of them, for evening the tail
+        # For evening the tail: one for each token at most, as a unit of no tokens (a line of a
+        # zero-width space) joins the one before it, so a million of them hold no million units.
+        self.units: list[_Unit] = []
         self.add(first)
 
     def add(self, unit: _Unit) -> None:
-        self.units.append(unit)
+        before = self.units[-1] if self.units else None
+        if unit.tokens == 0 and before is not None and before.kind != "heading":
+            self.units[-1] = replace(before, end=unit.end)
+        else:
+            self.units.append(unit)
         self.end = unit.end
         self.tokens += unit.tokens
         if unit.kind != "heading":
