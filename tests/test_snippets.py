@@ -143,6 +143,14 @@ def test_an_excerpt_begins_where_a_line_begins_before_its_marks_not_in_the_last_
     assert text[shown_mark(text, spans) :].startswith("Resize")
 
 
+def test_an_excerpt_cut_at_a_word_keeps_the_mark_it_was_placed_for():
+    text = "b" * 233 + " Resize " + "c " * 100  # the last space before the width falls after it
+    spans = [(234, 240)]
+    cut, moved = excerpt(text, spans)
+    assert [cut[a:b] for a, b in moved] == ["Resize"]
+    assert shown_mark(text, spans) == 234
+
+
 def test_the_excerpt_holds_the_most_distinct_query_words():
     text = "restore " + "x " * 100 + "restore backup checksum " + "y " * 100
     spans = highlights(text, query_terms("restore backup checksum"))

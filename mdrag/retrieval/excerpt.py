@@ -112,9 +112,10 @@ def excerpt(
         return flat, moved
     start = _best_start(flat, moved, width, lines)
     end = start + width
-    if end < len(flat):  # end at a word boundary
+    if end < len(flat):  # end at a word boundary, after every mark the start was chosen for
+        marked = max((y for x, y in moved if start <= x and y <= end), default=start)
         space = flat.rfind(" ", start, end)
-        end = space if space > start + width // 2 else end
+        end = space if space > start + width // 2 and space >= marked else end
     lead = "… " if start > 0 else ""
     tail = " …" if end < len(flat) else ""
     shift = len(lead) - start
