@@ -48,6 +48,9 @@ class Progress:
     keyword_notes: int = 0
     # the run's notes the index held when it began: their last version answers meanwhile
     notes_held: int = 0
+    # of `done`, the texts whose vectors were found, not embedded: from the index, a copied note,
+    # or an older layout's (an upgrade embeds only what it sections otherwise)
+    kept: int = 0
 
     @property
     def pending(self) -> bool:
@@ -88,6 +91,7 @@ class ProgressMeter:
         self._notes_written = 0
         self._texts_known = 0
         self._texts_done = 0
+        self._texts_kept = 0
         self._samples: list[tuple[float, int]] = []  # (time, texts done) at each model batch
         self._read_samples: deque[tuple[float, int]] = deque()  # (time, notes read), READ_SAMPLE_S apart
         self._keywords_ahead = -1  # notes searchable by their words ahead of the model; -1: no pass
@@ -176,6 +180,12 @@ class ProgressMeter:
                 self._samples.pop(0)
         self._tell()
 
+    def texts_kept(self, count: int) -> None:
+        """`count` texts' vectors were found, not embedded (they count as done, at the same pace)."""
+        with self._lock:
+            self._texts_kept += count
+        self.texts_done(count)
+
     def written(self, notes: int) -> None:
         """`notes` notes were written: search sees them now."""
         with self._lock:
@@ -226,6 +236,7 @@ class ProgressMeter:
                 started_at=self.started_at,
                 keyword_notes=keyword_notes,
                 notes_held=self._notes_held,
+                kept=self._texts_kept,
             )
 
     def _eta(self, texts_left: int, rate: float | None) -> float | None:
@@ -277,14 +288,18 @@ def progress_line(progress: ProgressSnapshot | Progress) -> str:
     """One line for status, the daemon's log and systemd: 'indexing 412/994 notes, 5210 of about
     12400 passages embedded, ~3 min left' (or 'listing the notes' before the files are counted).
     A passage is what the model embeds (a section, or a window of a long one); their total is
-    estimated from the notes read so far until every note is read, so it is "about"."""
+    estimated from the notes read so far until every note is read, so it is "about". Where some
+    were found rather than embedded (an upgrade keeps most), the line says how many of each:
+    '453 of about 3211 passages ready (411 kept, 42 embedded)'."""
     p = progress if isinstance(progress, dict) else progress.to_dict()
     if p["state"] == "scanning":
         return "indexing: listing the notes"
     about = "" if p["state"] == "done" else "about "
+    kept = p.get("kept", 0)
+    done = f"ready ({kept} kept, {p['done'] - kept} embedded)" if kept else "embedded"
     return (
         f"indexing {p['notes_done']}/{p['notes_total']} notes{_by_words(p)}, "
-        f"{p['done']} of {about}{p['total']} passages embedded, {short_eta(p['eta_s'])}"
+        f"{p['done']} of {about}{p['total']} passages {done}, {short_eta(p['eta_s'])}"
     )
 
 

@@ -111,6 +111,26 @@ def test_time_left_reads_as_a_person_would_say_it(seconds, text):
     assert eta_text(seconds) == text
 
 
+def test_the_line_says_how_many_passages_were_kept_and_how_many_embedded():
+    """An upgrade finds most vectors under the old layout: counted as embedded, 453 of 3211 read
+    as the model's work while it had embedded 42 of them."""
+    meter = ProgressMeter(clock=Clock())
+    meter.begin(1)
+    meter.read(3211)
+    meter.texts_kept(411)
+    meter.texts_done(42)
+    snap = meter.snapshot()
+    assert (snap.done, snap.kept) == (453, 411)
+    line = progress_line(snap)
+    assert "453 of about 3211 passages ready (411 kept, 42 embedded)" in line
+    # a first index keeps nothing: its line is as before
+    fresh = ProgressMeter(clock=Clock())
+    fresh.begin(3)
+    fresh.read(30)
+    fresh.texts_done(12)
+    assert "12 of about 90 passages embedded" in progress_line(fresh.snapshot())
+
+
 def test_status_and_search_lines_say_how_far_the_index_is():
     meter = ProgressMeter(clock=Clock())
     assert progress_line(meter.snapshot()) == "indexing: listing the notes"

@@ -24,7 +24,7 @@ TEXTS_PER_S = 25  # the daemon's model is held to this pace (see PACE): 320 text
 NOISE = re.compile(r"pkg_resources|GOAWAY|too_many_pings|chttp2|grpc", re.IGNORECASE)
 # 320 new notes: read ahead for keyword search, so the line says how many are found by their words
 PROGRESS = re.compile(
-    r"indexing \d+/320 notes( \((all )?\d+ searchable by their words\))?, \d+ of about \d+ passages embedded, ~\d+ (s|min) left"
+    r"indexing \d+/320 notes( \((all )?\d+ searchable by their words\))?, \d+ of about \d+ passages (embedded|ready \(\d+ kept, \d+ embedded\)), ~\d+ (s|min) left"
 )
 
 # The real model, held to a fixed pace in the daemon only: on a quiet machine it embeds 320

@@ -19,6 +19,7 @@ class ProgressSnapshot(TypedDict):
     started_at: float
     keyword_notes: int  # notes keyword search finds: those done, and those read ahead of the model
     notes_held: int  # the run's notes the index held when it began (they answer meanwhile)
+    kept: int  # of `done`, texts whose vectors were found (the index, a copy, an older layout's)
 
 
 class FailedNote(TypedDict):
