@@ -168,10 +168,12 @@ class ProgressMeter:
             self._sized_texts -= self._sized[position]
             self._sized[position] = -1
 
-    def texts_done(self, count: int) -> None:
-        """`count` texts were embedded (or reused from earlier runs)."""
-        with self._lock:
+    def texts_done(self, count: int, kept: bool = False) -> None:
+        """`count` texts were embedded, or `kept`: their vectors were found, not embedded (they
+        count as done, at the same pace)."""
+        with self._lock:  # one count under one lock: a snapshot never sees more kept than done
             self._texts_done += count
+            self._texts_kept += count if kept else 0
             now = self._clock()
             if not self._samples:  # till the model's first batch the reader waits on it: no pace
                 self._read_samples = deque([(now, self._notes_read)])
@@ -179,12 +181,6 @@ class ProgressMeter:
             while len(self._samples) > 2 and now - self._samples[1][0] > RATE_WINDOW_S:
                 self._samples.pop(0)
         self._tell()
-
-    def texts_kept(self, count: int) -> None:
-        """`count` texts' vectors were found, not embedded (they count as done, at the same pace)."""
-        with self._lock:
-            self._texts_kept += count
-        self.texts_done(count)
 
     def written(self, notes: int) -> None:
         """`notes` notes were written: search sees them now."""

@@ -117,7 +117,7 @@ def test_the_line_says_how_many_passages_were_kept_and_how_many_embedded():
     meter = ProgressMeter(clock=Clock())
     meter.begin(1)
     meter.read(3211)
-    meter.texts_kept(411)
+    meter.texts_done(411, kept=True)
     meter.texts_done(42)
     snap = meter.snapshot()
     assert (snap.done, snap.kept) == (453, 411)

@@ -96,7 +96,7 @@ def batch_vectors(
         vectors.update({key: np.asarray(v, dtype=np.float32) for key, v in found if key in wanted})
     missing = [key for key in wanted if key not in vectors]
     # Progress counts every note's texts, a text repeated in the batch as often as it is there.
-    meter.texts_kept(sum(p.text_count for p in batch) - len(missing))
+    meter.texts_done(sum(p.text_count for p in batch) - len(missing), kept=True)
     for start in range(0, len(missing), SLICE_TEXTS):
         part = missing[start : start + SLICE_TEXTS]
         try:
