@@ -39,7 +39,18 @@ from bench.judged_data import vault_names, vault_queries
 from bench.metrics import wilson
 from mdrag.retrieval import relevance
 
-ORDERING = ("cosine", "margin", "dense_rank", "keyword_rank", "bm25", "agree", "coverage", "title", "rare")
+ORDERING = (
+    "cosine",
+    "margin",
+    "dense_rank",
+    "keyword_rank",
+    "bm25",
+    "agree",
+    "coverage",
+    "title",
+    "rare",
+    "description",
+)
 L2 = 1e-2
 # The order mdrag shipped before this fit (bench.fit on SciFact test), kept as the baseline the
 # vault fit is measured against.

@@ -47,6 +47,7 @@ PUBLIC_MILVUS = {
     "PendingKeywords",
     "Store",
     "clip_bytes",
+    "pack_vector",
     "MAX_TAGS",
     "note_scope",
     "NoteScope",

@@ -51,6 +51,32 @@ def test_aliases_are_the_notes_other_names_and_nothing_else(tmp_path, frontmatte
     assert parse(tmp_path, b"---\n" + frontmatter + b"\n---\nbody\n").aliases == aliases
 
 
+@pytest.mark.parametrize(
+    ("frontmatter", "description"),
+    [
+        (b"description: Deploy a site to Netlify.", "Deploy a site to Netlify."),
+        (b"summary: Fees burn.", "Fees burn."),  # a proposal's or an article's key
+        (b"description: Fees burn.\nsummary: other", "Fees burn."),
+        (b"description: |\n  Two\n  lines,   spaced", "Two lines, spaced"),  # one line
+        (b"description: [a, b]", ""),  # a list or a mapping is no description
+        (b"description: {a: b}", ""),
+        (b"description:", ""),
+        (b"description: 2024", "2024"),
+        (b"title: T", ""),
+    ],
+)
+def test_a_notes_description_is_its_frontmatters_one_line_about_it(tmp_path, frontmatter, description):
+    assert parse(tmp_path, b"---\n" + frontmatter + b"\n---\nbody\n").description == description
+
+
+def test_a_long_description_is_cut_to_what_the_model_reads(tmp_path):
+    from mdrag.notes.document import DESCRIPTION_CHARS
+
+    doc = parse(tmp_path, b"---\ndescription: " + b"word " * 12_000 + b"\n---\nbody\n")
+    assert len(doc.description) == DESCRIPTION_CHARS - 1  # "word word … word" ends at a space, stripped
+    assert doc.description.startswith("word word")
+
+
 def test_frontmatter_is_not_part_of_the_body(tmp_path):
     doc = parse(tmp_path, b"---\ntitle: T\nsecret: frontmatter-only\n---\n# Body\n\ntext\n")
     assert "frontmatter-only" not in doc.body

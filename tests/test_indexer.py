@@ -411,6 +411,47 @@ def test_an_upgrade_to_aliased_titles_embeds_again_only_the_notes_with_aliases(
         upgraded.close()
 
 
+NETLIFY = "---\ndescription: {}\n---\n# Hosting\n\nPush the repository and connect it to a build.\n"
+
+
+def description_evidence(service, query):
+    """Each hit's `description` evidence by note name, from a search that explains its scores."""
+    found = service.search({"query": query, "threshold": 0.0, "top_k": 20, "explain": True})["results"]
+    return {os.path.basename(h["file_path"]): h["explain"]["evidence"]["description"] for h in found}
+
+
+def test_a_notes_description_is_embedded_and_a_search_weighs_its_cosine(make_service, embedder, notes):
+    write(notes / "netlify.md", NETLIFY.format("Deploy a static site to Netlify."))
+    write(notes / "bread.md", SOURDOUGH)  # no description: its evidence is 0
+    service = make_service([notes])
+    first = service.reindex()
+    assert first.sections_embedded == 3  # the descriptions are not counted as sections
+    query = "how do I publish my site on netlify"
+    about = float(embedder.embed_query(query) @ embedder.embed_query("Deploy a static site to Netlify."))
+    evidence = description_evidence(service, query)
+    assert evidence["netlify.md"] == pytest.approx(about, abs=0.01) and about > 0.5
+    assert evidence["bread.md"] == 0.0
+    # A new description is embedded again with the note; its sections' vectors are kept.
+    write(notes / "netlify.md", NETLIFY.format("Bake rye bread with a sourdough starter."))
+    again = service.reindex()
+    assert (again.updated, again.sections_embedded) == (1, 0)
+    assert description_evidence(service, query)["netlify.md"] < about - 0.2
+
+
+def test_an_upgrade_to_described_notes_embeds_their_descriptions_alone(upgraded_from_older_layout, notes):
+    from mdrag.notes.document import Document
+
+    write(notes / "netlify.md", NETLIFY.format("Deploy a static site to Netlify."))
+    # Layout 11 kept no description's vector.
+    upgraded = upgraded_from_older_layout([notes], (Document, "description", property(lambda self: "")))
+    try:
+        report = upgraded.reindex()
+        assert report.sections_embedded == 0 and report.sections_reused == 1
+        assert description_evidence(upgraded, "publish a site on netlify")["netlify.md"] > 0.5
+    finally:
+        upgraded.close()
+
+
 @pytest.mark.slow
 def test_an_index_whose_rows_keep_their_sections_in_milvus_is_rebuilt_without_embedding_again(
     make_service, embedder, notes, monkeypatch

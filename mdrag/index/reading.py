@@ -14,6 +14,8 @@ from mdrag.notes.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 # A note this large steps aside for changes saved while it is embedded (serve/writer.py's
 # LARGE_NOTE_BYTES): what its reading made is kept for its next turn.
 LARGE_NOTE_BYTES = 256 * 1024
+# What leads a description's key where a section's heading path does: no section's is this.
+DESCRIBED = "\0description"
 
 
 class NoteReader:
@@ -65,6 +67,12 @@ class NoteReader:
             prepared.section_ids.append(
                 keys.section_id(self.embedder.model_id, SECTIONING_VERSION, prefix, body)
             )
+        prepared.description = document.description
+        if prepared.description:
+            model = self.embedder.model_id
+            prepared.description_id = keys.section_id(
+                model, SECTIONING_VERSION, DESCRIBED, document.description
+            )
 
 
 def _take(prepared: PreparedNote, kept: PreparedNote) -> None:
@@ -72,3 +80,4 @@ def _take(prepared: PreparedNote, kept: PreparedNote) -> None:
     prepared.document, prepared.sections, prepared.title = kept.document, kept.sections, kept.title
     prepared.links, prepared.windows, prepared.spans = kept.links, kept.windows, kept.spans
     prepared.section_ids = kept.section_ids
+    prepared.description, prepared.description_id = kept.description, kept.description_id

@@ -11,7 +11,7 @@ import numpy as np
 
 from mdrag import keys
 from mdrag.answers.notes import Link
-from mdrag.milvus import MAX_TAGS, clip_bytes
+from mdrag.milvus import MAX_TAGS, clip_bytes, pack_vector
 from mdrag.notes.document import Document
 from mdrag.notes.sections import Section, titled_path
 
@@ -33,11 +33,13 @@ class PreparedNote:
     file_hash: str = ""
     size: int = 0
     held_hash: str = ""  # the version the index held when the note was read ("" for a new note)
+    description: str = ""  # its frontmatter description, embedded beside its sections
+    description_id: str = ""  # the description's vector key, as a section's (keys.section_id)
 
     @property
     def text_count(self) -> int:
-        """The texts the model embeds for this version: its section windows."""
-        return sum(len(w) for w in self.windows)
+        """The texts the model embeds for this version: its section windows and its description."""
+        return sum(len(w) for w in self.windows) + bool(self.description)
 
     @property
     def rows_unseen(self) -> bool:
@@ -141,8 +143,11 @@ def _window_positions(section: Section, spans: list[tuple[int, int]], windows: i
     return [(section.body_offset + start, section.body_offset + end) for start, end in spans]
 
 
-def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) -> dict[str, Any]:
-    """The note's one metadata row: what the catalog keeps, its frontmatter and document vector."""
+def metadata_row(
+    p: PreparedNote, rows: list[dict[str, Any]], dimension: int, description: np.ndarray | None = None
+) -> dict[str, Any]:
+    """The note's one metadata row: what the catalog keeps, its frontmatter, its document vector
+    and its description's (packed: see milvus/packed.py)."""
     doc = p.document
     if rows:
         mean = np.mean([row["embedding"] for row in rows], axis=0)
@@ -174,4 +179,5 @@ def metadata_row(p: PreparedNote, rows: list[dict[str, Any]], dimension: int) ->
         "modified_at": doc.modified_at if doc else 0.0,
         "indexed_at": time.time(),
         "doc_vector": doc_vector,
+        "description_vector": pack_vector(description if p.description and not p.error else None),
     }

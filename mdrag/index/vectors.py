@@ -79,6 +79,8 @@ def batch_vectors(
         for sid, ws in zip(p.section_ids, p.windows, strict=True)
         for w, text in enumerate(ws)
     }
+    # A note's description is one more text, kept and found by its key as a section's window is.
+    wanted.update({(p.description_id, 0): p.description for p in batch if p.description})
     vectors = {key: v for key in wanted if (v := run.get(key)) is not None}
     if run.store_may_know_more and len(vectors) < len(wanted):
         vectors.update(copied_vectors(batch, vectors, store, catalog))
@@ -108,11 +110,12 @@ def batch_vectors(
         vectors.update(embedded)
         run.add(embedded)
     run.add(vectors)
-    embedded_sections = {sid for sid, _ in missing}
+    sections = {sid for p in batch for sid in p.section_ids}  # the counts are of sections alone
+    embedded_sections = {sid for sid, _ in missing} & sections
     return BatchVectors(
         vectors=vectors,
         sections_embedded=len(embedded_sections),
-        sections_reused=len({sid for sid, _ in wanted} - embedded_sections),
+        sections_reused=len(sections - embedded_sections),
     )
 
 

@@ -67,7 +67,7 @@ def _write_new_versions(
     for note in notes:
         rows = vector_rows(note, vectors)
         (inserted if note.rows_unseen and not upsert else upserted).extend(rows)
-        metadata.append(metadata_row(note, rows, store.dimension))
+        metadata.append(metadata_row(note, rows, store.dimension, vectors.get((note.description_id, 0))))
     # 1. the new versions' rows (invisible to search until the catalog names their hash)
     store.insert_vectors(inserted)
     store.upsert_vectors(upserted)

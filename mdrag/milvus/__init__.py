@@ -14,6 +14,7 @@ _HOMES = {
     "PendingKeywords": "pending",
     "Store": "store",
     "clip_bytes": "rows",
+    "pack_vector": "packed",
     "MAX_TAGS": "schema",
     "quote": "filters",
     "note_scope": "filters",
@@ -48,6 +49,7 @@ __all__ = [
     "index_exists",
     "index_held",
     "note_scope",
+    "pack_vector",
     "quote",
     "start_early",
 ]
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from mdrag.milvus.carried import CarriedVectors
     from mdrag.milvus.filters import NoteScope, note_scope, quote
     from mdrag.milvus.lite import database_files, index_exists, index_held, start_early
+    from mdrag.milvus.packed import pack_vector
     from mdrag.milvus.pending import PendingKeywords
     from mdrag.milvus.rows import (
         KeywordRow,

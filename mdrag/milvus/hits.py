@@ -15,10 +15,11 @@ import scipy.sparse  # noqa: F401
 from pymilvus import MilvusClient
 
 from mdrag.keys import doc_id, row_hex, row_number
-from mdrag.milvus.calls import EngineCalls
+from mdrag.milvus.calls import IN_BATCH, EngineCalls, batches
 from mdrag.milvus.databases import Databases
-from mdrag.milvus.filters import NoteScope, in_numbers
+from mdrag.milvus.filters import NoteScope, in_filter, in_numbers
 from mdrag.milvus.keywords import KeywordHit, KeywordIndex
+from mdrag.milvus.packed import unpack_vector
 from mdrag.milvus.rows import KeywordRow, Match, NoteMatch, ShownRow
 from mdrag.milvus.schema import DENSE_METRIC, METADATA
 from mdrag.milvus.shards import best_hits
@@ -163,6 +164,27 @@ def nearest_notes(
         search_params={"metric_type": "COSINE"},
     )
     return [_note_match(match) for match in result[0]]
+
+
+def doc_vectors_of(engine: EngineCalls, paths: Sequence[str]) -> np.ndarray:
+    """The document vectors of these indexed notes, one row each (a failed note has none)."""
+    found: list[Any] = []
+    for batch in batches([doc_id(p) for p in paths], IN_BATCH):
+        expr = f'{in_filter("doc_id", batch)} and status == "indexed"'
+        found += [row["doc_vector"] for row in engine.query(METADATA, expr, ["doc_vector"])]
+    return np.asarray(found, dtype=np.float32)
+
+
+def description_vectors(engine: EngineCalls, paths: Sequence[str]) -> dict[str, np.ndarray]:
+    """The frontmatter description's vector of each of these notes that has one, by path: one
+    lookup by key in the metadata rows (a millisecond or two for a search's candidates)."""
+    found: dict[str, np.ndarray] = {}
+    for batch in batches([doc_id(path) for path in paths], IN_BATCH):
+        expr = f'{in_filter("doc_id", batch)} and description_vector != ""'
+        for row in engine.query(METADATA, expr, ["file_path", "description_vector"]):
+            if (vector := unpack_vector(row["description_vector"])) is not None:
+                found[row["file_path"]] = vector
+    return found
 
 
 def _note_match(match: dict[str, Any]) -> NoteMatch:

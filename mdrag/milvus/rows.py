@@ -129,6 +129,7 @@ class MetadataRow(TypedDict):
     modified_at: float
     indexed_at: float
     doc_vector: list[float]
+    description_vector: str  # its frontmatter description's, packed (packed.py); "" for none
 
 
 class NoteVector(TypedDict):

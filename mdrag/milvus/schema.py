@@ -9,6 +9,7 @@ from loguru import logger
 from pymilvus import DataType, MilvusClient, MilvusException
 
 from mdrag.errors import LayoutOutdatedError, SchemaMismatchError
+from mdrag.milvus.packed import PACKED_CHARS
 
 VECTORS = "document_vectors"
 METADATA = "document_metadata"
@@ -23,8 +24,9 @@ METADATA = "document_metadata"
 # the text each section embeds, and a shown row holds them (an upgrade re-embeds those notes);
 # 10: HTML comment blocks are blanked from what a section embeds (an upgrade re-embeds those
 # sections); 11: a long section's last two parts share its text evenly (an upgrade re-embeds
-# those parts).
-SCHEMA_VERSION = 11
+# those parts); 12: a note's frontmatter description has a vector, packed in its metadata row
+# (an upgrade embeds the descriptions alone).
+SCHEMA_VERSION = 12
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.
@@ -182,6 +184,7 @@ def _create_metadata(client: MilvusClient, built_for: str, dimension: int) -> No
     s.add_field("modified_at", DataType.DOUBLE)
     s.add_field("indexed_at", DataType.DOUBLE)
     s.add_field("doc_vector", DataType.FLOAT_VECTOR, dim=dimension)
+    s.add_field("description_vector", DataType.VARCHAR, max_length=PACKED_CHARS)  # packed.py
     index = client.prepare_index_params()
     index.add_index("doc_vector", index_type="FLAT", metric_type="COSINE")
     client.create_collection(METADATA, schema=s, index_params=index, consistency_level="Strong")

@@ -19,7 +19,7 @@ from mdrag.errors import IndexFullError, LayoutOutdatedError, StoreError
 from mdrag.files.indexfiles import free_bytes, normalized
 from mdrag.keys import doc_id
 from mdrag.milvus import hits
-from mdrag.milvus.calls import IN_BATCH, WRITE_BATCH, EngineCalls, batches
+from mdrag.milvus.calls import WRITE_BATCH, EngineCalls, batches
 from mdrag.milvus.carried import CarriedVectors
 from mdrag.milvus.databases import Databases
 from mdrag.milvus.filters import EVERY_NOTE, NoteScope, in_filter, metadata_expression
@@ -253,16 +253,17 @@ class Store:
     def doc_vectors(self) -> Iterator[NoteVector]:
         """file_path, file_hash and doc_vector of every note, for the all-pairs duplicate scan."""
         for row in self._engine.iterate(METADATA, ["file_path", "file_hash", "doc_vector"]):
-            path, file_hash, doc_vector = row["file_path"], row["file_hash"], row["doc_vector"]
-            yield {"file_path": path, "file_hash": file_hash, "doc_vector": doc_vector}
+            yield NoteVector(
+                file_path=row["file_path"], file_hash=row["file_hash"], doc_vector=row["doc_vector"]
+            )
 
     def doc_vectors_of(self, paths: Sequence[str]) -> np.ndarray:
         """The document vectors of these indexed notes, one row each (a failed note has none)."""
-        found: list[Any] = []
-        for batch in batches([doc_id(p) for p in paths], IN_BATCH):
-            expr = f'{in_filter("doc_id", batch)} and status == "indexed"'
-            found += [row["doc_vector"] for row in self._engine.query(METADATA, expr, ["doc_vector"])]
-        return np.asarray(found, dtype=np.float32)
+        return hits.doc_vectors_of(self._engine, paths)
+
+    def description_vectors(self, paths: Sequence[str]) -> dict[str, np.ndarray]:
+        """The frontmatter description's vector of each of these notes that has one, by path."""
+        return hits.description_vectors(self._engine, paths)
 
     def search_doc_vectors(self, vector: np.ndarray, limit: int) -> list[NoteMatch]:
         """The notes whose document vector is nearest (`distance` is the cosine)."""

@@ -29,6 +29,9 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _WORD = re.compile(r"\S+")
 MAX_ALIASES = 8  # a note's other names kept: a long list is a keyword dump, not names
 ALIAS_CHARS = 120
+# A description the model reads whole (it reads 256 word pieces); a longer one is cut, so a note
+# with megabytes in it costs no more to embed than any other.
+DESCRIPTION_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,13 @@ class Document:
             if alias and len(alias) <= ALIAS_CHARS and "/" not in alias and "\\" not in alias:
                 names.setdefault(alias.casefold(), alias)
         return list(names.values())[:MAX_ALIASES]
+
+    @property
+    def description(self) -> str:
+        """What the note says it is about in its frontmatter (`description`, else `summary`: a
+        site's page, a proposal, an article), one line of at most DESCRIPTION_CHARS ("" for none)."""
+        text = self.fm_text("description") or self.fm_text("summary")
+        return " ".join(text[: DESCRIPTION_CHARS * 2].split())[:DESCRIPTION_CHARS].rstrip()
 
     @property
     def language(self) -> str:

@@ -16,6 +16,7 @@ class Candidate(ShownRow, total=False):
 
     cosine: float  # of the query vector and the row's (the best window's, per section)
     bm25: float  # keyword rows: the BM25 score
+    description: float  # described: the cosine of the query and its note's frontmatter description
     section_text: str  # hittext: read from the note (or the row's embedded text when stale)
     score: float  # relevance: the candidate's score in [0, 1]
     features: tuple[float, ...]  # relevance: its evidence, in relevance.FEATURES order

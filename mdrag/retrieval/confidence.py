@@ -103,4 +103,5 @@ EVIDENCE_WORDS = (
     "rare: 1 when it holds an identifier of the query whole (pg_restore, EIP-1559)",
     "vault_z, spread: its cosine on this folder's own scale, and the best note's cosine over the tenth's",
     "named, vault_words: 0 when the query names something, or has a word, no note holds",
+    "description: how close in meaning the note's frontmatter description is (0: it has none)",
 )

@@ -50,6 +50,7 @@ FEATURES = (
     "spread",
     "named",
     "vault_words",
+    "description",
 )
 
 # The order: (bias, weights in FEATURES order) per mode. Only evidence that differs between a
@@ -62,14 +63,14 @@ FEATURES = (
 # dense and keyword: fitted on SciFact test by bench/fit.py (python -m bench.fit fit DUMP --anchor);
 # fitted on the vaults they held out no better (a right page first within 0.01 either way).
 ORDER: dict[str, tuple[float, tuple[float, ...]]] = {
-    "dense": (-2.0412, (0.3069, 15.24, 0.2129, 0.0, 0.0, 0.0, 3.777, 1.444, 0.777, 0.0, 0.0, 0.0, 0.0)),
+    "dense": (-2.0412, (0.3069, 15.24, 0.2129, 0.0, 0.0, 0.0, 3.777, 1.444, 0.777, 0.0, 0.0, 0.0, 0.0, 0.0)),
     "keyword": (
         -2.3394,
-        (1.194, 14.23, 0.0, 1.405, 0.0, 0.0, 1.899, 0.8569, 0.6401, 0.0, 0.0, 0.0, 0.0),
+        (1.194, 14.23, 0.0, 1.405, 0.0, 0.0, 1.899, 0.8569, 0.6401, 0.0, 0.0, 0.0, 0.0, 0.0),
     ),
     "hybrid": (
         0.0,
-        (7.6876, 9.7656, 0.0992, 1.5882, 0.2986, 0.0, 4.3737, 0.9062, 0.1152, 0.0, 0.0, 0.0, 0.0),
+        (7.6876, 9.7656, 0.0992, 1.5882, 0.2986, 0.0, 4.3737, 0.9062, 0.1152, 0.0, 0.0, 0.0, 0.0, 0.0),
     ),
 }
 # The answer. Fitted on the judged vaults' train questions (python -m bench.vaultfit, its `small
@@ -173,6 +174,7 @@ def features(
         pool.spread,
         0.0 if pool.absent else 1.0,
         0.0 if pool.unheard else 1.0,
+        float(candidate.get("description") or 0.0),
     )
 
 

@@ -17,6 +17,7 @@ from mdrag.params.search import SearchParams
 from mdrag.retrieval import ahead, ranking, relevance
 from mdrag.retrieval.baseline import VaultBaseline
 from mdrag.retrieval.candidate import MODE_LISTS, Candidate, SectionKey, as_candidate, section_key
+from mdrag.retrieval.described import attach_descriptions
 from mdrag.retrieval.hittext import attach_texts
 from mdrag.retrieval.query import keyword_query
 from mdrag.retrieval.response import SearchResponse, respond
@@ -72,6 +73,10 @@ class Searcher:
         lists = dict(zip(MODE_LISTS[params.mode], ranked, strict=False))
         # After the catalog dropped other versions' rows: only the candidates scored are read.
         attach_texts((row for rows in ranked for row in rows), self.store.window_texts)
+        if params.explain or relevance.weighs("description", params.mode):
+            attach_descriptions(
+                (row for rows in ranked for row in rows), vector, self.store.description_vectors
+            )
         ordered, evidence = ranking.scored(
             params,
             lists.get("dense", []),
