@@ -170,6 +170,7 @@ def render() -> str:
         ]
         parts += [f"    {line}" for line in summary(busy).splitlines()]
     from bench.ahead import summary as ahead_summary
+    from bench.described import summary as described_summary
     from bench.first_serve import summary as first_serve_summary
     from bench.query import summary as query_summary
     from bench.ui import summary as page_summary
@@ -179,6 +180,7 @@ def render() -> str:
         ("ahead", "A large first index, found by its words ahead of the model", ahead_summary),
         ("ui", "The search page", page_summary),
         ("query", "Search latency, measured again", query_summary),
+        ("described", "What reading the candidates' descriptions adds to a search", described_summary),
     ):
         alone = _load(name)
         if alone is not None and _own_run(alone, speed, name):
