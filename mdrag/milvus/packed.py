@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 
 import numpy as np
 
@@ -11,7 +12,11 @@ import numpy as np
 # column 50 MB per 32,768 rows (docs/design/milvus.md), where 512 characters a described note cost
 # 1.5 MB over the PowerShell docs' 3,088. A cosine read from 8 bits a component is within 0.01 of
 # the float's (tests/test_packed.py), far inside what ranks notes.
-PACKED_CHARS = 1024  # the field's width: a 384-dim vector packs into 512, room for 768 dims
+
+
+def packed_chars(dimension: int) -> int:
+    """The length of a packed vector of this many components: the field's width (512 for 384)."""
+    return 4 * ((dimension + 2) // 3)
 
 
 def pack_vector(vector: np.ndarray | None) -> str:
@@ -26,9 +31,11 @@ def pack_vector(vector: np.ndarray | None) -> str:
 
 
 def unpack_vector(packed: str) -> np.ndarray | None:
-    """The packed vector as a unit float32 vector (its direction is all a cosine reads), or None."""
-    if not packed:
+    """The packed vector as a unit float32 vector (its direction is all a cosine reads), or None
+    (for nothing, or for a string that is not a packed vector: no row breaks a search)."""
+    try:
+        v = np.frombuffer(base64.b64decode(packed, validate=True), dtype=np.int8).astype(np.float32)
+    except (binascii.Error, ValueError):
         return None
-    v = np.frombuffer(base64.b64decode(packed), dtype=np.int8).astype(np.float32)
     norm = float(np.linalg.norm(v))
     return v / norm if norm else None

@@ -9,7 +9,7 @@ from loguru import logger
 from pymilvus import DataType, MilvusClient, MilvusException
 
 from mdrag.errors import LayoutOutdatedError, SchemaMismatchError
-from mdrag.milvus.packed import PACKED_CHARS
+from mdrag.milvus.packed import packed_chars
 
 VECTORS = "document_vectors"
 METADATA = "document_metadata"
@@ -184,7 +184,7 @@ def _create_metadata(client: MilvusClient, built_for: str, dimension: int) -> No
     s.add_field("modified_at", DataType.DOUBLE)
     s.add_field("indexed_at", DataType.DOUBLE)
     s.add_field("doc_vector", DataType.FLOAT_VECTOR, dim=dimension)
-    s.add_field("description_vector", DataType.VARCHAR, max_length=PACKED_CHARS)  # packed.py
+    s.add_field("description_vector", DataType.VARCHAR, max_length=packed_chars(dimension))  # packed.py
     index = client.prepare_index_params()
     index.add_index("doc_vector", index_type="FLAT", metric_type="COSINE")
     client.create_collection(METADATA, schema=s, index_params=index, consistency_level="Strong")

@@ -19,4 +19,7 @@ def attach_descriptions(rows: Iterable[Candidate], query: np.ndarray, read: Desc
     found = read(sorted({row["file_path"] for row in rows}))
     for row in rows:
         vector = found.get(row["file_path"])
-        row["description"] = 0.0 if vector is None else float(np.dot(query, vector))
+        if vector is None or vector.shape != query.shape:  # none, or another model's
+            row["description"] = 0.0
+        else:
+            row["description"] = float(np.dot(query, vector))
