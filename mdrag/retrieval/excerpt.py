@@ -176,6 +176,8 @@ def _best_start(flat: str, spans: list[tuple[int, int]], width: int, lines: list
     one does there (not in the tail of the line before: "… %}} The Resize method"), else at a
     word's start."""
     best, best_count = 0, -1
+    ordered = sorted(spans)
+    starts = [a for a, _ in ordered]
     for mark in [None, *(a for a, _ in spans)]:
         start = 0 if mark is None else max(0, mark - width // 5)
         line = bisect.bisect_left(lines, start)
@@ -184,7 +186,10 @@ def _best_start(flat: str, spans: list[tuple[int, int]], width: int, lines: list
         elif mark is not None and start > 0:
             space = flat.find(" ", start, mark)
             start = space + 1 if space != -1 else mark
-        inside = {flat[a:b].casefold() for a, b in spans if start <= a and b <= start + width}
+        # Only the spans starting within the window can be in it: found by bisection, so a text
+        # with thousands of marks costs each mark a window's worth, not every other mark.
+        window = ordered[bisect.bisect_left(starts, start) : bisect.bisect_right(starts, start + width)]
+        inside = {flat[a:b].casefold() for a, b in window if b <= start + width}
         if len(inside) > best_count:
             best, best_count = start, len(inside)
     return best
