@@ -45,6 +45,13 @@ def section_id(model_id: str, sectioning_version: int, prefix: str, body: str) -
     return _key(_encoded("\0".join([model_id, str(sectioning_version), prefix, body])))
 
 
+def description_id(model_id: str, description: str) -> str:
+    """A note's description's vector key: the model and the text it embeds. Led by a NUL, which
+    no section_id's input is (a model id is never empty), so no heading or title can make a
+    section's key equal to a description's."""
+    return _key(_encoded("\0".join(["", "description", model_id, description])))
+
+
 def row_id(path: str, file_hash: str, section_id: str, ordinal: int, window: int) -> str:
     """A vector row's primary key: one window of one section (its text's key, and its ordinal in
     the note) of one version of one note, so a new version's rows never overwrite the rows

@@ -61,7 +61,10 @@ def test_aliases_are_the_notes_other_names_and_nothing_else(tmp_path, frontmatte
         (b"description: [a, b]", ""),  # a list or a mapping is no description
         (b"description: {a: b}", ""),
         (b"description:", ""),
-        (b"description: 2024", "2024"),
+        (b"description: 2024", ""),  # a number, a date or a yes is no description
+        (b"description: 12.5", ""),
+        (b"description: no", ""),
+        (b"description: [a]\nsummary: Fees burn.", "Fees burn."),  # then the summary says it
         (b"title: T", ""),
     ],
 )

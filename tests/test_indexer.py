@@ -438,6 +438,30 @@ def test_a_notes_description_is_embedded_and_a_search_weighs_its_cosine(make_ser
     assert description_evidence(service, query)["netlify.md"] < about - 0.2
 
 
+def test_a_description_read_again_or_copied_is_not_embedded_again(make_service, notes, monkeypatch):
+    """Its vector lives in its note's metadata row alone: a forced re-read, a copy and a move of
+    the same bytes find it there, and the model embeds nothing (it embedded it again each time)."""
+    import shutil
+
+    write(notes / "netlify.md", NETLIFY.format("Deploy a static site to Netlify."))
+    service = make_service([notes])
+    service.reindex()
+    before = description_evidence(service, "publish a site on netlify")["netlify.md"]
+    embedded: list[str] = []
+    real = service.embedder.embed
+    monkeypatch.setattr(
+        service.embedder, "embed", lambda texts, **kw: embedded.extend(texts) or real(texts, **kw)
+    )
+    assert service.reindex(force=True).updated == 1
+    shutil.copy(notes / "netlify.md", notes / "copy.md")
+    assert service.reindex().added == 1
+    os.rename(notes / "netlify.md", notes / "moved.md")
+    assert service.reindex().added == 1
+    assert embedded == []
+    after = description_evidence(service, "publish a site on netlify")
+    assert after["copy.md"] == after["moved.md"] == pytest.approx(before, abs=1e-6)
+
+
 def test_an_upgrade_to_described_notes_embeds_their_descriptions_alone(upgraded_from_older_layout, notes):
     from mdrag.notes.document import Document
 

@@ -26,6 +26,14 @@ def test_a_section_id_is_its_model_sectioning_and_embedded_text_hashed():
     assert key == "61a0f1446f75c18975016e9a4ed04d96"
 
 
+def test_a_description_id_is_its_model_and_text_hashed_and_never_a_sections():
+    key = keys.description_id(MODEL, "Deploy a site \udcff")
+    assert key == "dee60c1e9d221be9bb3702a790563d7e"
+    # A title or heading with a NUL in it (a YAML escape) cannot make a section's key the same.
+    assert keys.section_id(MODEL, SECTIONING_VERSION, "\0description", "Deploy a site \udcff") != key
+    assert keys.section_id("", SECTIONING_VERSION, "description", "Deploy a site \udcff") != key
+
+
 def test_a_row_id_is_its_note_version_section_and_window_hashed():
     # Since schema 8: 64 bits (Milvus keys the row by an INT64), and the section's key is in it
     assert keys.row_id(PATH, keys.file_hash(DATA), "e" * 32, 3, 1) == "7cf0c683d2d170ab"

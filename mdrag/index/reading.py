@@ -14,8 +14,6 @@ from mdrag.notes.sections import SECTIONING_VERSION, Sectioner, embedding_inputs
 # A note this large steps aside for changes saved while it is embedded (serve/writer.py's
 # LARGE_NOTE_BYTES): what its reading made is kept for its next turn.
 LARGE_NOTE_BYTES = 256 * 1024
-# What leads a description's key where a section's heading path does: no section's is this.
-DESCRIBED = "\0description"
 
 
 class NoteReader:
@@ -69,10 +67,7 @@ class NoteReader:
             )
         prepared.description = document.description
         if prepared.description:
-            model = self.embedder.model_id
-            prepared.description_id = keys.section_id(
-                model, SECTIONING_VERSION, DESCRIBED, document.description
-            )
+            prepared.description_id = keys.description_id(self.embedder.model_id, document.description)
 
 
 def _take(prepared: PreparedNote, kept: PreparedNote) -> None:

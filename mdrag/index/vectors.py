@@ -84,6 +84,7 @@ def batch_vectors(
     vectors = {key: v for key in wanted if (v := run.get(key)) is not None}
     if run.store_may_know_more and len(vectors) < len(wanted):
         vectors.update(copied_vectors(batch, vectors, store, catalog))
+        vectors.update(held_descriptions(batch, vectors, store, catalog))
     # Then each place that may hold a vector already, by section id, before the model.
     sources: list[Callable[[list[str]], Mapping[tuple[str, int], Any]]] = []
     if run.store_may_know_more:
@@ -117,6 +118,23 @@ def batch_vectors(
         sections_embedded=len(embedded_sections),
         sections_reused=len(sections - embedded_sections),
     )
+
+
+def held_descriptions(
+    batch: list[PreparedNote], known: Mapping[tuple[str, int], Any], store: Store, catalog: Catalog
+) -> VectorMap:
+    """The description vectors of notes whose exact bytes an indexed note holds (the note read
+    again by --force or a repair, a copy, a move): the same bytes say the same description, and
+    its vector is kept in that note's metadata row alone, packed (read back, it packs the same)."""
+    asked: dict[str, list[tuple[str, int]]] = {}  # holder -> the description keys it holds
+    for p in batch:
+        key = (p.description_id, 0)
+        if p.description and key not in known and (holder := catalog.holder_of(p.file_hash)):
+            asked.setdefault(holder, []).append(key)
+    if not asked:
+        return {}
+    found = store.description_vectors(list(asked))
+    return {key: vector for holder, vector in found.items() for key in asked.get(holder, ())}
 
 
 def copied_vectors(

@@ -91,7 +91,8 @@ class Document:
     def description(self) -> str:
         """What the note says it is about in its frontmatter (`description`, else `summary`: a
         site's page, a proposal, an article), one line of at most DESCRIPTION_CHARS ("" for none)."""
-        text = self.fm_text("description") or self.fm_text("summary")
+        values = (self.frontmatter.get(key) for key in ("description", "summary"))
+        text = next((v for v in values if isinstance(v, str) and v.strip()), "")  # not a date, a yes
         return " ".join(text[: DESCRIPTION_CHARS * 2].split())[:DESCRIPTION_CHARS].rstrip()
 
     @property

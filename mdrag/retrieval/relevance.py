@@ -186,7 +186,7 @@ def _vault_z(cosine: float, baseline: tuple[float, float] | None) -> float:
 
 def weighs(feature: str, mode: str) -> bool:
     """Whether the order or the answer of this mode gives the feature any weight."""
-    return ORDER[mode][1][FEATURES.index(feature)] > 0 or DECISION[mode].get(feature, 0.0) > 0
+    return ORDER[mode][1][FEATURES.index(feature)] != 0 or DECISION[mode].get(feature, 0.0) != 0
 
 
 def order_logit(values: Sequence[float], mode: str) -> float:
