@@ -1,4 +1,4 @@
-"""Hits: the rows Milvus finds nearest, joined with what each shows from the keyword index."""
+"""Hits: the rows Milvus finds nearest with what each shows, and notes' vectors read by key."""
 
 from __future__ import annotations
 
