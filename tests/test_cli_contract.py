@@ -209,14 +209,25 @@ def test_a_path_typed_as_text_output_shows_it_names_the_note_under_its_root(tmp_
     assert paths.typed("vault/a") == str(here / "vault" / "a")  # here wins over a root's name
 
 
-@pytest.mark.parametrize(("embedded", "words"), [(1, "1 section embedded"), (2, "2 sections embedded")])
-def test_a_runs_report_counts_in_words_and_names_each_root_left_without_notes(capsys, embedded, words):
+@pytest.mark.parametrize(
+    ("embedded", "described", "words"),
+    [
+        (1, 0, "1 section embedded"),
+        (2, 0, "2 sections embedded"),
+        (0, 1, "0 sections and 1 description embedded"),
+        (2, 3, "2 sections and 3 descriptions embedded"),
+    ],
+)
+def test_a_runs_report_counts_in_words_and_names_each_root_left_without_notes(
+    capsys, embedded, described, words
+):
     from mdrag.cli import render
 
     report = {
         **dict.fromkeys(("added", "updated", "unchanged", "deleted", "sections_reused"), 0),
         "failed": [],
         "sections_embedded": embedded,
+        "descriptions_embedded": described,
         "seconds": 0.3,
         "upgrade": "",
         "roots_without_notes": ["/n/archives"],

@@ -425,7 +425,7 @@ def test_a_notes_description_is_embedded_and_a_search_weighs_its_cosine(make_ser
     write(notes / "bread.md", SOURDOUGH)  # no description: its evidence is 0
     service = make_service([notes])
     first = service.reindex()
-    assert first.sections_embedded == 3  # the descriptions are not counted as sections
+    assert (first.sections_embedded, first.descriptions_embedded) == (3, 1)  # counted apart
     query = "how do I publish my site on netlify"
     about = float(embedder.embed_query(query) @ embedder.embed_query("Deploy a static site to Netlify."))
     evidence = description_evidence(service, query)
@@ -434,7 +434,7 @@ def test_a_notes_description_is_embedded_and_a_search_weighs_its_cosine(make_ser
     # A new description is embedded again with the note; its sections' vectors are kept.
     write(notes / "netlify.md", NETLIFY.format("Bake rye bread with a sourdough starter."))
     again = service.reindex()
-    assert (again.updated, again.sections_embedded) == (1, 0)
+    assert (again.updated, again.sections_embedded, again.descriptions_embedded) == (1, 0, 1)
     assert description_evidence(service, query)["netlify.md"] < about - 0.2
 
 
@@ -463,6 +463,7 @@ def test_a_description_read_again_or_copied_is_not_embedded_again(make_service, 
 
 
 def test_an_upgrade_to_described_notes_embeds_their_descriptions_alone(upgraded_from_older_layout, notes):
+    from mdrag.answers.status import report_line
     from mdrag.notes.document import Document
 
     write(notes / "netlify.md", NETLIFY.format("Deploy a static site to Netlify."))
@@ -471,6 +472,10 @@ def test_an_upgrade_to_described_notes_embeds_their_descriptions_alone(upgraded_
     try:
         report = upgraded.reindex()
         assert report.sections_embedded == 0 and report.sections_reused == 1
+        assert report_line(report.to_dict()).startswith(
+            "index rebuilt for this version of mdrag: 1 note read again, deleted 0, failed 0; "
+            "0 sections and 1 description embedded, 1 kept, in "
+        )  # the model's work said, not "0 embedded" alone
         assert description_evidence(upgraded, "publish a site on netlify")["netlify.md"] > 0.5
     finally:
         upgraded.close()

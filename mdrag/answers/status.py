@@ -135,6 +135,7 @@ class ReindexReport(TypedDict):
     failed: list[dict[str, str]]
     sections_embedded: int
     sections_reused: int
+    descriptions_embedded: int  # notes' frontmatter descriptions embedded (a daemon before 12: none)
     seconds: float
     upgrade: str  # an upgrade's run: "done", "under way" (a part of it), or "" (none)
     roots_without_notes: list[str]  # the run's roots from which the index holds no note after it
@@ -146,8 +147,11 @@ def report_line(report: ReindexReport) -> str:
     be read again (with those a stopped run of it had read already), with the sections it kept,
     not as notes added; whether it is done, or only a part of it."""
     upgrade = report.get("upgrade")
-    embedded = report["sections_embedded"]
-    sections = f"{embedded} section{'' if embedded == 1 else 's'} embedded"
+    embedded, described = report["sections_embedded"], report.get("descriptions_embedded", 0)
+    sections = f"{embedded} section{'' if embedded == 1 else 's'}"
+    if described:  # the model's other work: an upgrade to layout 12 embeds these alone
+        sections += f" and {described} description{'' if described == 1 else 's'}"
+    sections += " embedded"
     if not upgrade:
         return (
             f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}, "

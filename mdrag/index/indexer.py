@@ -59,6 +59,7 @@ class IndexReport:
     failed: list[dict[str, str]] = field(default_factory=list)
     sections_embedded: int = 0
     sections_reused: int = 0
+    descriptions_embedded: int = 0  # notes' frontmatter descriptions the model embedded
     seconds: float = 0.0
     # An upgrade's run: "done" once every note is in the index rebuilt for this version's layout,
     # "under way" for a part of it (a run over one folder, or one stopped); "" for any other.
@@ -357,6 +358,7 @@ class Indexer:
         )
         report.sections_embedded += found.sections_embedded
         report.sections_reused += found.sections_reused
+        report.descriptions_embedded += found.descriptions_embedded
         written = write_batch(self.store, self.catalog, batch, found.vectors)
         for note in written.notes:
             if note.error:

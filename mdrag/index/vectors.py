@@ -51,12 +51,13 @@ class RunVectors:
 
 @dataclass(frozen=True)
 class BatchVectors:
-    """Every window's vector of a batch, and how many of its sections the model embedded or
-    were found already."""
+    """Every window's vector of a batch, how many of its sections the model embedded or were
+    found already, and how many of its notes' descriptions the model embedded."""
 
     vectors: VectorMap
     sections_embedded: int
     sections_reused: int
+    descriptions_embedded: int = 0
 
 
 def batch_vectors(
@@ -113,10 +114,12 @@ def batch_vectors(
     run.add(vectors)
     sections = {sid for p in batch for sid in p.section_ids}  # the counts are of sections alone
     embedded_sections = {sid for sid, _ in missing} & sections
+    described = {p.description_id for p in batch if p.description}
     return BatchVectors(
         vectors=vectors,
         sections_embedded=len(embedded_sections),
         sections_reused=len(sections - embedded_sections),
+        descriptions_embedded=len({sid for sid, _ in missing} & described),
     )
 
 
