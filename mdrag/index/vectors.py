@@ -112,14 +112,14 @@ def batch_vectors(
         vectors.update(embedded)
         run.add(embedded)
     run.add(vectors)
-    sections = {sid for p in batch for sid in p.section_ids}  # the counts are of sections alone
-    embedded_sections = {sid for sid, _ in missing} & sections
+    model_did = {sid for sid, _ in missing}  # sections' and descriptions' keys, counted apart
+    sections = {sid for p in batch for sid in p.section_ids}
     described = {p.description_id for p in batch if p.description}
     return BatchVectors(
         vectors=vectors,
-        sections_embedded=len(embedded_sections),
-        sections_reused=len(sections - embedded_sections),
-        descriptions_embedded=len({sid for sid, _ in missing} & described),
+        sections_embedded=len(model_did & sections),
+        sections_reused=len(sections - model_did),
+        descriptions_embedded=len(model_did & described),
     )
 
 
