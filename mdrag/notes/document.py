@@ -32,6 +32,11 @@ ALIAS_CHARS = 120
 # A description the model reads whole (it reads 256 word pieces); a longer one is cut, so a note
 # with megabytes in it costs no more to embed than any other.
 DESCRIPTION_CHARS = 1000
+# A carriage return alone ends a line as a newline does (a classic Mac OS file, a line pasted
+# from one; editors read all three endings). Read as a newline, the frontmatter, headings and
+# line numbers are found as in any other note; one character for one keeps every offset into
+# the text, and the hash is of the bytes, so nothing else changes.
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,13 @@ _BOMS = (
 
 
 def decode_text(data: bytes) -> str:
-    """A note's text: UTF-8 (with or without BOM), or UTF-16/32 when a BOM says so."""
+    """A note's text: UTF-8 (with or without BOM), or UTF-16/32 when a BOM says so; a carriage
+    return that ends a line alone read as a newline (_LONE_CR), the same length."""
+    text = _decoded(data)
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
+
+
+def _decoded(data: bytes) -> str:
     encoding = next((name for bom, name in _BOMS if data.startswith(bom)), None)
     if encoding is not None:
         try:
