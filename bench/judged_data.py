@@ -87,7 +87,7 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 def doc_ids(root: Path) -> dict[str, str]:
     """file path -> the note's corpus id: its frontmatter doc_id (BEIR), else its path under root."""
-    from mdrag.notes.document import split_frontmatter
+    from mdrag.notes.frontblock import split_frontmatter
 
     ids = {}
     for path in root.rglob("*.md"):

@@ -91,7 +91,7 @@ def matches(query_word: str, title_word: str) -> bool:
 
 def note_titles(path: Path) -> list[str]:
     """A note's titles: frontmatter title and first `#` heading, else its file name; each alias."""
-    from mdrag.notes.document import split_frontmatter
+    from mdrag.notes.frontblock import split_frontmatter
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -28,7 +28,7 @@ HOMES = {
     "tokenizers": {"embedding/embedder.py", "embedding/runners.py"},
     "watchdog": {"index/watcher.py"},
     "markdown_it": {"notes/sections.py", "notes/blocks.py", "notes/links.py", "ui/render.py"},
-    "frontmatter": {"notes/document.py"},
+    "frontmatter": {"notes/frontblock.py"},
     "click": {"cli/main.py", "cli/explore.py", "cli/output.py", "cli/options.py"},
     "tqdm": {"cli/command.py"},
     "pathspec": {"notes/scanner.py"},

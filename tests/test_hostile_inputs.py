@@ -16,13 +16,8 @@ from pathlib import Path
 import pytest
 
 from mdrag.errors import DocumentError, RowsRejectedError, StoreError
-from mdrag.notes.document import (
-    FileVanished,
-    decode_text,
-    parse_document,
-    read_bytes,
-    split_frontmatter,
-)
+from mdrag.notes.document import FileVanished, decode_text, parse_document, read_bytes
+from mdrag.notes.frontblock import split_frontmatter
 from mdrag.notes.pathtext import to_fs, to_text
 from tests.conftest import write
 from tests.daemon_process import mdrag_cli, started_over, wait_until
@@ -174,12 +169,28 @@ DEEP_FLOW = "---\nx: " + "[" * 3000 + "]" * 3000 + "\n---\n# Deep\n\nbody\n"
 DEEP_BLOCK = "---\n" + "".join("  " * i + f"k{i}:\n" for i in range(500)) + "---\n# Deep\n\nbody\n"
 RECURSIVE = "---\na: &a [*a, *a]\n---\n# R\n\nbody\n"
 HUGE = "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(2000)) + "---\n# H\n\nbody\n"
+# TOML: arrays and inline tables nested past the parser's recursion, or within it past the bound;
+# tables nested by a dotted header; a block past the size bound.
+TOML_DEEP_ARRAY = "+++\nx = " + "[" * 30_000 + "]" * 30_000 + "\n+++\n# T\n\nbody\n"
+TOML_DEEP_TABLE = "+++\nx = " + "{a = " * 200 + "1" + "}" * 200 + "\n+++\n# T\n\nbody\n"
+TOML_DOTTED = "+++\n[" + ".".join(["a"] * 5000) + "]\nb = 1\n+++\n# T\n\nbody\n"
+TOML_HUGE = "+++\n" + "".join(f"k{i} = '{'v' * 60}'\n" for i in range(2000)) + "+++\n# H\n\nbody\n"
 
 
 @pytest.mark.parametrize(
     "text",
-    [ALIAS_BOMB, DEEP_FLOW, DEEP_BLOCK, RECURSIVE, HUGE],
-    ids=["bomb", "flow", "block", "cycle", "huge"],
+    [
+        ALIAS_BOMB,
+        DEEP_FLOW,
+        DEEP_BLOCK,
+        RECURSIVE,
+        HUGE,
+        TOML_DEEP_ARRAY,
+        TOML_DEEP_TABLE,
+        TOML_DOTTED,
+        TOML_HUGE,
+    ],
+    ids=["bomb", "flow", "block", "cycle", "huge", "toml-array", "toml-table", "toml-dotted", "toml-huge"],
 )
 def test_hostile_frontmatter_is_indexed_as_text_with_a_warning_in_bounded_time_and_memory(text):
     tracemalloc.start()
@@ -206,6 +217,28 @@ def test_frontmatter_values_are_kept_as_json_the_engine_accepts():
         "1": "one",
     }
     json.dumps(frontmatter, allow_nan=False)
+
+
+def test_toml_frontmatter_is_read_as_yaml_is_and_a_malformed_block_is_text_with_a_warning():
+    text = (
+        "+++\ntitle = 'Deploy'\ndate = 2024-05-26T09:10:33-07:00\ntags = ['a', 'b']\ndraft = true\n+++\n# B\n"
+    )
+    frontmatter, offset, has_fm, warning = split_frontmatter(text)
+    assert frontmatter == {
+        "title": "Deploy",
+        "date": "2024-05-26 09:10:33-07:00",
+        "tags": ["a", "b"],
+        "draft": True,
+    }
+    assert (text[offset:], has_fm, warning) == ("# B\n", True, "")
+    for broken, says in [
+        (
+            "+++\ntitle = \n+++\n# B\n",
+            "malformed TOML frontmatter, indexed as text: Invalid value (at line 2, column 9)",
+        ),
+        ("+++\ntitle = 'x'\n# B\n", "frontmatter opened with '+++' but never closed; indexed as text"),
+    ]:
+        assert split_frontmatter(broken) == ({}, 0, False, says)
 
 
 def test_python_object_tags_are_never_executed(tmp_path):

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from mdrag.notes.document import split_frontmatter
+from mdrag.notes.frontblock import split_frontmatter
 from mdrag.notes.sections import Sectioner
 
 

@@ -1,31 +1,21 @@
-"""Document: a note's bytes, SHA-256 file_hash, timestamps and YAML frontmatter (python-frontmatter)."""
+"""Document: a note's bytes, SHA-256 file_hash, timestamps and frontmatter (notes/frontblock)."""
 
 from __future__ import annotations
 
 import codecs
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from frontmatter.default_handlers import YAMLHandler
-
 from mdrag import keys
 from mdrag.errors import DocumentError
+from mdrag.notes.frontblock import split_frontmatter
 from mdrag.notes.pathtext import to_fs
 from mdrag.notes.regular import open_regular
 
 MAX_FILE_BYTES = 5_000_000  # the default of `index.max_file_mb`
-_YAML = YAMLHandler()
-# Frontmatter is a few keys; these bounds keep a hostile block (a "billion laughs" alias bomb,
-# nesting thousands deep) from costing more than a moment. Past them the note is indexed as text.
-MAX_FRONTMATTER_CHARS = 64 * 1024
-MAX_FRONTMATTER_DEPTH = 64
-MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _WORD = re.compile(r"\S+")
 MAX_ALIASES = 8  # a note's other names kept: a long list is a keyword dump, not names
 ALIAS_CHARS = 120
@@ -196,100 +186,3 @@ def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) 
         has_frontmatter=has_fm,
         warning=warning,
     )
-
-
-def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
-    """(frontmatter, body offset, has frontmatter, warning) for a note's text.
-
-    Malformed YAML never fails the note: its whole text is kept as body, so nothing the
-    author wrote drops out of the index, and the warning says what to fix.
-    """
-    if not _YAML.detect(text):
-        return {}, 0, False, ""
-    try:
-        raw, content = _YAML.split(text)
-    except ValueError:
-        return {}, 0, False, "frontmatter opened with '---' but never closed; indexed as text"
-    body_offset = len(text) - len(content)
-    if content.startswith("\n"):
-        body_offset += 1
-    try:
-        loaded = load_frontmatter(raw)
-    except FrontmatterTooLarge as exc:
-        return {}, 0, False, f"frontmatter {exc}; indexed as text"
-    except yaml.YAMLError as exc:
-        problem = " ".join(str(exc).split())
-        return {}, 0, False, f"malformed YAML frontmatter, indexed as text: {problem}"
-    if loaded is None:
-        return {}, body_offset, True, ""
-    if not isinstance(loaded, dict):
-        return {}, 0, False, "frontmatter is not a mapping of keys to values; indexed as text"
-    # JSON-safe values, so dates and other YAML types store cleanly in Milvus.
-    return {str(k): _json_safe(v) for k, v in loaded.items()}, body_offset, True, ""
-
-
-class FrontmatterTooLarge(ValueError):
-    """A frontmatter block past the bounds (size, nesting, values once aliases are expanded)."""
-
-
-def load_frontmatter(raw: str) -> Any:
-    """YAML's safe load, bounded: the text's size, its nesting (checked on the event stream,
-    before the recursive composer sees it) and its size with every alias expanded (counted on
-    the node graph, where an alias is one shared node, before anything is built from it)."""
-    if len(raw) > MAX_FRONTMATTER_CHARS:
-        raise FrontmatterTooLarge(f"is over {MAX_FRONTMATTER_CHARS} characters")
-    depth = 0
-    for event in yaml.parse(raw, Loader=_Loader):
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_FRONTMATTER_DEPTH:
-                raise FrontmatterTooLarge(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
-    loader = _Loader(raw)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded_size(node, {}) > MAX_FRONTMATTER_NODES:
-            raise FrontmatterTooLarge(f"expands to over {MAX_FRONTMATTER_NODES} values (YAML aliases)")
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
-
-
-def _expanded_size(node: yaml.Node, sizes: dict[int, float]) -> float:
-    """How many values the node stands for once its aliases are copied out (memoized per
-    shared node, so a bomb is counted in the time of its few nodes; a cycle is infinite)."""
-    key = id(node)
-    if key in sizes:
-        return sizes[key]
-    sizes[key] = float("inf")  # still being counted: reached again means a recursive alias
-    if isinstance(node, yaml.SequenceNode):
-        total = 1 + sum(_expanded_size(child, sizes) for child in node.value)
-    elif isinstance(node, yaml.MappingNode):
-        total = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
-    else:
-        total = 1
-    sizes[key] = total
-    return total
-
-
-_INT64 = 2**63
-
-
-def _json_safe(value: Any) -> Any:
-    """A frontmatter value as JSON the engine accepts: text for dates, big numbers, NaN and
-    other types; no lone surrogates (a YAML "\\ud800" escape). Bounded by the nesting check."""
-    if isinstance(value, dict):
-        return {_json_safe(str(k)): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return value if -_INT64 <= value < _INT64 else str(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    text = value if isinstance(value, str) else str(value)
-    return text.encode("utf-8", "replace").decode("utf-8")

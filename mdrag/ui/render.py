@@ -13,7 +13,6 @@ markdown-it would scan for (100,000 `[` took 14 s, each looking to the end of th
 from __future__ import annotations
 
 import html
-import re
 import urllib.parse
 from typing import Any
 
@@ -22,9 +21,9 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
 from mdrag.answers.notes import ResolvedLink
+from mdrag.notes import frontblock
 
 MAX_WIKILINK_CHARS = 500
-_FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
 def note_href(path: str, line: int | None = None, end: int | None = None) -> str:
@@ -110,11 +109,10 @@ _MD = _parser()
 
 
 def split_frontmatter(text: str) -> tuple[str, int]:
-    """The note's body without its YAML frontmatter, and how many lines the frontmatter took."""
-    found = _FRONTMATTER.match(text)
-    if not found:
-        return text, 0
-    return text[found.end() :], found.group(0).count("\n")
+    """The note's body without its frontmatter, as the index reads it (a block it reads as text
+    is shown as text), and how many lines the frontmatter took."""
+    offset = frontblock.split_frontmatter(text)[1]
+    return text[offset:], text.count("\n", 0, offset)
 
 
 def render_note(

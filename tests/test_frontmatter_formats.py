@@ -1,0 +1,53 @@
+"""Frontmatter formats: a YAML block between `---` lines and a TOML one between `+++` (Hugo's
+`hugo new`, Zola) give a note the same title, aliases, tags and description, in a real index and
+search, and the page shows neither block as text."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdrag.notes.document import parse_document
+from mdrag.ui.render import render_note
+
+BODY = "Push the public folder and the site builds on every commit.\n\n## Build settings\n\nSet the Hugo version.\n"
+YAML = (
+    "---\ntitle: Deploy to Netlify\naliases: [netlify hosting]\ntags: [hosting, ci]\n"
+    "description: Publish a site on Netlify from a git repository.\n---\n" + BODY
+)
+TOML = (
+    "+++\ntitle = 'Deploy to Netlify'\naliases = ['netlify hosting']\ntags = ['hosting', 'ci']\n"
+    "description = 'Publish a site on Netlify from a git repository.'\n+++\n" + BODY
+)
+
+
+@pytest.mark.parametrize("text", [YAML, TOML], ids=["yaml", "toml"])
+def test_each_format_gives_the_same_names_and_body(text):
+    document = parse_document("/notes/deploy.md", text.encode())
+    assert (document.fm_text("title"), document.aliases, document.fm_list("tags"), document.description) == (
+        "Deploy to Netlify",
+        ["netlify hosting"],
+        ["hosting", "ci"],
+        "Publish a site on Netlify from a git repository.",
+    )
+    assert document.body == BODY
+
+
+@pytest.mark.parametrize("text", [YAML, TOML], ids=["yaml", "toml"])
+def test_the_page_shows_the_body_not_the_block(text):
+    html, toc = render_note(text, [])
+    assert "Deploy to Netlify" not in html and "+++" not in html and "title" not in html
+    assert [entry["text"] for entry in toc] == ["Build settings"]
+
+
+def test_a_search_finds_a_toml_note_by_its_title_as_it_finds_a_yaml_one(make_service, notes):
+    (notes / "yaml.md").write_text(YAML)
+    (notes / "toml.md").write_text(TOML)
+    service = make_service([notes])
+    report = service.reindex()
+    assert report.descriptions_embedded == 1  # the same description, embedded once
+    hits = service.search({"query": "deploy to netlify", "threshold": 0.0, "top_k": 2})["results"]
+    assert sorted(hit["file_path"].rsplit("/", 1)[-1] for hit in hits) == ["toml.md", "yaml.md"]
+    for hit in hits:
+        assert hit["metadata"]["title"] == "Deploy to Netlify"
+        assert hit["heading_path"].startswith("Deploy to Netlify")
+    assert hits[0]["similarity"] == pytest.approx(hits[1]["similarity"], abs=0.01)
