@@ -68,7 +68,7 @@ PUBLIC_MILVUS = {
 # The composition root (service.py) builds the service from the wings below it.
 BASE = "base"
 # Folders of the base: the answers' shapes, the requests' params and the files kept on disk.
-BASE_FOLDERS = {"answers", "files", "params"}
+BASE_FOLDERS = {"answers", "files", "params", "text"}
 ROOT = "service"
 LOWER = {"notes", "embedding", "milvus"}  # what notes, models and the engine are: import only the base
 # What each wing may never import (beyond the rules for every wing below).

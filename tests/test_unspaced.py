@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdrag import unspaced
+from mdrag.text import unspaced
 
 
 @pytest.mark.parametrize(

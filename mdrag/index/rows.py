@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +11,7 @@ import numpy as np
 from mdrag import keys
 from mdrag.answers.notes import Link
 from mdrag.milvus import MAX_TAGS, clip_bytes, pack_vector
-from mdrag.notes.document import Document
+from mdrag.notes.document import Document, file_title
 from mdrag.notes.sections import Section, titled_path
 
 
@@ -129,7 +128,7 @@ def _clip(text: str, limit: int) -> str:
 def _heading_title(p: PreparedNote) -> str:
     """The title that leads a hit's heading path: the frontmatter title or first H1, not the
     file name that stands in for a missing one (the path beside the hit shows that already)."""
-    return "" if p.title == Path(p.path).stem else p.title
+    return "" if p.title == file_title(p.path) else p.title
 
 
 def _window_positions(section: Section, spans: list[tuple[int, int]], windows: int) -> list[tuple[int, int]]:
@@ -164,7 +163,7 @@ def metadata_row(
         "error_message": clip_bytes(p.error, 8000),
         "warning": clip_bytes(doc.warning if doc else "", 8000),
         "frontmatter": doc.frontmatter if doc else {},
-        "title": clip_bytes(p.title or Path(p.path).stem, 4000),
+        "title": clip_bytes(p.title or file_title(p.path), 4000),
         "tags": [clip_bytes(t, 500) for t in (doc.fm_list("tags") if doc else [])][:MAX_TAGS],
         "topics": [clip_bytes(t, 500) for t in (doc.fm_list("topics") if doc else [])][:MAX_TAGS],
         "keywords": [clip_bytes(t, 500) for t in (doc.fm_list("keywords") if doc else [])][:MAX_TAGS],

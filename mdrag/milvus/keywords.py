@@ -15,7 +15,7 @@ from typing import Any
 
 import tantivy
 
-from mdrag import spelling, unspaced
+from mdrag import spelling
 from mdrag.errors import StoreError
 from mdrag.milvus.filters import EVERY_NOTE
 from mdrag.milvus.keywordtext import (
@@ -29,6 +29,7 @@ from mdrag.milvus.keywordtext import (
 )
 from mdrag.milvus.rows import KeptRow
 from mdrag.params.scope import Scope
+from mdrag.text import unspaced
 
 # The writer's memory budget: tantivy's floor per thread. Writes come in batches of a few
 # thousand windows, each committed at once, so a larger arena would only hold memory.

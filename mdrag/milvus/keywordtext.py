@@ -9,8 +9,8 @@ from typing import Any
 
 import tantivy
 
-from mdrag import unspaced
 from mdrag.params.scope import Scope
+from mdrag.text import unspaced
 
 # What tantivy's regex syntax (Rust's regex crate) treats as syntax: escaped in a path prefix.
 REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")

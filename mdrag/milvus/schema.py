@@ -25,8 +25,10 @@ METADATA = "document_metadata"
 # 10: HTML comment blocks are blanked from what a section embeds (an upgrade re-embeds those
 # sections); 11: a long section's last two parts share its text evenly (an upgrade re-embeds
 # those parts); 12: a note's frontmatter description has a vector, packed in its metadata row
-# (an upgrade embeds the descriptions alone).
-SCHEMA_VERSION = 12
+# (an upgrade embeds the descriptions alone); 13: a note's text is read composed (NFC), a lone
+# carriage return as a line break, TOML frontmatter as frontmatter (an upgrade embeds again only
+# the notes read otherwise).
+SCHEMA_VERSION = 13
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the
 # cosine; a FLAT scan with IP skips the per-row norms COSINE computes, and is faster for it.

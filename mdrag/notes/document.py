@@ -14,6 +14,7 @@ from mdrag.errors import DocumentError
 from mdrag.notes.frontblock import split_frontmatter
 from mdrag.notes.pathtext import to_fs
 from mdrag.notes.regular import open_regular
+from mdrag.text.canonical import canonical
 
 MAX_FILE_BYTES = 5_000_000  # the default of `index.max_file_mb`
 _WORD = re.compile(r"\S+")
@@ -108,6 +109,12 @@ class FileUnreadable(DocumentError):
     """The file exists but may not be read (permissions): what the index holds of it is kept."""
 
 
+def file_title(path: str) -> str:
+    """The note's file name without its suffix, composed (`canonical`: macOS names files
+    decomposed): the title of a note that has no other, matched as its text is."""
+    return canonical(Path(path).stem)
+
+
 def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The file's bytes (`path` as stored, see pathtext), or a DocumentError saying why not."""
     try:
@@ -141,8 +148,10 @@ _BOMS = (
 
 def decode_text(data: bytes) -> str:
     """A note's text: UTF-8 (with or without BOM), or UTF-16/32 when a BOM says so; a carriage
-    return that ends a line alone read as a newline (_LONE_CR), the same length."""
-    text = _decoded(data)
+    return that ends a line alone read as a newline (_LONE_CR), and the text in Unicode's
+    composed form (`canonical`: what the index matches words in). Every reader of a note's text
+    reads it here, so a section's offsets hold for each of them."""
+    text = canonical(_decoded(data))
     return _LONE_CR.sub("\n", text) if "\r" in text else text
 
 

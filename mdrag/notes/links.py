@@ -13,6 +13,7 @@ from markdown_it.token import Token
 from mdrag.answers.notes import Link
 from mdrag.notes.inline import code_spans
 from mdrag.notes.scanner import NOTE_SUFFIXES
+from mdrag.text.canonical import canonical
 
 # [[target]], [[target#heading]], [[target|alias]], [[target#heading|alias]]; ![[embeds]] count too.
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
@@ -107,8 +108,11 @@ class LinkResolver:
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = set(paths)
         self._by_stem: dict[str, list[str]] = {}
+        # A link is matched composed and case folded (`file_name_key`): typed "Crème" in a note, it finds
+        # the file macOS named decomposed; each path is also found by its composed spelling.
+        self._composed = {canonical(path): path for path in sorted(self.paths, reverse=True)}
         for path in sorted(self.paths):
-            self._by_stem.setdefault(PurePosixPath(path).stem.casefold(), []).append(path)
+            self._by_stem.setdefault(file_name_key(PurePosixPath(path).stem), []).append(path)
 
     def resolve(self, source: str, link: Link) -> str | None:
         target = link["target"].replace("\\", "/")  # a note written on Windows
@@ -126,6 +130,8 @@ class LinkResolver:
         for candidate in (joined, *(joined + suffix for suffix in NOTE_SUFFIXES)):
             if candidate in self.paths:
                 return candidate
+            if (found := self._composed.get(canonical(candidate))) is not None:
+                return found
         return None
 
     def _by_name(self, source: str, target: str) -> str | None:
@@ -133,7 +139,7 @@ class LinkResolver:
         wanted = PurePosixPath(_without_suffix(target))
         found = [
             p
-            for p in self._by_stem.get(wanted.name.casefold(), [])
+            for p in self._by_stem.get(file_name_key(wanted.name), [])
             if _ends_with(PurePosixPath(p).with_suffix(""), wanted)
         ]
         if not found:
@@ -152,9 +158,14 @@ def _without_suffix(target: str) -> str:
 
 def link_names(link: Link) -> str:
     """The file name (no suffix, case folded) a link can resolve to: a cheap test before resolving."""
-    return _without_suffix(PurePosixPath(link["target"].replace("\\", "/")).name).casefold()
+    return file_name_key(_without_suffix(PurePosixPath(link["target"].replace("\\", "/")).name))
+
+
+def file_name_key(text: str) -> str:
+    """A file name as a link matches it: composed, case folded."""
+    return canonical(text).casefold()
 
 
 def _ends_with(path: PurePosixPath, tail: PurePosixPath) -> bool:
-    parts, want = [p.casefold() for p in path.parts], [p.casefold() for p in tail.parts]
+    parts, want = [file_name_key(p) for p in path.parts], [file_name_key(p) for p in tail.parts]
     return parts[-len(want) :] == want

@@ -8,7 +8,6 @@ from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from markdown_it import MarkdownIt
 
@@ -17,7 +16,7 @@ from mdrag.notes.anchors import Slugger
 from mdrag.notes.blocks import Block, Blocks
 from mdrag.notes.comments import blank
 from mdrag.notes.counting import TokenCounter, counted
-from mdrag.notes.document import Document
+from mdrag.notes.document import Document, file_title
 from mdrag.notes.inline import decode_entities
 from mdrag.notes.lines import LineIndex
 
@@ -347,7 +346,7 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     what each window embeds). Blanked, not cut, so the body's offsets hold.
     """
     outline = sectioner.split(document.text, document.body_offset)
-    title = decode_entities(document.fm_text("title")) or outline.first_h1 or Path(document.path).stem
+    title = decode_entities(document.fm_text("title")) or outline.first_h1 or file_title(document.path)
     # The note's other names follow its title, so a search by one finds the note by its words and
     # meaning ("k8s" for a note titled Kubernetes); at most ALIASES_CHARS of them, as eight long
     # ones would fill the half of each window the heading path may take, and push the section's

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 from mdrag.errors import QueryError
 from mdrag.params.fields import MAX_QUERY_CHARS, Field, check_text
 from mdrag.params.scope import Scope
+from mdrag.text.canonical import canonical
 
 if TYPE_CHECKING:
     from mdrag.config import Config
@@ -91,7 +92,7 @@ class SearchParams:
             raise QueryError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         explain = raw.get("explain") is True
         return cls(
-            query.strip(),
+            canonical(query.strip()),  # matched as the notes' words are (their text is composed)
             top_k,
             float(threshold),
             cast(SearchMode, mode),

@@ -7,9 +7,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mdrag import unspaced
 from mdrag.retrieval.words import TERM, WORD, is_stop
 from mdrag.retrieval.words import words as query_words
+from mdrag.text import unspaced
 
 
 @dataclass(frozen=True)

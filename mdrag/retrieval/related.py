@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 from mdrag.answers.notes import Backlink, OutgoingLink, RelatedAnswer, RelatedNote, SimilarNote
 from mdrag.catalog import Catalog
 from mdrag.errors import NotFoundError
-from mdrag.notes.links import LinkResolver, link_names
+from mdrag.notes.links import LinkResolver, file_name_key, link_names
 from mdrag.retrieval.similarity import Similarity
 
 
@@ -22,7 +22,7 @@ def related_notes(path: str, catalog: Catalog, similarity: Similarity, k: int = 
         resolved = resolver.resolve(path, link)
         outgoing.append({**link, "path": resolved, "broken": resolved is None})
     backlinks: list[Backlink] = []
-    name = PurePosixPath(path).stem.casefold()
+    name = file_name_key(PurePosixPath(path).stem)
     for other in catalog.records():
         if other.file_path == path:
             continue

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import re
 
-from mdrag import unspaced
 from mdrag.answers.search import Snippet
 from mdrag.notes.comments import obsidian_comments
 from mdrag.retrieval.candidate import Candidate
@@ -13,6 +12,7 @@ from mdrag.retrieval.excerpt import EXCERPT_CHARS
 from mdrag.retrieval.query import Query, whole_term
 from mdrag.retrieval.words import is_stop
 from mdrag.retrieval.words import words as query_words
+from mdrag.text import unspaced
 
 # Endings dropped from a query word before matching: a plural's first, then one of the others
 # (each with the shortest root it may leave), so "restoring" and "restores" mark "restore" and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from mdrag import unspaced
+from mdrag.text import unspaced
 
 # Grammar and question words: a natural question has more of these than subject ("how do I put
 # the output onto the clipboard"), so the score's word coverage, the keyword search's query and

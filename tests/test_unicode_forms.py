@@ -1,0 +1,62 @@
+"""Unicode forms: a word written composed ("é", as most systems type it) or decomposed ("e" and
+a combining accent, as macOS names files, and Korean as its letters' parts) is one word to the
+index: in a note's text, its file name, a link and a query, through a real search."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+
+import pytest
+
+from mdrag.notes.document import decode_text, file_title
+from mdrag.notes.links import LinkResolver
+from mdrag.params.search import SearchParams
+
+WORDS = ["Crème brûlée", "Ångström", "김치찌개", "Ελληνικά", "naïve café"]
+
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_a_notes_text_a_file_title_and_a_query_are_read_composed_whichever_form_they_came_in(word):
+    assert nfd(word) != word  # each is written differently decomposed
+    for form in (nfc, nfd):
+        assert decode_text(form(f"# {word}\n\n{word}\n").encode()) == f"# {nfc(word)}\n\n{nfc(word)}\n"
+        assert file_title(f"/notes/{form(word)}.md") == nfc(word)
+        assert SearchParams.parse({"query": f" {form(word)} "}).query == nfc(word)
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_a_link_finds_the_note_in_either_form_of_its_name(word):
+    for on_disk, in_link in [(nfd, nfc), (nfc, nfd)]:
+        path = f"/n/{on_disk(word)}/{on_disk(word)}.md"
+        resolver = LinkResolver([path, "/n/trip.md"])
+        for kind, target in [
+            ("wikilink", in_link(word)),
+            ("markdown", f"{in_link(word)}/{in_link(word)}.md"),
+        ]:
+            assert resolver.resolve("/n/trip.md", {"kind": kind, "target": target}) == path
+
+
+def test_a_search_finds_a_decomposed_note_by_its_words_and_a_decomposed_query_a_composed_one(
+    make_service, notes
+):
+    (notes / nfd("Crème brûlée.md")).write_text(nfd("# Crème brûlée\n\nTorch the sugar until it crackles.\n"))
+    (notes / "김치찌개.md").write_text("# 김치찌개\n\n김치와 돼지고기를 넣고 끓입니다.\n")
+    (notes / "pancakes.md").write_text("# Pancakes\n\nWhisk flour, eggs and milk.\n")
+    service = make_service([notes])
+    service.reindex()
+    for query, note in [("crème brûlée", nfd("Crème brûlée.md")), (nfd("김치찌개"), "김치찌개.md")]:
+        for mode in ("keyword", "hybrid"):
+            hits = service.search({"query": query, "mode": mode, "threshold": 0.0, "top_k": 1})["results"]
+            assert [os.path.basename(hit["file_path"]) for hit in hits] == [note]  # the path as on disk
+            assert hits[0]["confidence_score"] >= 0.7, (query, mode)  # its title, said whole
+    hit = service.search({"query": "crème brûlée", "threshold": 0.0, "top_k": 1})["results"][0]
+    assert hit["metadata"]["title"] == "Crème brûlée" == nfc(hit["metadata"]["title"])
