@@ -1,5 +1,5 @@
-"""Frontmatter formats: a YAML block between `---` lines and a TOML one between `+++` (Hugo's
-`hugo new`, Zola) give a note the same title, aliases, tags and description, in a real index and
+"""Frontmatter formats: a YAML block between `---` lines (or closed by `...`, as pandoc's may be)
+and a TOML one between `+++` (Hugo's `hugo new`, Zola) give a note the same title, aliases, tags and description, in a real index and
 search, and the page shows neither block as text."""
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ YAML = (
     "---\ntitle: Deploy to Netlify\naliases: [netlify hosting]\ntags: [hosting, ci]\n"
     "description: Publish a site on Netlify from a git repository.\n---\n" + BODY
 )
+PANDOC = YAML.replace("---\nPush", "...\nPush")
 TOML = (
     "+++\ntitle = 'Deploy to Netlify'\naliases = ['netlify hosting']\ntags = ['hosting', 'ci']\n"
     "description = 'Publish a site on Netlify from a git repository.'\n+++\n" + BODY
 )
 
 
-@pytest.mark.parametrize("text", [YAML, TOML], ids=["yaml", "toml"])
+@pytest.mark.parametrize("text", [YAML, PANDOC, TOML], ids=["yaml", "yaml-dots", "toml"])
 def test_each_format_gives_the_same_names_and_body(text):
     document = parse_document("/notes/deploy.md", text.encode())
     assert (document.fm_text("title"), document.aliases, document.fm_list("tags"), document.description) == (
@@ -32,7 +33,7 @@ def test_each_format_gives_the_same_names_and_body(text):
     assert document.body == BODY
 
 
-@pytest.mark.parametrize("text", [YAML, TOML], ids=["yaml", "toml"])
+@pytest.mark.parametrize("text", [YAML, PANDOC, TOML], ids=["yaml", "yaml-dots", "toml"])
 def test_the_page_shows_the_body_not_the_block(text):
     html, toc = render_note(text, [])
     assert "Deploy to Netlify" not in html and "+++" not in html and "title" not in html

@@ -24,6 +24,16 @@ MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class _YamlHandler(YAMLHandler):
+    """YAML between `---` lines, or closed by `...` (YAML's end of a document, as pandoc's
+    metadata blocks may be): python-frontmatter's own split, with that closing line too."""
+
+    FM_BOUNDARY = re.compile(r"^(?:-{3,}|\.{3})\s*$", re.MULTILINE)
+
+    def detect(self, text: str) -> bool:
+        return bool(YAMLHandler.FM_BOUNDARY.match(text))  # it opens with `---` alone
+
+
 class _TomlHandler(BaseHandler):
     """TOML between `+++` lines: what `hugo new` writes by default, and all Zola reads.
     python-frontmatter splits it as its own TOMLHandler does; the standard library reads it
@@ -155,6 +165,6 @@ def _deeper_than(value: Any, levels: int) -> bool:
 
 
 _FORMATS: tuple[tuple[BaseHandler, tuple[str, str, Callable[[str], Any]]], ...] = (
-    (YAMLHandler(), ("---", "YAML", load_yaml)),
+    (_YamlHandler(), ("---", "YAML", load_yaml)),
     (_TomlHandler(), ("+++", "TOML", load_toml)),
 )
