@@ -174,6 +174,9 @@ HUGE = "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(2000)) + "---\n# H
 TOML_DEEP_ARRAY = "+++\nx = " + "[" * 30_000 + "]" * 30_000 + "\n+++\n# T\n\nbody\n"
 TOML_DEEP_TABLE = "+++\nx = " + "{a = " * 200 + "1" + "}" * 200 + "\n+++\n# T\n\nbody\n"
 TOML_DOTTED = "+++\n[" + ".".join(["a"] * 5000) + "]\nb = 1\n+++\n# T\n\nbody\n"
+# Dotted keys, which the parser reads in time that grows with the square of their parts.
+TOML_DOTTED_KEY = "+++\n" + "a." * 30_000 + "b = 1\n+++\n# T\n\nbody\n"
+TOML_DOTTED_INLINE = "+++\nx = {" + "a." * 30_000 + "b = 1}\n+++\n# T\n\nbody\n"
 TOML_HUGE = "+++\n" + "".join(f"k{i} = '{'v' * 60}'\n" for i in range(2000)) + "+++\n# H\n\nbody\n"
 
 
@@ -188,9 +191,23 @@ TOML_HUGE = "+++\n" + "".join(f"k{i} = '{'v' * 60}'\n" for i in range(2000)) + "
         TOML_DEEP_ARRAY,
         TOML_DEEP_TABLE,
         TOML_DOTTED,
+        TOML_DOTTED_KEY,
+        TOML_DOTTED_INLINE,
         TOML_HUGE,
     ],
-    ids=["bomb", "flow", "block", "cycle", "huge", "toml-array", "toml-table", "toml-dotted", "toml-huge"],
+    ids=[
+        "bomb",
+        "flow",
+        "block",
+        "cycle",
+        "huge",
+        "toml-array",
+        "toml-table",
+        "toml-dotted",
+        "toml-key",
+        "toml-inline",
+        "toml-huge",
+    ],
 )
 def test_hostile_frontmatter_is_indexed_as_text_with_a_warning_in_bounded_time_and_memory(text):
     tracemalloc.start()
@@ -520,7 +537,9 @@ def test_the_daemon_indexes_byte_names_saved_with_ordinary_notes_and_deletes_the
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("text", [ALIAS_BOMB, DEEP_FLOW], ids=["alias-bomb", "deep-nesting"])
+@pytest.mark.parametrize(
+    "text", [ALIAS_BOMB, DEEP_FLOW, TOML_DOTTED_KEY], ids=["alias-bomb", "deep-nesting", "toml-dotted-key"]
+)
 def test_hostile_frontmatter_saved_into_a_root_is_indexed_as_text_quickly_and_the_daemon_lives(daemon, text):
     assert daemon.process is not None
     name = f"hostile-{len(text)}"
@@ -543,8 +562,9 @@ def test_hostile_frontmatter_saved_into_a_root_is_indexed_as_text_quickly_and_th
     # The same text without a frontmatter block first: the model's own cost of embedding it
     # (and its memory for windows this long) is not the frontmatter's.
     plain_s, plain_mb = index(daemon.notes / f"{name}-plain.md", f"# {name}-plain\n\n" + text[4:])
+    fence = text[:3]  # --- or +++
     hostile_s, hostile_mb = index(
-        daemon.notes / f"{name}.md", text.replace("\n---\n#", f"\n---\n# {name}\n#", 1)
+        daemon.notes / f"{name}.md", text.replace(f"\n{fence}\n#", f"\n{fence}\n# {name}\n#", 1)
     )
     print(
         f"\n{name}: searchable in {hostile_s:.2f} s (+{hostile_mb:.1f} MB peak RSS); "
