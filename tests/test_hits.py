@@ -103,6 +103,39 @@ def test_a_search_hit_shows_the_window_that_matched_under_the_title_led_heading_
     assert any(h["heading_path"] == "Host on GitHub Pages > Other resources" for h in other)
 
 
+MARKED_UP = """# The **Great** `PowerShell` Guide
+
+## [Start-Transcript](Start-Transcript.md)
+
+Start-Transcript records a console session in a transcript file.
+
+## See [[Sessions|remote sessions]] <kbd>Ctrl</kbd>+<kbd>C</kbd>
+
+Stop a remote session with a keystroke.
+"""
+
+
+def test_a_hits_heading_path_heading_and_title_read_as_rendered_not_as_markup(make_service, notes):
+    write(notes / "guide.md", MARKED_UP)
+    service = make_service([notes])
+    service.reindex()
+    hit = service.search({"query": "record the console session to a file", "threshold": 0.0})["results"][0]
+    assert (
+        hit["heading_path"]
+        == hit["source"]["heading_path"]
+        == "The Great PowerShell Guide > Start-Transcript"
+    )
+    assert (hit["section_heading"], hit["metadata"]["title"]) == (
+        "Start-Transcript",
+        "The Great PowerShell Guide",
+    )
+    other = service.search({"query": "stop a remote session keystroke", "threshold": 0.0})["results"][0]
+    assert other["heading_path"] == "The Great PowerShell Guide > See remote sessions Ctrl+C"
+    # Below the threshold the closest notes are named the same way.
+    closest = service.search({"query": "record the console session to a file", "threshold": 1.0})["closest"]
+    assert closest[0]["heading_path"] == "The Great PowerShell Guide > Start-Transcript"
+
+
 @pytest.mark.slow
 def test_an_older_index_upgrades_by_itself_and_embeds_again_only_the_headings_that_changed(
     upgraded_from_older_layout, notes

@@ -7,7 +7,15 @@ from typing import cast
 
 from mdrag.answers import search as answers
 from mdrag.retrieval.candidate import Candidate
+from mdrag.retrieval.excerpt import plain
 from mdrag.retrieval.snippets import snippet
+
+
+def shown_heading(text: str) -> str:
+    """A heading, heading path or title as a reader sees it rendered, as a snippet's text is
+    (excerpt.plain): `[Start-Transcript](Start-Transcript.md)` as Start-Transcript, `**Bold**`
+    as Bold, a [[wikilink]] as its alias. What the model embeds keeps the markup as written."""
+    return plain(text, [])[0] if text else text
 
 
 def source_reference(row: Candidate) -> answers.SourceReference:
@@ -17,7 +25,7 @@ def source_reference(row: Candidate) -> answers.SourceReference:
         "path": path,
         "start_line": row["start_line"],
         "end_line": row["end_line"],
-        "heading_path": row["heading_path"],
+        "heading_path": shown_heading(row["heading_path"]),
         "anchor": f"{path}#{row['anchor']}" if row.get("anchor") else path,
     }
 
@@ -53,7 +61,7 @@ def hit_of(row: Candidate, query: str = "") -> Hit:
     marks the query's words (none for a passage: every word of it would be marked)."""
     return Hit(
         file_path=row["file_path"],
-        section_heading=row["section_heading"],
+        section_heading=shown_heading(row["section_heading"]),
         heading_level=row["heading_level"],
         chunk_index=row["chunk_index"],
         confidence_score=round(row["score"], 4),
@@ -62,10 +70,10 @@ def hit_of(row: Candidate, query: str = "") -> Hit:
         snippet=snippet(row, query),
         start_line=row["start_line"],
         end_line=row["end_line"],
-        heading_path=row["heading_path"],
+        heading_path=shown_heading(row["heading_path"]),
         source=source_reference(row),
         metadata={
-            "title": row["title"],
+            "title": shown_heading(row["title"]),
             "tags": list(row["tags"] or []),
             "section_type": row["section_type"],
             "token_count": row["token_count"],

@@ -15,7 +15,7 @@ from mdrag.params.search import SearchParams
 from mdrag.retrieval.candidate import Candidate
 from mdrag.retrieval.confidence import NO_ANSWER, RELATED_BAND, RELATED_MAX, confidence_level, outcome_of
 from mdrag.retrieval.explain import explain
-from mdrag.retrieval.hits import Hit, hit_of, source_reference
+from mdrag.retrieval.hits import Hit, hit_of, shown_heading, source_reference
 from mdrag.retrieval.ranking import pass_threshold
 from mdrag.retrieval.readable import readable
 from mdrag.retrieval.relevance import QueryEvidence
@@ -171,7 +171,7 @@ def _closest(ordered: list[Candidate]) -> list[answers.ClosestNote]:
         closest.append(
             {
                 "path": row["file_path"],
-                "heading_path": row["heading_path"],
+                "heading_path": shown_heading(row["heading_path"]),
                 "score": round(row["score"], 4),
                 "similarity": round(row["cosine"], 4),
                 "source": source_reference(row),
