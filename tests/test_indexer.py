@@ -233,6 +233,38 @@ def test_force_re_reads_unchanged_files_without_duplicating_rows(make_service, n
     assert service.store.count_vectors() == 2
 
 
+def test_force_writes_no_keyword_document_again_and_every_score_stays(make_service, notes, monkeypatch):
+    """A row written again unchanged is not rewritten in the keyword index: its old copy would
+    count in BM25's statistics (how many rows hold a word) until tantivy merged its segment away
+    (after `reindex --force` on the OpenTelemetry docs, 2,560 rows counted as holding "use" where
+    2,085 do)."""
+    from mdrag.milvus.keywords import KeywordIndex
+
+    write(notes / "bread.md", SOURDOUGH)
+    write(notes / "git.md", GIT)
+    write(notes / "tea.md", "# Tea\n\nGreen tea steeps for two minutes; a sourdough loaf goes with it.\n")
+    service = make_service([notes])
+    service.reindex()
+
+    def scores() -> list[tuple[str, float]]:
+        query = {"query": "sourdough starter branch", "mode": "keyword", "threshold": 0.0, "explain": True}
+        return [(h["file_path"], h["explain"]["evidence"]["bm25"]) for h in service.search(query)["results"]]
+
+    before = scores()
+    written: list[str] = []
+    original = KeywordIndex.write
+    monkeypatch.setattr(
+        KeywordIndex,
+        "write",
+        lambda self, rows: (written.extend(r["id"] for r in rows), original(self, rows)),
+    )
+    assert service.reindex(force=True).updated == 3
+    assert written == [] and scores() == before
+    write(notes / "tea.md", "# Tea\n\nBlack tea steeps for four minutes.\n")  # a change is written
+    service.reindex()
+    assert len(written) == 1 and [path for path, _ in scores()] != [path for path, _ in before]
+
+
 def test_rebuild_starts_from_an_empty_index(make_service, notes):
     write(notes / "bread.md", SOURDOUGH)
     service = make_service([notes])

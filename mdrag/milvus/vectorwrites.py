@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mdrag.keys import doc_id, row_number
 from mdrag.milvus.calls import IN_BATCH, WRITE_BATCH, batches
 from mdrag.milvus.filters import in_filter, in_numbers
+from mdrag.milvus.keywords import KeywordIndex
 from mdrag.milvus.loading import VectorRowsAccess
 
 
@@ -35,7 +37,8 @@ class VectorWrites:
                 self._engine.write(write, collection, data=[engine_row(row) for row in batch])
                 self.rows_written += len(batch)
         # After Milvus: a row is found once both hold it (a search shows only rows both hold).
-        self._words().write(rows)
+        words = self._words()
+        words.write(not_held(words, rows))
 
     def delete_of_paths(self, paths: Sequence[str]) -> None:
         """Delete every vector row of these notes."""
@@ -56,3 +59,21 @@ class VectorWrites:
         result = self._engine.call(self._db.clients[shard].delete, self._vectors(), filter=filter)
         # Milvus Lite answers with the deleted ids, a server with {"delete_count": n}.
         self.rows_written += len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
+
+
+def not_held(words: KeywordIndex, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows the keyword index does not hold as they are. A row's id names its note's version
+    and its text, so one written again unchanged (every row of `reindex --force`, a batch retried)
+    is left alone: written again, its old document would count in BM25's statistics (how many rows
+    hold a word, their mean length) until tantivy merges its segment away, and a forced re-read of
+    every judged vault moved their held-out first hits from 0.799 to 0.795."""
+    held = words.rows_of(row["id"] for row in rows)
+    if not held:
+        return list(rows)
+    return [row for row in rows if held.get(row["id"]) != _as_kept(words, row)]
+
+
+def _as_kept(words: KeywordIndex, row: Mapping[str, Any]) -> Any:
+    """What the keyword index would keep of the row, as it reads it back (JSON)."""
+    shown = row if words.SHOWN is None else {field: row[field] for field in words.SHOWN}
+    return json.loads(json.dumps(shown, ensure_ascii=False))
