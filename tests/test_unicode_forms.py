@@ -50,8 +50,24 @@ def test_a_link_finds_the_note_in_either_form_of_its_name(word):
 
 @pytest.mark.parametrize(
     "marks",
-    ["\u0301\u0316", "\u0316\u0301", "\u0301", "\u05b0\u05b1\u05b2", "\u0e38\u0e39\u0e48"],
-    ids=["above-below", "below-above", "one-mark", "hebrew-points", "thai-marks"],
+    [
+        "\u0301\u0316",
+        "\u0316\u0301",
+        "\u0301",
+        "\u05b0\u05b1\u05b2",
+        "\u0e38\u0e39\u0e48",
+        "\u0f73",
+        "\u0f75\u0f81",
+    ],
+    ids=[
+        "above-below",
+        "below-above",
+        "one-mark",
+        "hebrew-points",
+        "thai-marks",
+        "tibetan-two",
+        "tibetan-mixed",
+    ],
 )
 def test_a_run_of_combining_marks_made_to_be_slow_is_composed_in_linear_time(marks):
     # Canonical ordering sorts a run of marks in time that grew with its square: 100,000 took 5.5 s.
@@ -60,7 +76,9 @@ def test_a_run_of_combining_marks_made_to_be_slow_is_composed_in_linear_time(mar
     text = canonical(hostile)
     assert time.perf_counter() - started < 1.0
     assert text.endswith(" café") and unicodedata.is_normalized("NFC", text)
-    assert max(len(run) for run in re.findall(r"[^\u034f a-z]+", text[:100_000])) <= STREAM_SAFE_RUN
+    # Tibetan's three vowel signs decompose into two marks each: no run longer than the format's.
+    runs = re.findall(r"[^\u034f a-z]+", unicodedata.normalize("NFD", text[:100_000]))
+    assert max(len(run) for run in runs) <= STREAM_SAFE_RUN
 
 
 def test_real_letters_with_several_marks_compose_as_unicode_says():

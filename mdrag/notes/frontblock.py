@@ -25,8 +25,10 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A TOML key of more than MAX_FRONTMATTER_DEPTH dotted parts (`a.b.c = 1`, `[a.b.c]`, in an
 # inline table too), each a level of nesting: tomllib reads one in time and memory that grow
 # with the square of its parts (30,000 parts, 14.5 s and 3.4 GB), so it is refused unread.
+# A match starts only where a key part can (not inside a word or a string: from each place in a
+# long word, the search would scan the word again).
 _DOTTED_KEY = re.compile(
-    r"(?:(?:[\w-]+|\"[^\"\n]*\"|'[^'\n]*')[ \t]*\.[ \t]*){" + str(MAX_FRONTMATTER_DEPTH) + "}"
+    r"(?<![\w\"'-])(?:(?:[\w-]+|\"[^\"\n]*\"|'[^'\n]*')[ \t]*\.[ \t]*){" + str(MAX_FRONTMATTER_DEPTH) + "}"
 )
 
 

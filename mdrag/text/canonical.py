@@ -10,9 +10,12 @@ import regex
 # that canonical ordering sorts) in a row. CPython sorts a run in time that grows with its
 # square (100,000 marks took 5.5 s, a 5 MB note of them would take hours); a real letter
 # carries a few (Vietnamese two, the most stacked scripts under ten), so only a run made to
-# be slow ("Zalgo" text) is cut, by an invisible combining grapheme joiner after each 30.
+# be slow ("Zalgo" text) is cut, by an invisible combining grapheme joiner. Three Tibetan vowel
+# signs are no marks but decompose into two each, so a run counts them too, and is cut every
+# 15 characters: at most 30 marks once decomposed.
 STREAM_SAFE_RUN = 30
-_LONG_RUN = regex.compile(r"\P{ccc=0}{" + str(STREAM_SAFE_RUN + 1) + ",}")
+_CUT_EVERY = STREAM_SAFE_RUN // 2
+_LONG_RUN = regex.compile(r"(?:\P{ccc=0}|[\u0F73\u0F75\u0F81]){" + str(_CUT_EVERY + 1) + ",}")
 _JOINER = "\u034f"
 
 
@@ -28,11 +31,11 @@ def canonical(text: str) -> str:
 
 
 def _stream_safe(text: str) -> str:
-    """The text with a joiner after every STREAM_SAFE_RUN non-starters in a row."""
+    """The text with a joiner after every _CUT_EVERY characters of a run of non-starters."""
 
     def joined(run: regex.Match[str]) -> str:
         marks = run.group()
-        return _JOINER.join(marks[i : i + STREAM_SAFE_RUN] for i in range(0, len(marks), STREAM_SAFE_RUN))
+        return _JOINER.join(marks[i : i + _CUT_EVERY] for i in range(0, len(marks), _CUT_EVERY))
 
     safe: str = _LONG_RUN.sub(joined, text)
     return safe
