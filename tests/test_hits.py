@@ -130,10 +130,34 @@ def test_a_hits_heading_path_heading_and_title_read_as_rendered_not_as_markup(ma
         "The Great PowerShell Guide",
     )
     other = service.search({"query": "stop a remote session keystroke", "threshold": 0.0})["results"][0]
-    assert other["heading_path"] == "The Great PowerShell Guide > See remote sessions Ctrl+C"
+    assert (
+        other["heading_path"]
+        == "The Great PowerShell Guide > See remote sessions <kbd>Ctrl</kbd>+<kbd>C</kbd>"
+    )
     # Below the threshold the closest notes are named the same way.
     closest = service.search({"query": "record the console session to a file", "threshold": 1.0})["closest"]
     assert closest[0]["heading_path"] == "The Great PowerShell Guide > Start-Transcript"
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("Cmdlets > [Start-Transcript](Start-Transcript.md)", "Cmdlets > Start-Transcript"),
+        ("Using `2**64` threshold", "Using 2**64 threshold"),  # code as written
+        ("The `__init__` method", "The __init__ method"),
+        ("__AllParameterSets", "__AllParameterSets"),  # no emphasis: nothing closes it
+        ("a **bold** and _em_ b", "a bold and em b"),
+        ("See [[Packing List|what to pack]] and [[Note#Part]]", "See what to pack and Note > Part"),
+        ("The <details> element", "The <details> element"),  # its author may have escaped it
+        ("Receivers   <img src=x>  y", "Receivers <img src=x> y"),
+        ("x\\*y and Tom & Jerry", "x*y and Tom & Jerry"),
+        ("![logo](logo.png)", "![logo](logo.png)"),  # shows no text: as written
+    ],
+)
+def test_a_stored_heading_is_shown_as_rendered_and_nothing_else_is_lost(stored, shown):
+    from mdrag.retrieval.hits import shown_heading
+
+    assert shown_heading(stored) == shown
 
 
 @pytest.mark.slow

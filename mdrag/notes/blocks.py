@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from array import array
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from mdrag.notes.comments import comment_spans
 from mdrag.notes.counting import pieces
 from mdrag.notes.inline import decode_entities, split_attributes
 from mdrag.notes.lines import LineIndex
-from mdrag.notes.links import MAX_LINKS, extract_links
+from mdrag.notes.links import MAX_LINKS, extract_links, wikilinks_as_text
 
 BLOCK_TYPES = {
     "paragraph_open": "paragraph",
@@ -242,6 +243,22 @@ def _is_comment_block(token: Token) -> bool:
 
 def _is_item(token: Token) -> bool:
     return token.nesting >= 0 and (token.type == "tr_open" or (token.level == 1 and token.type != "inline"))
+
+
+_SHOWN = MarkdownIt("commonmark")
+
+
+@functools.lru_cache(maxsize=4096)  # a vault's headings recur in its hits
+def shown_inline(text: str) -> str:
+    """A heading, a path of them or a title, as stored (its entities read), the way a reader sees
+    it rendered: `[Start-Transcript](Start-Transcript.md)` as Start-Transcript, `**Bold**` as
+    Bold, `` `2**64` `` as 2**64 (code as written), a [[wikilink]] as Obsidian shows it, white
+    space collapsed. An angle bracket stays text: the stored heading's `<` may be one its author
+    escaped (`&lt;details&gt;`), so HTML is left as written. As written when it shows nothing."""
+    if len(text) > INLINE_LIMIT:
+        return text
+    tokens = _SHOWN.inline.parse(text.replace("<", "&lt;"), _SHOWN, {}, [])
+    return " ".join(wikilinks_as_text(_rendered(tokens)).split()) or text
 
 
 def _rendered(children: list[Token]) -> str:

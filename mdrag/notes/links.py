@@ -21,6 +21,19 @@ MAX_LINKS = 500  # per note: a generated index page must not make one metadata r
 MAX_TARGET_CHARS = 1000
 
 
+def wikilinks_as_text(text: str) -> str:
+    """The text with each [[wikilink]] as Obsidian shows it: its alias, else its target and
+    heading ("Note > Heading")."""
+    if "[[" not in text:
+        return text
+
+    def shown(link: re.Match[str]) -> str:
+        target, heading, alias = (part.strip() if part else "" for part in link.groups())
+        return alias or " > ".join(part for part in (target, heading) if part)
+
+    return _WIKILINK.sub(shown, text)
+
+
 def extract_links(tokens: Iterable[Token], first_line: int) -> list[Link]:
     """The links a note's body makes, in order (the first MAX_LINKS); `first_line` is the 1-based
     file line of the body. Linear in the text: each link's line is counted on from the last's."""

@@ -6,16 +6,15 @@ from dataclasses import dataclass, fields
 from typing import cast
 
 from mdrag.answers import search as answers
+from mdrag.notes.blocks import shown_inline
 from mdrag.retrieval.candidate import Candidate
-from mdrag.retrieval.excerpt import plain
 from mdrag.retrieval.snippets import snippet
 
 
 def shown_heading(text: str) -> str:
-    """A heading, heading path or title as a reader sees it rendered, as a snippet's text is
-    (excerpt.plain): `[Start-Transcript](Start-Transcript.md)` as Start-Transcript, `**Bold**`
-    as Bold, a [[wikilink]] as its alias. What the model embeds keeps the markup as written."""
-    return plain(text, [])[0] if text else text
+    """A heading, heading path or title as a reader sees it rendered (notes.blocks.shown_inline).
+    What the model embeds keeps the markup as written."""
+    return shown_inline(text) if text else text
 
 
 def source_reference(row: Candidate) -> answers.SourceReference:
