@@ -248,6 +248,11 @@ def test_open_goes_to_the_line_of_the_first_mark_the_excerpt_shows_not_the_windo
         ("[`Modal`](Modal) › [`open`](Modal/open)", ["modal", "open"], "Modal › open"),
         ("see ![[diagram.png]] and [[Plain note]]", ["diagram"], "see diagram.png and Plain note"),
         ("**Signature:** `open(): void`", ["open"], "Signature: open(): void"),
+        (
+            "a `2**64` bound and `__init__` **here**",
+            ["bound"],
+            "a 2**64 bound and __init__ here",
+        ),  # code as written
         ("[on('rename')](Workspace/on('rename').md) fires", ["rename"], "on('rename') fires"),
         ("[w](https://en.wikipedia.org/wiki/Leaf_(botany)) grows", ["grows"], "w grows"),
         (

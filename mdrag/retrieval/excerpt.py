@@ -72,7 +72,8 @@ def plain(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int,
     inline = [m for m in tags if not m.group("block")]
     for match in [
         *LINKS.finditer(text),
-        *MARKS.finditer(text),
+        # Emphasis marks in code are its text (`2**64`, `__init__`); its backticks are not.
+        *(m for m in MARKS.finditer(text) if m.group()[0] == "`" or not code[m.start()]),
         *inline,
         *rules,
         *FENCE.finditer(text),
