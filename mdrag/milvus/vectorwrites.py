@@ -37,8 +37,9 @@ class VectorWrites:
                 self._engine.write(write, collection, data=[engine_row(row) for row in batch])
                 self.rows_written += len(batch)
         # After Milvus: a row is found once both hold it (a search shows only rows both hold).
+        # An insert's rows are new versions' (never held): only an upsert's are looked up.
         words = self._words()
-        words.write(not_held(words, rows))
+        words.write(rows if how == "insert" else not_held(words, rows))
 
     def delete_of_paths(self, paths: Sequence[str]) -> None:
         """Delete every vector row of these notes."""
