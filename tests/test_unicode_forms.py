@@ -4,6 +4,7 @@ index: in a note's text, its file name, a link and a query, through a real searc
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -11,10 +12,13 @@ import unicodedata
 
 import pytest
 
+from mdrag.client.paths import Paths
+from mdrag.client.paths import on_disk as spelled_on_disk
 from mdrag.notes.document import decode_text, file_title
 from mdrag.notes.links import LinkResolver
 from mdrag.params.search import SearchParams
 from mdrag.text.canonical import STREAM_SAFE_RUN, canonical
+from tests.daemon_process import DaemonProcess, mdrag_cli
 
 WORDS = ["Crème brûlée", "Ångström", "김치찌개", "Ελληνικά", "naïve café"]
 
@@ -101,3 +105,50 @@ def test_a_search_finds_a_decomposed_note_by_its_words_and_a_decomposed_query_a_
             assert hits[0]["confidence_score"] >= 0.7, (query, mode)  # its title, said whole
     hit = service.search({"query": "crème brûlée", "threshold": 0.0, "top_k": 1})["results"][0]
     assert hit["metadata"]["title"] == "Crème brûlée" == nfc(hit["metadata"]["title"])
+
+
+FORMS = [("composed", nfc), ("decomposed", nfd)]
+
+
+@pytest.mark.parametrize(("on_disk_form", "disk"), FORMS)
+@pytest.mark.parametrize(("typed_form", "typed"), FORMS)
+def test_a_path_typed_in_either_form_names_the_folder_and_note_as_spelled_on_disk(
+    tmp_path, monkeypatch, on_disk_form, disk, typed_form, typed
+):
+    vault = tmp_path / "vault"
+    note = vault / disk("Crème") / disk("brûlée.md")
+    note.parent.mkdir(parents=True)
+    note.write_text("# Brûlée\n")
+    monkeypatch.chdir(tmp_path)
+    paths = Paths([str(vault)])
+    assert paths.typed(typed("vault/Crème")) == str(note.parent)  # a --path
+    assert paths.typed(typed("vault/Crème/brûlée.md")) == str(note)  # a note for similar, related
+    assert paths.typed(typed(f"{vault}/Crème/brûlée.md")) == str(note)  # absolute
+    assert spelled_on_disk(typed(str(note))) == str(note)  # as `mdrag mcp` reads an assistant's path
+    # A name in neither form, and what follows it, stay as typed; a partial name too (a --path
+    # prefix that ends inside a name is matched as text).
+    assert paths.typed(typed("vault/Crème/gone/brûlée.md")) == os.path.join(
+        str(note.parent), "gone", typed("brûlée.md")
+    )
+    assert paths.typed("vault/Cr") == str(vault / "Cr")
+
+
+def test_a_search_under_a_folder_macos_named_decomposed_finds_it_typed_composed(tmp_path):
+    notes = tmp_path / "notes"
+    folder = notes / nfd("Café")
+    folder.mkdir(parents=True)
+    (folder / "menu.md").write_text("# Menu\n\nEspresso, cortado and a flat white.\n")
+    (notes / "elsewhere.md").write_text("# Elsewhere\n\nEspresso beans to order.\n")
+    process = DaemonProcess(notes, tmp_path / "state").start()
+    try:
+        process.wait_fresh()
+        found = mdrag_cli(
+            process.env, "search", "espresso", "--path", "notes/Café", "--threshold", "0", "--json"
+        )
+        assert found.returncode == 0, found.stderr
+        assert [hit["file_path"] for hit in json.loads(found.stdout)["results"]] == [str(folder / "menu.md")]
+        related = mdrag_cli(process.env, "related", nfc("notes/Café/menu.md"), "--json")
+        assert related.returncode == 0, related.stderr
+        assert json.loads(related.stdout)["note"] == str(folder / "menu.md")
+    finally:
+        process.close()

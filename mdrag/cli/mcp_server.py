@@ -16,6 +16,7 @@ from pydantic import Field
 from mdrag import __version__
 from mdrag.answers.notes import ContextPack
 from mdrag.client.connection import DaemonClient
+from mdrag.client.paths import on_disk
 from mdrag.errors import MdragError, ServerNotRunningError, UnsafePathError
 from mdrag.params.search import SearchMode
 
@@ -112,7 +113,7 @@ def build_server(socket_path: str) -> MCPServer:
             threshold=threshold,
             mode=mode,
             tags=tags,
-            path_prefix=os.path.expanduser(path_prefix) if path_prefix else None,
+            path_prefix=_typed(path_prefix) if path_prefix else None,
             explain=explain,
         )
 
@@ -131,13 +132,13 @@ def build_server(socket_path: str) -> MCPServer:
         empty list means no note is about the same thing. Use it to ask "have I written this before?"."""
         if (note is None) == (text is None):
             raise ToolError("give exactly one of `note` (a path) or `text` (a draft)")
-        return ask("similar", note=os.path.expanduser(note) if note else None, text=text, k=k)
+        return ask("similar", note=_typed(note) if note else None, text=text, k=k)
 
     @tool("Related notes")
     def related(note: NotePath, k: HowMany = None) -> dict[str, Any]:
         """How other notes relate to one note: its outgoing links, its backlinks (broken links flagged)
         and its nearest neighbours by meaning, each labelled by how it is related."""
-        return ask("related", note=os.path.expanduser(note), k=k)
+        return ask("related", note=_typed(note), k=k)
 
     @tool("Context for an answer")
     def context(
@@ -184,3 +185,8 @@ def _no_context(pack: ContextPack) -> str:
         lines.append("closest notes (weaker matches, not answers):")
         lines += [f"- {c['path']}: {c['heading_path']} (score {c['score']:.2f})" for c in pack["closest"]]
     return "\n".join(lines)
+
+
+def _typed(path: str) -> str:
+    """A path an assistant gave, `~` expanded, its names as spelled on disk (either Unicode form)."""
+    return on_disk(os.path.expanduser(path))

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 
 from mdrag import termtext
+from mdrag.text.canonical import canonical
 
 
 class Paths:
@@ -38,18 +39,18 @@ class Paths:
         """A path as a person types it, made absolute: from the working directory when something
         is there, else, when it begins with a root's name as text output shows it (`vault/a/b.md`,
         `vault`), under that root. So a path copied from a search's output is accepted back."""
-        absolute = os.path.abspath(os.path.expanduser(path))
+        absolute = on_disk(os.path.abspath(os.path.expanduser(path)))
         if os.path.exists(absolute) or os.path.isabs(os.path.expanduser(path)):
             return absolute
         first, _, rest = os.path.normpath(path).partition(os.sep)
-        named = [root for root in self._roots if os.path.basename(root) == first]
+        named = [root for root in self._roots if canonical(os.path.basename(root)) == canonical(first)]
         for root in named:
-            under = os.path.join(root, rest) if rest else root
+            under = on_disk(os.path.join(root, rest)) if rest else root
             if os.path.exists(under):
                 return under
         # Under the one root of that name even when nothing is there (a note deleted since, or a
         # typo): the answer then names the path the person meant, not one under the working folder.
-        return os.path.join(named[0], rest) if len(named) == 1 and rest else absolute
+        return on_disk(os.path.join(named[0], rest)) if len(named) == 1 and rest else absolute
 
     def shown(self, path: str) -> str:
         """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under
@@ -70,6 +71,32 @@ class Paths:
         if path in self._roots and os.path.basename(path):
             return visible(os.path.basename(path))
         return self.shown(path)
+
+
+def on_disk(path: str) -> str:
+    """`path` (absolute) as its names are spelled on disk, where one typed in the other Unicode
+    form is there (`canonical`: "Café" typed composed, a folder macOS named decomposed, or the
+    reverse); a name found in neither form, and every name after it, stays as typed. The folders
+    are listed only where the path is not there as typed."""
+    if os.path.exists(path):
+        return path
+    missing: list[str] = []
+    found = path
+    while not os.path.exists(found):
+        found, name = os.path.split(found)
+        if not name:
+            return path
+        missing.append(name)
+    for at, name in enumerate(reversed(missing)):
+        wanted = canonical(name)
+        try:
+            spelled = next((entry for entry in os.listdir(found) if canonical(entry) == wanted), None)
+        except OSError:
+            spelled = None
+        if spelled is None:
+            return os.path.join(found, *list(reversed(missing))[at:])
+        found = os.path.join(found, spelled)
+    return found
 
 
 def visible(path: str) -> str:
