@@ -178,6 +178,12 @@ TOML_DOTTED = "+++\n[" + ".".join(["a"] * 5000) + "]\nb = 1\n+++\n# T\n\nbody\n"
 TOML_DOTTED_KEY = "+++\n" + "a." * 30_000 + "b = 1\n+++\n# T\n\nbody\n"
 TOML_DOTTED_INLINE = "+++\nx = {" + "a." * 30_000 + "b = 1}\n+++\n# T\n\nbody\n"
 TOML_HUGE = "+++\n" + "".join(f"k{i} = '{'v' * 60}'\n" for i in range(2000)) + "+++\n# H\n\nbody\n"
+# JSON: arrays and objects nested past the decoder's recursion, or within it past the bound; a block
+# past the size bound (its object, or one value in it, never closing before it).
+JSON_DEEP_ARRAY = '{\n"x": ' + "[" * 30_000 + "]" * 30_000 + "\n}\n# T\n\nbody\n"
+JSON_DEEP_OBJECT = '{\n"x": ' + '{"a": ' * 200 + "1" + "}" * 200 + "\n}\n# T\n\nbody\n"
+JSON_HUGE = "{\n" + ",\n".join(f'"k{i}": "{"v" * 60}"' for i in range(2000)) + "\n}\n# H\n\nbody\n"
+JSON_LONG_VALUE = '{\n"k": "' + "v" * 5_000_000 + '"\n}\n# H\n\nbody\n'
 
 
 @pytest.mark.parametrize(
@@ -194,6 +200,10 @@ TOML_HUGE = "+++\n" + "".join(f"k{i} = '{'v' * 60}'\n" for i in range(2000)) + "
         TOML_DOTTED_KEY,
         TOML_DOTTED_INLINE,
         TOML_HUGE,
+        JSON_DEEP_ARRAY,
+        JSON_DEEP_OBJECT,
+        JSON_HUGE,
+        JSON_LONG_VALUE,
     ],
     ids=[
         "bomb",
@@ -207,6 +217,10 @@ TOML_HUGE = "+++\n" + "".join(f"k{i} = '{'v' * 60}'\n" for i in range(2000)) + "
         "toml-key",
         "toml-inline",
         "toml-huge",
+        "json-array",
+        "json-object",
+        "json-huge",
+        "json-long-value",
     ],
 )
 def test_hostile_frontmatter_is_indexed_as_text_with_a_warning_in_bounded_time_and_memory(text):

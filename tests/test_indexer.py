@@ -522,6 +522,7 @@ def test_an_upgrade_reads_again_the_notes_layout_12_read_another_way(upgraded_fr
     write(notes / "brulee.md", unicodedata.normalize("NFD", "# Crème brûlée\n\nTorch the sugar.\n"))
     (notes / "mac.md").write_bytes(b"# Bikes\r\rIntro.\r\r## Brakes\r\rReplace the pads.\r")
     write(notes / "hugo.md", "+++\ntitle = 'Deploy to Netlify'\n+++\nPush the public folder.\n")
+    write(notes / "json.md", '{\n"title": "Deploy to Vercel"\n}\nConnect the repository.\n')
     # Layout 12 read a note's text as written (no composed form, a lone CR no line break) and
     # frontmatter in YAML alone.
     upgraded = upgraded_from_older_layout(
@@ -531,14 +532,16 @@ def test_an_upgrade_reads_again_the_notes_layout_12_read_another_way(upgraded_fr
     )
     try:
         report = upgraded.reindex()
-        assert report.added == 4 and report.sections_reused == 2  # the bread's two sections kept
-        assert report.sections_embedded == 4  # the brulee's one, the mac's two, the hugo's one
+        assert report.added == 5 and report.sections_reused == 2  # the bread's two sections kept
+        assert report.sections_embedded == 5  # the brulee's one, the mac's two, the hugo's and json's one
         found = upgraded.search({"query": "crème brûlée", "mode": "keyword", "threshold": 0.0})["results"]
         assert [os.path.basename(hit["file_path"]) for hit in found] == ["brulee.md"]
         hits = upgraded.search({"query": "replace the brake pads", "threshold": 0.0, "top_k": 1})["results"]
         assert (hits[0]["heading_path"], hits[0]["start_line"]) == ("Bikes > Brakes", 5)
         hits = upgraded.search({"query": "deploy to netlify", "threshold": 0.0, "top_k": 1})["results"]
         assert hits[0]["metadata"]["title"] == "Deploy to Netlify"
+        hits = upgraded.search({"query": "deploy to vercel", "threshold": 0.0, "top_k": 1})["results"]
+        assert hits[0]["metadata"]["title"] == "Deploy to Vercel"
     finally:
         upgraded.close()
 

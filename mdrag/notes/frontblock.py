@@ -1,7 +1,8 @@
-"""Frontblock: a note's frontmatter (YAML in `---` lines, TOML in `+++`), split off and read in bounds."""
+"""Frontblock: a note's frontmatter (YAML `---`, TOML `+++`, a JSON object), split off and read in bounds."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -22,6 +23,7 @@ MAX_FRONTMATTER_CHARS = 64 * 1024
 MAX_FRONTMATTER_DEPTH = 64
 MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_JSON = json.JSONDecoder()
 # A TOML key of more than MAX_FRONTMATTER_DEPTH dotted parts (`a.b.c = 1`, `[a.b.c]`, in an
 # inline table too), each a level of nesting: tomllib reads one in time and memory that grow
 # with the square of its parts (30,000 parts, 14.5 s and 3.4 GB), so it is refused unread.
@@ -50,6 +52,27 @@ class _TomlHandler(BaseHandler):
     FM_BOUNDARY = re.compile(r"^\+{3,}\s*$", re.MULTILINE)
 
 
+class _JsonHandler(BaseHandler):
+    """A JSON object opened by a brace alone on the first line: Hugo's third format. It ends
+    where the object does, as Hugo reads it (a nested object may close at the line's start), with
+    the rest of that line; one that does not parse is split at the first brace alone on a line,
+    python-frontmatter's way, so the warning names the fault (or says it never closed)."""
+
+    FM_BOUNDARY = re.compile(r"^[{}][ \t\r]*$", re.MULTILINE)
+
+    def split(self, text: str) -> tuple[str, str]:
+        try:
+            _, end = _JSON.raw_decode(text[: MAX_FRONTMATTER_CHARS + 1])
+        except (json.JSONDecodeError, RecursionError):
+            end = -1
+        line_end = text.find("\n", end) if end >= 0 else -1
+        rest = text[end:] if line_end < 0 else text[end:line_end]
+        if end >= 0:  # what follows the brace on its line is read too: text there is a fault
+            return text[: end + len(rest)], text[end + len(rest) :]
+        _, raw, content = self.FM_BOUNDARY.split(text, 2)
+        return "{" + raw + "}", content
+
+
 class FrontmatterTooLarge(ValueError):
     """A frontmatter block past the bounds (size, nesting, values once aliases are expanded)."""
 
@@ -75,7 +98,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
         loaded = load(raw)
     except FrontmatterTooLarge as exc:
         return {}, 0, False, f"frontmatter {exc}; indexed as text"
-    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         problem = " ".join(str(exc).split())
         return {}, 0, False, f"malformed {name} frontmatter, indexed as text: {problem}"
     if loaded is None:
@@ -174,7 +197,22 @@ def _deeper_than(value: Any, levels: int) -> bool:
     return any(_deeper_than(child, levels - 1) for child in children)
 
 
+def load_json(raw: str) -> Any:
+    """JSON's load, bounded: the text's size, and its nesting (the decoder recurses into each
+    array and object)."""
+    if len(raw) > MAX_FRONTMATTER_CHARS:
+        raise FrontmatterTooLarge(f"is over {MAX_FRONTMATTER_CHARS} characters")
+    try:
+        loaded = json.loads(raw)
+    except RecursionError:
+        raise FrontmatterTooLarge(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels") from None
+    if _deeper_than(loaded, MAX_FRONTMATTER_DEPTH):
+        raise FrontmatterTooLarge(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+    return loaded
+
+
 _FORMATS: tuple[tuple[BaseHandler, tuple[str, str, Callable[[str], Any]]], ...] = (
     (_YamlHandler(), ("---", "YAML", load_yaml)),
     (_TomlHandler(), ("+++", "TOML", load_toml)),
+    (_JsonHandler(), ("{", "JSON", load_json)),
 )
