@@ -81,6 +81,7 @@ def test_a_search_finds_a_toml_and_a_json_note_by_their_title_as_it_finds_a_yaml
         ),
         ('{{< figure src="x.jpg" >}}\nbody\n', ""),  # a Hugo shortcode, no block: text, no warning
         ('{ "title": "Deploy" }\nbody\n', ""),  # Hugo's block opens with a brace alone on its line
+        ('}\n"title": "Deploy"\n}\nbody\n', ""),  # a closing brace opens none
     ],
 )
 def test_text_that_opens_with_a_brace_and_is_no_json_block_stays_text(text, warning):

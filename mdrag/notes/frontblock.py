@@ -60,6 +60,9 @@ class _JsonHandler(BaseHandler):
 
     FM_BOUNDARY = re.compile(r"^[{}][ \t\r]*$", re.MULTILINE)
 
+    def detect(self, text: str) -> bool:
+        return text.startswith("{") and bool(self.FM_BOUNDARY.match(text))
+
     def split(self, text: str) -> tuple[str, str]:
         try:
             _, end = _JSON.raw_decode(text[: MAX_FRONTMATTER_CHARS + 1])
