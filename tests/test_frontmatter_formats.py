@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mdrag.notes.document import parse_document
+from mdrag.notes.sections import Sectioner, embedding_inputs
 from mdrag.ui.render import render_note
 
 BODY = "Push the public folder and the site builds on every commit.\n\n## Build settings\n\nSet the Hugo version.\n"
@@ -88,3 +89,36 @@ def test_text_that_opens_with_a_brace_and_is_no_json_block_stays_text(text, warn
     document = parse_document("/notes/deploy.md", text.encode())
     assert (document.frontmatter, document.body) == ({}, text)
     assert document.warning.startswith(warning) and bool(document.warning) == bool(warning)
+
+
+# Blocks that open and close but are not read: a colon unquoted in a title, an Obsidian template's
+# `{{date}}` (a YAML mapping), a comment in malformed TOML, malformed JSON, a block past its
+# bounds. As markdown each makes a rule and a heading of its lines.
+UNREAD = {
+    "yaml-colon": "---\ntitle: Kubernetes: the hard way\ntags: [k8s]\n---\n",
+    "obsidian-template": "---\ncreated: {{date}}\ntags:\n---\n",
+    "toml-comment": "+++\n# drafted in a hurry\ntitle = = 'x'\n+++\n",
+    "json": '{\n"title": Kubernetes\n}\n',
+    "yaml-huge": "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(2000)) + "---\n",
+}
+
+
+@pytest.mark.parametrize("block", UNREAD.values(), ids=UNREAD.keys())
+def test_a_block_the_index_cannot_read_is_text_in_the_note_never_markup(block):
+    text = block + "Notes from the course.\n\n## Setup\n\nInstall kubectl.\n"
+    document = parse_document("/notes/course.md", text.encode())
+    assert document.warning and document.frontmatter == {} and document.body == text  # nothing lost
+    outline, title, inputs = embedding_inputs(
+        Sectioner(lambda texts: [len(t.split()) for t in texts]), document
+    )
+    assert title == "course"  # no heading made of the block's lines
+    assert [s.heading_path for s in outline.sections][-1] == ("Setup",)
+    before = [s for s in outline.sections if not s.heading_path]  # the huge block is cut in parts
+    assert before[0].start_line == 1 and len(before) == len(outline.sections) - 1
+    assert before[-1].text.endswith("Notes from the course.")
+    kept = "\n".join(s.text for s in before)
+    assert all(line in kept for line in block.splitlines())  # its words kept
+    assert inputs[0] == ("course", before[0].text)  # embedded as written
+    html, toc = render_note(text, [])
+    assert [entry["text"] for entry in toc] == ["Setup"]  # the page: the block as code, no heading
+    assert html.startswith("<pre><code>") and "<hr" not in html

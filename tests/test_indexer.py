@@ -523,17 +523,20 @@ def test_an_upgrade_reads_again_the_notes_layout_12_read_another_way(upgraded_fr
     (notes / "mac.md").write_bytes(b"# Bikes\r\rIntro.\r\r## Brakes\r\rReplace the pads.\r")
     write(notes / "hugo.md", "+++\ntitle = 'Deploy to Netlify'\n+++\nPush the public folder.\n")
     write(notes / "json.md", '{\n"title": "Deploy to Vercel"\n}\nConnect the repository.\n')
-    # Layout 12 read a note's text as written (no composed form, a lone CR no line break) and
-    # frontmatter in YAML alone.
+    write(notes / "meeting.md", "---\ncreated: {{date}}\n---\n# Meeting\n\nAgenda.\n")
+    # Layout 12 read a note's text as written (no composed form, a lone CR no line break),
+    # frontmatter in YAML alone, and a block it could not read as markdown.
     upgraded = upgraded_from_older_layout(
         [notes],
         (document, "decode_text", document._decoded),
         (frontblock, "_FORMATS", frontblock._FORMATS[:1]),
+        (document, "block_end", lambda text: 0),
     )
     try:
         report = upgraded.reindex()
-        assert report.added == 5 and report.sections_reused == 2  # the bread's two sections kept
-        assert report.sections_embedded == 5  # the brulee's one, the mac's two, the hugo's and json's one
+        assert report.added == 6 and report.sections_reused == 3  # the bread's two, the meeting's agenda
+        # the brulee's one, the mac's two, the hugo's and json's one, the meeting's block as text
+        assert report.sections_embedded == 6
         found = upgraded.search({"query": "crème brûlée", "mode": "keyword", "threshold": 0.0})["results"]
         assert [os.path.basename(hit["file_path"]) for hit in found] == ["brulee.md"]
         hits = upgraded.search({"query": "replace the brake pads", "threshold": 0.0, "top_k": 1})["results"]

@@ -315,10 +315,10 @@ def test_a_reader_of_a_large_note_waits_for_one_already_sectioning_it_and_takes_
     calls = []
 
     class Slow(Sectioner):
-        def split(self, text: str, body_offset: int = 0) -> Outline:
+        def split(self, text: str, body_offset: int = 0, unread_end: int = 0) -> Outline:
             calls.append(1)
             time.sleep(0.3)  # a reader the last turn left behind, still at work
-            return super().split(text, body_offset)
+            return super().split(text, body_offset, unread_end)
 
     reader = NoteReader(Slow(fake_embedder.count_tokens), fake_embedder)
     data = ("# Big\n\n" + "A long ledger line about the harbour. " * 8000).encode()

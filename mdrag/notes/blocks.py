@@ -71,8 +71,9 @@ class Blocks:
     items: those are cut before their last item, and the rest read as a block of its own.
     """
 
-    def __init__(self, md: MarkdownIt, text: str, lines: LineIndex) -> None:
+    def __init__(self, md: MarkdownIt, text: str, lines: LineIndex, first_line: int = 0) -> None:
         self.md, self.text, self.lines = md, text, lines
+        self.first_line = first_line  # the body line read from (those before are not markdown)
         self.env: dict[str, object] = {}  # the link reference definitions read so far
         self.first_h1 = ""
         self.links: list[Link] = []
@@ -80,7 +81,7 @@ class Blocks:
 
     def __iter__(self) -> Iterator[Block]:
         starts, size = self.lines.starts, len(self.text)
-        line, window = 0, WINDOW_CHARS
+        line, window = self.first_line, WINDOW_CHARS
         held: Block | None = None  # a list, quote or table longer than a window, read on in the next
         windows: list[tuple[int, int, str, int]] = []  # each window's first line, end, header, cut
         known = -1  # link definitions known when the first window's links were read

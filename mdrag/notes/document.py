@@ -11,7 +11,7 @@ from typing import Any
 
 from mdrag import keys
 from mdrag.errors import DocumentError
-from mdrag.notes.frontblock import split_frontmatter
+from mdrag.notes.frontblock import block_end, split_frontmatter
 from mdrag.notes.pathtext import to_fs
 from mdrag.notes.regular import open_regular
 from mdrag.text.canonical import canonical
@@ -44,6 +44,9 @@ class Document:
     frontmatter: dict[str, Any] = field(default_factory=dict)
     has_frontmatter: bool = False
     warning: str = ""  # e.g. malformed frontmatter: indexed as text, but worth fixing
+    # Where a frontmatter block that was not read ends (0: none): its lines are body text, but
+    # no markup (its `---` no rule, its `title: x` over one no heading).
+    unread_end: int = 0
 
     @property
     def body(self) -> str:
@@ -183,6 +186,7 @@ def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) 
     except OSError:
         created = modified = 0.0
     frontmatter, body_offset, has_fm, warning = split_frontmatter(text)
+    unread_end = block_end(text) if warning and not has_fm else 0
     return Document(
         path=str(path),
         text=text,
@@ -194,4 +198,5 @@ def parse_document(path: str | Path, data: bytes, file_hash: str | None = None) 
         frontmatter=frontmatter,
         has_frontmatter=has_fm,
         warning=warning,
+        unread_end=unread_end,
     )

@@ -91,12 +91,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
         return {}, 0, False, ""
     handler, (delimiter, name, load) = found
     try:
-        raw, content = handler.split(text)
+        raw, body_offset = _split(handler, text)
     except ValueError:
         return {}, 0, False, f"frontmatter opened with '{delimiter}' but never closed; indexed as text"
-    body_offset = len(text) - len(content)
-    if content.startswith("\n"):
-        body_offset += 1
     try:
         loaded = load(raw)
     except FrontmatterTooLarge as exc:
@@ -110,6 +107,26 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
         return {}, 0, False, "frontmatter is not a mapping of keys to values; indexed as text"
     # JSON-safe values, so dates and other YAML and TOML types store cleanly in Milvus.
     return {str(k): _json_safe(v) for k, v in loaded.items()}, body_offset, True, ""
+
+
+def block_end(text: str) -> int:
+    """Where the note's frontmatter block ends, read or not: the offset past its closing line
+    (0 for none, or one never closed). A block that was not read (malformed, or past its bounds)
+    still ends there: `created: {{date}}` (an Obsidian template's) or an unquoted `title:
+    Kubernetes: the hard way` is YAML refused, not the markdown of a heading."""
+    found = next((handler for handler, _ in _FORMATS if handler.detect(text)), None)
+    try:
+        return 0 if found is None else _split(found, text)[1]
+    except ValueError:
+        return 0
+
+
+def _split(handler: BaseHandler, text: str) -> tuple[str, int]:
+    """The block's text and where the body starts (past the closing line's end); ValueError
+    when the block never closes."""
+    raw, content = handler.split(text)
+    body_offset = len(text) - len(content)
+    return raw, body_offset + 1 if content.startswith("\n") else body_offset
 
 
 def load_yaml(raw: str) -> Any:

@@ -100,13 +100,22 @@ class Sectioner:
         self._md = MarkdownIt("commonmark").enable("table")
         self._md.core.ruler.disable("inline")  # done a block at a time (see Blocks)
 
-    def split(self, text: str, body_offset: int = 0) -> Outline:
+    def split(self, text: str, body_offset: int = 0, unread_end: int = 0) -> Outline:
         """The note's sections, streamed from its blocks: no list of every block is kept (a note
-        of a million one-line paragraphs is a million blocks)."""
+        of a million one-line paragraphs is a million blocks). The text before `unread_end` (a
+        frontmatter block not read) is one block of lines, as code is: no markup is read in it."""
         lines = LineIndex(text, body_offset)
-        blocks = Blocks(self._md, text, lines)
+        unread = (
+            0
+            if unread_end <= body_offset
+            else len(lines.starts)
+            if unread_end >= len(text)
+            else lines.line_of(unread_end)
+        )
+        blocks = Blocks(self._md, text, lines, first_line=unread)
+        stream = itertools.chain([Block("code_block", 0, unread)] if unread else [], blocks)
         sections: list[Section] = []
-        for key, members in _by_heading(self._counted(text, lines, iter(blocks))):
+        for key, members in _by_heading(self._counted(text, lines, stream)):
             units = (unit for block, whole in members for unit in self._units(text, lines, block, whole))
             sections.extend(self._pack(text, lines, key, units))
         return Outline(_drop_empty(sections, blocks.comments), blocks.first_h1, blocks.links, blocks.comments)
@@ -345,7 +354,7 @@ def embedding_inputs(sectioner: Sectioner, document: Document) -> tuple[Outline,
     thousands of notes, gave each of them that meaning and those words (the keyword index reads
     what each window embeds). Blanked, not cut, so the body's offsets hold.
     """
-    outline = sectioner.split(document.text, document.body_offset)
+    outline = sectioner.split(document.text, document.body_offset, document.unread_end)
     title = decode_entities(document.fm_text("title")) or outline.first_h1 or file_title(document.path)
     # The note's other names follow its title, so a search by one finds the note by its words and
     # meaning ("k8s" for a note titled Kubernetes); at most ALIASES_CHARS of them, as eight long

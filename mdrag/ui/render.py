@@ -108,11 +108,17 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
-def split_frontmatter(text: str) -> tuple[str, int]:
-    """The note's body without its frontmatter, as the index reads it (a block it reads as text
-    is shown as text), and how many lines the frontmatter took."""
-    offset = frontblock.split_frontmatter(text)[1]
-    return text[offset:], text.count("\n", 0, offset)
+def split_frontmatter(text: str) -> tuple[str, int, Token | None]:
+    """The note's body without its frontmatter block, as the index reads it, how many lines the
+    block took, and a block the index could not read (malformed YAML, say) as a code block: its
+    lines are shown as written, not as the rule and heading markdown would make of them."""
+    _, offset, read, _ = frontblock.split_frontmatter(text)
+    offset = offset if read else frontblock.block_end(text)
+    lines = text.count("\n", 0, offset)
+    unread = None
+    if offset and not read:
+        unread = Token("fence", "code", 0, map=[-lines, 0], markup="```", content=text[:offset])
+    return text[offset:], lines, unread
 
 
 def render_note(
@@ -120,7 +126,7 @@ def render_note(
 ) -> tuple[str, list[dict[str, Any]]]:
     """The note as HTML (the blocks of lines start_line-end_line, 1-based, marked as the match,
     the first with id="match"), and its table of contents: [{level, text, id}]."""
-    body, offset = split_frontmatter(text)
+    body, offset, unread = split_frontmatter(text)
     env = {
         "wikilinks": {
             link["target"].casefold(): link["path"]
@@ -129,7 +135,7 @@ def render_note(
         },
         "note_links": {link["target"]: link["path"] for link in links if link["kind"] == "markdown"},
     }
-    tokens = _MD.parse(body, env)
+    tokens = ([unread] if unread is not None else []) + _MD.parse(body, env)
     toc: list[dict[str, Any]] = []
     anchor_at = None
     for i, token in enumerate(tokens):
