@@ -65,3 +65,28 @@ def test_heading_anchors_follow_githubs_slugs_and_number_repeats():
         "install-mdrag-on--linux",
         "see-the-docs-now",
     ]
+
+
+def test_a_wikilink_with_a_dot_in_its_name_is_to_a_note_unless_it_names_an_attachment():
+    # Obsidian reads [[Node.js]] as the note Node.js.md; the Excalidraw plugin's drawings are
+    # notes named *.excalidraw.md and linked as [[Name.excalidraw]]. A markdown link to script.js
+    # is to the script.
+    text = (
+        "Uses [[Node.js]], [[Vue.js|Vue]], [[ASP.NET#Setup]], [[Drawing 2024-01-05 10.12.excalidraw]]"
+        " and [[v1.2]].\n\n![[diagram.png]] ![[talk.mp4]] [[slides.pdf]] [[notes.txt]] [[Archive/]]"
+        " [code](script.js) [other](Other.md)\n"
+    )
+    assert [(link["kind"], link["target"]) for link in outline(text).links] == [
+        ("wikilink", "Node.js"),
+        ("wikilink", "Vue.js"),
+        ("wikilink", "ASP.NET"),
+        ("wikilink", "Drawing 2024-01-05 10.12.excalidraw"),
+        ("wikilink", "v1.2"),
+        ("markdown", "Other.md"),
+    ]
+    resolver = LinkResolver(["/v/Node.js.md", "/v/Drawing 2024-01-05 10.12.excalidraw.md", "/v/notes.md"])
+    for target, path in [
+        ("Node.js", "/v/Node.js.md"),
+        ("Drawing 2024-01-05 10.12.excalidraw", "/v/Drawing 2024-01-05 10.12.excalidraw.md"),
+    ]:
+        assert resolver.resolve("/v/notes.md", {"kind": "wikilink", "target": target}) == path

@@ -46,7 +46,7 @@ def extract_links(tokens: Iterable[Token], first_line: int) -> list[Link]:
         for match in _WIKILINK.finditer(content):
             target, anchor, alias = (g.strip() if g else "" for g in match.groups())
             target = target.rstrip("\\")  # [[X\|alias]]: the escaped pipe of a link inside a table
-            if (target or anchor) and _is_note(target):
+            if (target or anchor) and _names_a_note(target):
                 links.append(_link("wikilink", target, anchor, alias, lines.at(match.start())))
         lines = _Lines(content, first_line + token.map[0])
         cursor, exhausted = 0, False
@@ -96,8 +96,28 @@ class _Lines:
         return self.line
 
 
+# What a wiki-link names that is a file, not a note: the attachments Obsidian shows (images,
+# audio, video, PDF, canvas and base files) and office documents, archives and data files. Any
+# other suffix is part of a note's name, as Obsidian reads it: [[Node.js]] is Node.js.md,
+# [[ASP.NET]] ASP.NET.md, [[Drawing 2024.excalidraw]] the Excalidraw plugin's .excalidraw.md.
+ATTACHMENT_SUFFIXES = frozenset(
+    "avif bmp gif jpeg jpg png svg webp heic ico tif tiff "
+    "3gp flac m4a mp3 ogg opus wav webm mkv mov mp4 ogv avi "
+    "pdf canvas base doc docx odt ods odp ppt pptx rtf xls xlsx csv tsv txt json xml html htm "
+    "zip gz tgz tar 7z rar epub".split()
+)
+
+
+def _names_a_note(target: str) -> bool:
+    """A wiki-link's target names a note: no folder, and no attachment's suffix."""
+    if target.endswith(("/", "\\")):
+        return False
+    return PurePosixPath(target.replace("\\", "/")).suffix.lower()[1:] not in ATTACHMENT_SUFFIXES
+
+
 def _is_note(target: str) -> bool:
-    """A link to a note: a markdown file, or a name without a suffix; not a folder or an attachment."""
+    """A markdown link's path to a note: a markdown file, or a name without a suffix (or with
+    digits: v1.2); not a folder or another file (a link to script.js is to the script)."""
     if target.endswith(("/", "\\")):
         return False
     suffix = PurePosixPath(target.replace("\\", "/")).suffix.lower()
