@@ -345,3 +345,26 @@ def test_a_quoted_comment_longer_than_a_window_is_never_cut_inside_and_read_as_t
     inputs = embedded(f"# H\n\n> <!--\n{quoted}> -->\n\nafter\n", max_tokens=200)
     assert "secret" not in " ".join(body for _, body in inputs)
     assert "after" in inputs[-1][1]
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "## Old ideas\n- stale idea",  # a section commented out
+        "# Draft title\n\n---\n\nSetext\n===",  # headings and a rule of every kind
+        "| a | b |\n|---|---|\n| 1 | 2 |\n```\ncode\n```",  # a table and a fence
+    ],
+    ids=["section", "headings", "table-and-fence"],
+)
+def test_an_obsidian_comment_of_several_lines_is_no_markup_and_stays_in_its_section(hidden):
+    # Obsidian hides a "%%" block whole: what it holds makes no heading, and its words stay.
+    text = f"# Plan\n\n## Tasks\n\n- ship it\nNow.\n%%\n{hidden}\n%%\n\n## Notes\n\nok\n"
+    outline = split(text)
+    assert [s.heading_path for s in outline.sections] == [("Plan", "Tasks"), ("Plan", "Notes")]
+    assert outline.sections[0].text.endswith(f"%%\n{hidden}\n%%")  # the pair in one section
+    assert outline.first_h1 == "Plan"
+
+
+def test_a_percent_sign_pair_on_one_line_or_left_open_is_not_a_comment_block():
+    outline = split("%% a note to self %%\n# Plan\n\n%%\n## Left open\n\nbody\n")
+    assert [s.heading_path for s in outline.sections] == [(), ("Plan",), ("Plan", "Left open")]

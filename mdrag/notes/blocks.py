@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
 from mdrag.answers.notes import Link
@@ -29,6 +30,7 @@ BLOCK_TYPES = {
     "blockquote_open": "paragraph",
     "html_block": "paragraph",
     "hr": "paragraph",
+    "obsidian_comment": "paragraph",  # comment_block, below
 }
 # markdown-it holds a token of ~450 bytes for each block and item, and arrays for each line: a note
 # of 1.6 million one-word paragraphs held 2.2 GB at once. It parses this much text at a time.
@@ -271,3 +273,26 @@ def _rendered(children: list[Token]) -> str:
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
     return "".join(parts)
+
+
+def comment_block(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """markdown-it's block rule for an Obsidian comment of several lines: a line that opens with
+    "%%" and does not close it, to the next line that holds "%%". Obsidian hides it whole, so what
+    it holds is no markup: a section commented out (a "## Old ideas" between them) is no heading. Its
+    words stay (a writer hides there what they may look for). One never closed is no block."""
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    if state.is_code_block(start_line) or not state.src.startswith("%%", start):
+        return False
+    if state.src.find("%%", start + 2, state.eMarks[start_line]) != -1:
+        return False  # "%% a note to self %%": a comment on one line, read where it stands
+    line = start_line + 1
+    while line < end_line and state.src.find("%%", state.bMarks[line], state.eMarks[line]) == -1:
+        line += 1
+    if line >= end_line:
+        return False
+    if not silent:
+        token = state.push("obsidian_comment", "", 0)
+        token.map = [start_line, line + 1]
+        token.block = True
+    state.line = line + 1
+    return True
