@@ -8,6 +8,7 @@ import pytest
 
 from mdrag.notes.frontblock import split_frontmatter
 from mdrag.notes.sections import Sectioner
+from mdrag.ui.render import render_note
 
 
 def words(texts):
@@ -368,3 +369,30 @@ def test_an_obsidian_comment_of_several_lines_is_no_markup_and_stays_in_its_sect
 def test_a_percent_sign_pair_on_one_line_or_left_open_is_not_a_comment_block():
     outline = split("%% a note to self %%\n# Plan\n\n%%\n## Left open\n\nbody\n")
     assert [s.heading_path for s in outline.sections] == [(), ("Plan",), ("Plan", "Left open")]
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("{{< highlight bash >}}", "{{< /highlight >}}"),  # Hugo
+        ('{{< highlight go "linenos=table,hl_lines=2" >}}', "{{</ highlight >}}"),
+        ("{{% highlight bash %}}", "{{% /highlight %}}"),
+        ("{% highlight bash linenos %}", "{% endhighlight %}"),  # Jekyll, GitHub Pages
+        ("{%- highlight bash -%}", "{%- endhighlight -%}"),
+    ],
+)
+def test_a_highlight_shortcode_is_code_as_the_site_renders_it(opening, closing):
+    text = f"# Setup\n\n{opening}\n# install the deps\nnpm install\n{closing}\n\n## Usage\n\nRun it.\n"
+    outline = split(text)
+    assert [s.heading_path for s in outline.sections] == [("Setup",), ("Setup", "Usage")]
+    assert (
+        outline.sections[0].section_type == "code_block" and "# install the deps" in outline.sections[0].text
+    )
+    html, toc = render_note(text, [])
+    assert [entry["text"] for entry in toc] == ["Setup", "Usage"]
+    assert "<pre><code" in html and "# install the deps\nnpm install\n</code></pre>" in html
+
+
+def test_a_shortcode_that_is_no_highlight_or_never_closes_is_read_as_markdown():
+    outline = split('{{< figure src="x.jpg" >}}\n# Title\n\n{{< highlight bash >}}\n## Left open\n\nbody\n')
+    assert [s.heading_path for s in outline.sections] == [(), ("Title",), ("Title", "Left open")]

@@ -27,8 +27,9 @@ METADATA = "document_metadata"
 # those parts); 12: a note's frontmatter description has a vector, packed in its metadata row
 # (an upgrade embeds the descriptions alone); 13: a note's text is read composed (NFC), a lone
 # carriage return as a line break, frontmatter in TOML, JSON or closed by `...` as frontmatter, and
-# a block it cannot read, and an Obsidian comment of several lines, as lines of text, not markup,
-# and [[Node.js]] as a link to a note (an upgrade embeds again only the notes read otherwise).
+# a block it cannot read, an Obsidian comment of several lines and a highlight shortcode as lines
+# of text, not markup, and [[Node.js]] as a link to a note (an upgrade embeds again only the notes
+# read otherwise).
 SCHEMA_VERSION = 13
 MAX_TAGS = 64
 # Every stored vector is unit length (the embedder normalizes), so the inner product is the

@@ -6,7 +6,7 @@ import bisect
 import functools
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
@@ -278,20 +278,58 @@ def _rendered(children: list[Token]) -> str:
 def comment_block(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
     """markdown-it's block rule for an Obsidian comment of several lines: a line that opens with
     "%%" and does not close it, to the next line that holds "%%". Obsidian hides it whole, so what
-    it holds is no markup: a section commented out (a "## Old ideas" between them) is no heading. Its
-    words stay (a writer hides there what they may look for). One never closed is no block."""
-    start = state.bMarks[start_line] + state.tShift[start_line]
+    it holds is no markup: a section commented out (a "## Old ideas" between them) is no heading.
+    Its words stay (a writer hides there what they may look for). One never closed is no block."""
+    start, end = state.bMarks[start_line] + state.tShift[start_line], state.eMarks[start_line]
     if state.is_code_block(start_line) or not state.src.startswith("%%", start):
         return False
-    if state.src.find("%%", start + 2, state.eMarks[start_line]) != -1:
+    if state.src.find("%%", start + 2, end) != -1:
         return False  # "%% a note to self %%": a comment on one line, read where it stands
+    return _block_to(state, start_line, end_line, silent, "obsidian_comment", lambda line: "%%" in line)
+
+
+# Hugo's and Jekyll's highlight shortcodes, each alone on its line: `{{< highlight bash >}}` …
+# `{{< /highlight >}}`, `{% highlight ruby %}` … `{% endhighlight %}` (GitHub Pages).
+_HIGHLIGHT = re.compile(
+    r"(?:\{\{[<%]-?\s*highlight\b([^\n]*?)-?[>%]\}\}|\{%-?\s*highlight\b([^\n]*?)-?%\})\s*"
+)
+_HIGHLIGHT_END = re.compile(r"\s*(?:\{\{[<%]-?\s*/\s*highlight\s*-?[>%]\}\}|\{%-?\s*endhighlight\s*-?%\})\s*")
+
+
+def highlight_block(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """markdown-it's block rule for a site generator's highlight shortcode: a fence, as those sites
+    render it (its `# install the deps` is a shell comment, not a heading over the rest of the
+    note; on the page, code). One never closed is no block."""
+    start, end = state.bMarks[start_line] + state.tShift[start_line], state.eMarks[start_line]
+    if state.is_code_block(start_line) or not state.src.startswith(("{{", "{%"), start):
+        return False
+    if (opening := _HIGHLIGHT.fullmatch(state.src, start, end)) is None:
+        return False
+    if not _block_to(state, start_line, end_line, silent, "fence", _closes_highlight):
+        return False
+    if not silent:
+        token = state.tokens[-1]
+        token.tag, token.markup = "code", "```"
+        token.info = (opening.group(1) or opening.group(2) or "").strip()
+        token.content = state.getLines(start_line + 1, state.line - 1, state.sCount[start_line], True)
+    return True
+
+
+def _closes_highlight(line: str) -> bool:
+    return _HIGHLIGHT_END.fullmatch(line) is not None
+
+
+def _block_to(
+    state: StateBlock, start_line: int, end_line: int, silent: bool, kind: str, closes: Callable[[str], bool]
+) -> bool:
+    """One block of type `kind` from `start_line` to the first line after it that `closes`."""
     line = start_line + 1
-    while line < end_line and state.src.find("%%", state.bMarks[line], state.eMarks[line]) == -1:
+    while line < end_line and not closes(state.src[state.bMarks[line] : state.eMarks[line]]):
         line += 1
     if line >= end_line:
         return False
     if not silent:
-        token = state.push("obsidian_comment", "", 0)
+        token = state.push(kind, "", 0)
         token.map = [start_line, line + 1]
         token.block = True
     state.line = line + 1

@@ -22,6 +22,7 @@ from markdown_it.token import Token
 
 from mdrag.answers.notes import ResolvedLink
 from mdrag.notes import frontblock
+from mdrag.notes.blocks import highlight_block
 
 MAX_WIKILINK_CHARS = 500
 
@@ -98,6 +99,10 @@ def _render_link_open(self: Any, tokens: list[Token], idx: int, options: Any, en
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
+    # A site generator's highlight shortcode is code, as the index reads it (notes/blocks.py).
+    md.block.ruler.before(
+        "fence", "highlight", highlight_block, {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    )
     md.inline.ruler.before("link", "unclosed", _unclosed)
     md.inline.ruler.before("link", "wikilink", _wikilink)
     md.add_render_rule("wikilink", _render_wikilink)
