@@ -364,6 +364,9 @@ def test_an_obsidian_comment_of_several_lines_is_no_markup_and_stays_in_its_sect
     assert [s.heading_path for s in outline.sections] == [("Plan", "Tasks"), ("Plan", "Notes")]
     assert outline.sections[0].text.endswith(f"%%\n{hidden}\n%%")  # the pair in one section
     assert outline.first_h1 == "Plan"
+    html, toc = render_note(text, [])  # the page: the block as written, muted; no heading of it
+    assert [entry["text"] for entry in toc] == ["Plan", "Tasks", "Notes"]
+    assert '<pre class="comment">%%\n' in html and "<hr" not in html
 
 
 def test_a_percent_sign_pair_on_one_line_or_left_open_is_not_a_comment_block():

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
+from markdown_it.ruler import RuleOptionsType
 from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
@@ -275,6 +276,15 @@ def _rendered(children: list[Token]) -> str:
     return "".join(parts)
 
 
+def add_block_rules(md: MarkdownIt) -> None:
+    """Teach `md` the blocks a notes folder holds that CommonMark does not know, each one block as
+    a fence is, each able to end a paragraph: an Obsidian comment of several lines
+    (`comment_block`) and a site generator's highlight shortcode (`highlight_block`)."""
+    options: RuleOptionsType = {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    md.block.ruler.before("fence", "obsidian_comment", comment_block, options)
+    md.block.ruler.before("fence", "highlight", highlight_block, options)
+
+
 def comment_block(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
     """markdown-it's block rule for an Obsidian comment of several lines: a line that opens with
     "%%" and does not close it, to the next line that holds "%%". Obsidian hides it whole, so what
@@ -322,7 +332,8 @@ def _closes_highlight(line: str) -> bool:
 def _block_to(
     state: StateBlock, start_line: int, end_line: int, silent: bool, kind: str, closes: Callable[[str], bool]
 ) -> bool:
-    """One block of type `kind` from `start_line` to the first line after it that `closes`."""
+    """One block of type `kind` from `start_line` to the first line after it that `closes`, its
+    lines as written its content."""
     line = start_line + 1
     while line < end_line and not closes(state.src[state.bMarks[line] : state.eMarks[line]]):
         line += 1
@@ -332,5 +343,6 @@ def _block_to(
         token = state.push(kind, "", 0)
         token.map = [start_line, line + 1]
         token.block = True
+        token.content = state.getLines(start_line, line + 1, state.sCount[start_line], True)
     state.line = line + 1
     return True

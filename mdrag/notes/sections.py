@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from mdrag.answers.notes import Link
 from mdrag.notes.anchors import Slugger
-from mdrag.notes.blocks import Block, Blocks, comment_block, highlight_block
+from mdrag.notes.blocks import Block, Blocks, add_block_rules
 from mdrag.notes.comments import blank
 from mdrag.notes.counting import TokenCounter, counted
 from mdrag.notes.document import Document, file_title
@@ -98,11 +98,7 @@ class Sectioner:
         self.count_tokens = count_tokens
         self.max_tokens = max_tokens
         self._md = MarkdownIt("commonmark").enable("table")
-        # An Obsidian comment of several lines and a site generator's highlight shortcode are
-        # each one block, as a fence is; each may end a paragraph.
-        alt = ["paragraph", "reference", "blockquote", "list"]
-        self._md.block.ruler.before("fence", "obsidian_comment", comment_block, {"alt": alt})
-        self._md.block.ruler.before("fence", "highlight", highlight_block, {"alt": alt})
+        add_block_rules(self._md)
         self._md.core.ruler.disable("inline")  # done a block at a time (see Blocks)
 
     def split(self, text: str, body_offset: int = 0, unread_end: int = 0) -> Outline:

@@ -22,7 +22,7 @@ from markdown_it.token import Token
 
 from mdrag.answers.notes import ResolvedLink
 from mdrag.notes import frontblock
-from mdrag.notes.blocks import highlight_block
+from mdrag.notes.blocks import add_block_rules
 
 MAX_WIKILINK_CHARS = 500
 
@@ -96,13 +96,19 @@ def _render_link_open(self: Any, tokens: list[Token], idx: int, options: Any, en
     return str(self.renderToken(tokens, idx, options, env))
 
 
+def _render_comment(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+    token = tokens[idx]
+    token.attrJoin("class", "comment")
+    return f"<pre{self.renderAttrs(token)}>{html.escape(token.content)}</pre>\n"
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
-    # A site generator's highlight shortcode is code, as the index reads it (notes/blocks.py).
-    md.block.ruler.before(
-        "fence", "highlight", highlight_block, {"alt": ["paragraph", "reference", "blockquote", "list"]}
-    )
+    # The blocks as the index reads them: a highlight shortcode is code, an Obsidian comment of
+    # several lines is shown as written and muted (as Obsidian's editor shows it).
+    add_block_rules(md)
+    md.add_render_rule("obsidian_comment", _render_comment)
     md.inline.ruler.before("link", "unclosed", _unclosed)
     md.inline.ruler.before("link", "wikilink", _wikilink)
     md.add_render_rule("wikilink", _render_wikilink)
