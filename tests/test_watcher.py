@@ -200,3 +200,22 @@ def test_no_change_goes_unseen_while_renewals_run(tmp_path):
         renewing.clear()
         renewer.join()
         watcher.stop()
+
+
+def test_stopping_the_watches_after_a_folder_was_moved_away_and_another_came_and_went_ends_cleanly(tmp_path):
+    # watchdog's inotify then loses track of the folder's watch and raised on stop: the daemon
+    # skipped its writer's last batch and exited 1 with a traceback.
+    root = tmp_path / "notes"
+    write(root / "sub" / "s.md", "# x\n")
+    watcher = Watcher(NoteFilter([root]), WorkQueue(), on_overflow=lambda: None)
+    watcher.start()
+    (root / "sub").rename(tmp_path / "out")
+    time.sleep(0.5)
+    (root / "sub").mkdir()
+    time.sleep(0.5)
+    (root / "sub").rmdir()
+    time.sleep(0.5)
+    started = time.monotonic()
+    watcher.stop()
+    assert time.monotonic() - started < 2  # every emitter and the dispatcher told to end
+    assert not watcher._observer.is_alive()

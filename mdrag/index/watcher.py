@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -11,11 +12,13 @@ import types
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from queue import Full
 from typing import Any
 
 from loguru import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+from watchdog.observers.api import EventDispatcher
 
 from mdrag.index.workqueue import WorkQueue
 from mdrag.notes.pathtext import to_text
@@ -342,7 +345,19 @@ class Watcher:
 
     def stop(self) -> None:
         logging.getLogger("watchdog").removeHandler(self._overflow)
-        self._observer.stop()
+        try:
+            self._observer.stop()
+        except (KeyError, RuntimeError, OSError) as exc:
+            # watchdog's inotify loses track of a watch whose folder was moved away and another
+            # made and removed in its place, and stopping it then raises (a KeyError): that skipped
+            # the writer's last batch and ended the daemon with a traceback and exit status 1.
+            # The other folders' emitters are stopped, and the dispatcher told to end, here.
+            logger.debug("stopping the watches: {!r}", exc)
+            for emitter in list(self._observer.emitters):
+                with contextlib.suppress(KeyError, RuntimeError, OSError):
+                    emitter.stop()
+            with contextlib.suppress(Full):
+                self._observer.event_queue.put_nowait(EventDispatcher.stop_event)
         if self._observer.is_alive():
             self._observer.join(timeout=5)
 

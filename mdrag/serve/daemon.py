@@ -108,7 +108,10 @@ class Daemon:
             logger.info("stopping")
             self.notifier.stopping()
             self.server.stop()
-            self.state.running.watcher.stop()
+            try:
+                self.state.running.watcher.stop()
+            except Exception:  # the watches may fail to end; the writer's batch must still be kept
+                logger.opt(exception=True).warning("stopping the watches failed")
             writer.join(timeout=30)  # the writer finishes the batch in hand (or a reopen), then exits
             return 0
         except _StopDuringStartup:
