@@ -69,6 +69,9 @@ class Catalog:
         # Notes the index cannot hold (a path too long to open or to store), with why: failed
         # notes that no stored row can name, so kept here alone and found again by each scan.
         self._unheld: dict[str, str] = {}
+        # Indexed notes that cannot be read now (permissions), with why: their indexed version
+        # answers meanwhile. Not stored: each run that meets one finds it again.
+        self._unread: dict[str, str] = {}
 
     def get(self, path: str) -> FileRecord | None:
         return self._records.get(path)
@@ -84,6 +87,7 @@ class Catalog:
     def put(self, record: FileRecord) -> None:
         with self._lock:
             self._let_go(record.file_path)
+            self._unread.pop(record.file_path, None)
             self._records[record.file_path] = record
             self._transient.pop(record.file_path, None)
             if _holds(record):
@@ -93,6 +97,7 @@ class Catalog:
     def remove(self, path: str) -> None:
         with self._lock:
             self._let_go(path)
+            self._unread.pop(path, None)
             self._records.pop(path, None)
             self._transient.pop(path, None)
 
@@ -124,6 +129,7 @@ class Catalog:
             self._holders = _holders(self._records)
             self._last_indexed_at = _latest(self._records)
             self._transient.clear()
+            self._unread.clear()
 
     def paths(self) -> list[str]:
         return list(self._records)
@@ -170,11 +176,24 @@ class Catalog:
         daemon, so kept as notes are put (not a pass over every record: 11 ms at 31k notes)."""
         return self._last_indexed_at
 
+    def unread(self, path: str, why: str = "") -> None:
+        """An indexed note that cannot be read now, and why (its indexed version kept); no `why`:
+        it was read again."""
+        if why:
+            with self._lock:
+                if path in self._records:
+                    self._unread[path] = why
+        elif path in self._unread:
+            with self._lock:
+                self._unread.pop(path, None)
+
     def failed(self) -> list[FileRecord]:
-        """Every note that failed, with its reason: those recorded, and those the index cannot hold."""
+        """Every note that failed, with its reason: those recorded, those the index cannot hold,
+        and indexed ones that cannot be read now (their indexed version kept)."""
         unheld = [FileRecord(path, "", "failed", why) for path, why in self._unheld.copy().items()]
+        unread = [FileRecord(path, "", "failed", why) for path, why in self._unread.copy().items()]
         return sorted(
-            [*(r for r in list(self._records.values()) if r.status == "failed"), *unheld],
+            [*(r for r in list(self._records.values()) if r.status == "failed"), *unheld, *unread],
             key=lambda r: r.file_path,
         )
 

@@ -165,6 +165,38 @@ def test_a_file_that_breaks_loses_its_old_sections_and_shows_as_failed(make_serv
     assert service.status()["documents"] == {"failed": 1}
 
 
+def test_a_note_that_turns_unreadable_keeps_its_indexed_version_and_status_says_so_till_read_again(
+    make_service, notes, monkeypatch
+):
+    from mdrag.index import changes
+    from mdrag.notes.document import FileUnreadable
+
+    note = write(notes / "n.md", GIT)
+    service = make_service([notes])
+    service.reindex()
+    read = changes.read_bytes
+
+    def permission_denied(path, limit):  # as a note chmod 000 reads (the tests run as root)
+        if str(path) == str(note):
+            raise FileUnreadable("cannot read file: Permission denied")
+        return read(path, limit)
+
+    monkeypatch.setattr(changes, "read_bytes", permission_denied)
+    write(note, GIT.replace("rebase", "squash"))
+    service.reindex()
+    status = service.status()
+    assert status["documents"] == {"indexed": 1}  # its indexed version answers meanwhile
+    assert status["failed"] == [
+        {
+            "file_path": str(note),
+            "error": "cannot read file: Permission denied; its indexed version is kept until it is readable or gone",
+        }
+    ]
+    monkeypatch.undo()
+    assert service.reindex().updated == 1
+    assert service.status()["failed"] == []
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -46,15 +46,18 @@ def read_changed(
         prepared = PreparedNote(path=path, is_new=known is None, held_hash=held)
         try:
             data = read_bytes(path, max_file_bytes)
+            catalog.unread(path)  # readable (again)
         except FileVanished:
             vanished.append(path)  # deleted since the scan: the writer removes it
             meter.unchanged()
             continue
         except FileUnreadable as exc:
             if known is not None and known.status == "indexed":
-                # Permissions come and go (a folder being copied, a mount): keep what we have.
+                # Permissions come and go (a folder being copied, a mount): keep what we have,
+                # and say so in `status` until it is readable again.
                 error = f"{exc}; its indexed version is kept until it is readable or gone"
                 report.failed.append({"file_path": path, "error": error})
+                catalog.unread(path, error)
                 logger.warning("failed {}: {}", path, error)
                 meter.unchanged()
                 continue
