@@ -99,7 +99,7 @@ UNREAD = {
     "obsidian-template": "---\ncreated: {{date}}\ntags:\n---\n",
     "toml-comment": "+++\n# drafted in a hurry\ntitle = = 'x'\n+++\n",
     "json": '{\n"title": Kubernetes\n}\n',
-    "yaml-huge": "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(2000)) + "---\n",
+    "yaml-deep": "---\ntitle: T\nx: " + "[" * 100 + "]" * 100 + "\n---\n",
 }
 
 
@@ -122,3 +122,22 @@ def test_a_block_the_index_cannot_read_is_text_in_the_note_never_markup(block):
     html, toc = render_note(text, [])
     assert [entry["text"] for entry in toc] == ["Setup"]  # the page: the block as code, no heading
     assert html.startswith("<pre><code>") and "<hr" not in html
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A rule over markdown, and a `...` in code below it: no block of keys, so markdown.
+        "---\n# Guide\n\n## Install\n\n```python\ndef f():\n...\n```\n\n## Usage\n\nRun it.\n---\n",
+        # Past the size bound: read as markdown, as before.
+        "---\n# Guide\n\n" + "".join(f"## Part {i}\n\n{'word ' * 40}\n\n" for i in range(400)) + "---\n",
+    ],
+    ids=["rule-over-markdown", "past-the-bound"],
+)
+def test_a_note_that_opens_with_a_rule_over_its_markdown_keeps_its_headings(text):
+    document = parse_document("/notes/guide.md", text.encode())
+    assert document.unread_end == 0
+    outline = Sectioner(lambda texts: [len(t.split()) for t in texts]).split(document.text, 0)
+    assert outline.first_h1 == "Guide" and ("Guide", "Install" if "Install" in text else "Part 0") in {
+        s.heading_path for s in outline.sections
+    }

@@ -47,6 +47,9 @@ HOSTILE_INLINE: dict[str, Callable[[int], str]] = {
     "reference links": lambda n: "[a][r] " * (n // 7) + "\n\n[r]: notes.md",
     "links on many lines": lambda n: "[a](b.md)\n" * (n // 10),
     "wikilinks on many lines": lambda n: "[[a]]\n" * (n // 6),
+    # Block openers never closed: each scanned to the note's end for its closing line.
+    "highlight openers": lambda n: "{{< highlight bash >}}\n" * (n // 23),
+    "jekyll highlight openers": lambda n: "{% highlight ruby %}\nx\n" * (n // 23),
 }
 
 

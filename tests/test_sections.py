@@ -399,3 +399,20 @@ def test_a_highlight_shortcode_is_code_as_the_site_renders_it(opening, closing):
 def test_a_shortcode_that_is_no_highlight_or_never_closes_is_read_as_markdown():
     outline = split('{{< figure src="x.jpg" >}}\n# Title\n\n{{< highlight bash >}}\n## Left open\n\nbody\n')
     assert [s.heading_path for s in outline.sections] == [(), ("Title",), ("Title", "Left open")]
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [("%%", "%%"), ("{{< highlight bash >}}", "{{< /highlight >}}")],
+    ids=["comment", "highlight"],
+)
+def test_a_block_that_closes_past_a_parse_window_is_one_block_and_one_never_closed_is_markdown(
+    opening, closing
+):
+    # A long note is parsed 64 KB at a time: a block open at a window's end is read whole by the next.
+    top = "# Top\n\n" + ("word " * 15 + "\n\n") * 850  # about 66 KB
+    body = "\n# Hidden\n\nx\n\n" + "y\n\n" * 2000
+    closed = split(top + opening + body + closing + "\n\n## Shown\n\nz\n")
+    assert {s.heading_path for s in closed.sections} == {("Top",), ("Top", "Shown")}
+    left_open = split(top + opening + body + "\n## Shown\n\nz\n")
+    assert ("Hidden", "Shown") in {s.heading_path for s in left_open.sections}

@@ -131,6 +131,10 @@ def test_a_path_typed_in_either_form_names_the_folder_and_note_as_spelled_on_dis
         str(note.parent), "gone", typed("brûlée.md")
     )
     assert paths.typed("vault/Cr") == str(vault / "Cr")
+    # As `mdrag mcp` reads a path: relative, and a folder's trailing slash kept (a --path prefix).
+    monkeypatch.chdir(vault)
+    assert spelled_on_disk(typed("Crème/")) == disk("Crème") + "/"
+    assert spelled_on_disk(typed("Crème/brûlée.md")) == os.path.join(disk("Crème"), disk("brûlée.md"))
 
 
 def test_a_search_under_a_folder_macos_named_decomposed_finds_it_typed_composed(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from mdrag import termtext
 from mdrag.text.canonical import canonical
@@ -74,29 +75,29 @@ class Paths:
 
 
 def on_disk(path: str) -> str:
-    """`path` (absolute) as its names are spelled on disk, where one typed in the other Unicode
-    form is there (`canonical`: "Café" typed composed, a folder macOS named decomposed, or the
-    reverse); a name found in neither form, and every name after it, stays as typed. The folders
-    are listed only where the path is not there as typed."""
-    if os.path.exists(path):
+    """`path` with each name as spelled on disk where it was typed in the other Unicode form
+    (`canonical`: "Café" typed composed, a folder macOS named decomposed, or the reverse). Each
+    name not in ASCII is looked up among its folder's entries, even where the path opens as typed
+    (APFS opens either form, but the index stores the one on disk); a name in neither form, and
+    every name after it, stays as typed, and so does a trailing slash."""
+    if path.isascii():
         return path
-    missing: list[str] = []
-    found = path
-    while not os.path.exists(found):
-        found, name = os.path.split(found)
-        if not name:
-            return path
-        missing.append(name)
-    for at, name in enumerate(reversed(missing)):
-        wanted = canonical(name)
-        try:
-            spelled = next((entry for entry in os.listdir(found) if canonical(entry) == wanted), None)
-        except OSError:
-            spelled = None
-        if spelled is None:
-            return os.path.join(found, *list(reversed(missing))[at:])
-        found = os.path.join(found, spelled)
-    return found
+    trailing = os.sep if path.endswith(os.sep) and path.strip(os.sep) else ""
+    parts = Path(path).parts
+    found, first = (parts[0], 1) if os.path.isabs(path) else ("", 0)
+    for at, name in enumerate(parts[first:], start=first):
+        if not name.isascii():
+            try:
+                entries = os.listdir(found or ".")
+            except OSError:
+                entries = []
+            wanted = canonical(name)
+            spelled = name if name in entries else next((e for e in entries if canonical(e) == wanted), None)
+            if spelled is None:
+                return os.path.join(found, *parts[at:]) + trailing
+            name = spelled
+        found = os.path.join(found, name)
+    return found + trailing
 
 
 def visible(path: str) -> str:

@@ -36,6 +36,7 @@ BLOCK_TYPES = {
 # markdown-it holds a token of ~450 bytes for each block and item, and arrays for each line: a note
 # of 1.6 million one-word paragraphs held 2.2 GB at once. It parses this much text at a time.
 WINDOW_CHARS = 65_536
+NOTE_ENDS = "mdrag_note_ends"  # in a parse's env: whether its text runs to the note's end
 INLINE_LIMIT = 32_768  # inline markup is parsed in pieces this long (one piece holds a heading)
 _CONTAINERS = ("bullet_list_open", "ordered_list_open", "blockquote_open", "table_open")
 _PLAIN = re.compile(r"[A-Za-z]|[0-9]+(?![0-9.)])")  # a line only a paragraph can hold
@@ -93,6 +94,7 @@ class Blocks:
             end = starts[end_line] if end_line < len(starts) else size
             header = self._header(held)  # a table's rows read as rows only under its header
             skip = header.count("\n")  # window lines that are the header, not this window's text
+            self.env[NOTE_ENDS] = end >= size  # see _block_to
             tokens = self.md.parse(header + self.text[starts[line] : end], self.env)
             found = _cut(tokens, skip, skip + end_line - line, last=end >= size)
             if found is None:
@@ -124,6 +126,7 @@ class Blocks:
             # A link may name a definition further down (docs keep them at the end): read again.
             self.links = []
             for first, end, header, cut in windows:
+                self.env[NOTE_ENDS] = end >= size
                 tokens = self.md.parse(header + self.text[starts[first] : end], self.env)
                 self._links(tokens, first - header.count("\n"), header.count("\n"), cut)
 
@@ -333,12 +336,26 @@ def _block_to(
     state: StateBlock, start_line: int, end_line: int, silent: bool, kind: str, closes: Callable[[str], bool]
 ) -> bool:
     """One block of type `kind` from `start_line` to the first line after it that `closes`, its
-    lines as written its content."""
-    line = start_line + 1
-    while line < end_line and not closes(state.src[state.bMarks[line] : state.eMarks[line]]):
-        line += 1
+    lines as written its content.
+
+    Left open where the note ends it is no block. Left open where only a window of the note ends
+    (Blocks reads a long note a window at a time, and says which in env[NOTE_ENDS]) it runs to
+    the window's end, as an open fence does, so the next window reads it whole. Each scan that
+    finds no closing line is remembered for the parse: a later opener (a paragraph asks of each
+    of its lines too) would scan the same lines again, and a note of a thousand openers left open
+    would cost the square of its length."""
+    open_from: dict[tuple[str, int], int] = state.__dict__.setdefault("mdrag_open_from", {})
+    if start_line >= open_from.get((kind, end_line), end_line):
+        line = end_line  # a scan from an earlier line found no closing line before end_line
+    else:
+        line = start_line + 1
+        while line < end_line and not closes(state.src[state.bMarks[line] : state.eMarks[line]]):
+            line += 1
     if line >= end_line:
-        return False
+        open_from[(kind, end_line)] = min(start_line, open_from.get((kind, end_line), end_line))
+        if state.env.get(NOTE_ENDS, True):
+            return False
+        line = end_line - 1
     if not silent:
         token = state.push(kind, "", 0)
         token.map = [start_line, line + 1]

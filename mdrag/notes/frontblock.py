@@ -24,6 +24,10 @@ MAX_FRONTMATTER_DEPTH = 64
 MAX_FRONTMATTER_NODES = 20_000  # values once every alias is expanded
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _JSON = json.JSONDecoder()
+# A frontmatter key opening a line: YAML's `key:` (spaces in it too: "external help file:"),
+# TOML's `key =`, JSON's `"key":`; looked for among a block's first lines.
+_KEY = re.compile(r"""["']?[\w][\w .'"-]{0,60}["']?\s*(?::(?:\s|$)|=)""")
+_LOOK_LINES = 20
 # A TOML key of more than MAX_FRONTMATTER_DEPTH dotted parts (`a.b.c = 1`, `[a.b.c]`, in an
 # inline table too), each a level of nesting: tomllib reads one in time and memory that grow
 # with the square of its parts (30,000 parts, 14.5 s and 3.4 GB), so it is refused unread.
@@ -110,15 +114,22 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, bool, str]:
 
 
 def block_end(text: str) -> int:
-    """Where the note's frontmatter block ends, read or not: the offset past its closing line
-    (0 for none, or one never closed). A block that was not read (malformed, or past its bounds)
-    still ends there: `created: {{date}}` (an Obsidian template's) or an unquoted `title:
-    Kubernetes: the hard way` is YAML refused, not the markdown of a heading."""
+    """Where the note's frontmatter block ends, read or not: the offset past its closing line; 0
+    for none, one never closed, one past the size bound, or one whose first line (past blank and
+    comment lines) is no key (`title:`, `title =`, `"title":`): a note may open with a `---` rule
+    over its markdown. A block that was not read still ends there: `created: {{date}}` (an
+    Obsidian template's) or an unquoted `title: Kubernetes: the hard way` is YAML refused, not
+    the markdown of a heading."""
     found = next((handler for handler, _ in _FORMATS if handler.detect(text)), None)
     try:
-        return 0 if found is None else _split(found, text)[1]
+        raw, end = ("", 0) if found is None else _split(found, text)
     except ValueError:
         return 0
+    if len(raw) > MAX_FRONTMATTER_CHARS:
+        return 0
+    lines = (line.strip() for line in raw.splitlines()[:_LOOK_LINES])
+    first = next((line for line in lines if line and line not in "{}" and not line.startswith("#")), "")
+    return end if _KEY.match(first) else 0
 
 
 def _split(handler: BaseHandler, text: str) -> tuple[str, int]:

@@ -128,7 +128,8 @@ def split_frontmatter(text: str) -> tuple[str, int, Token | None]:
     lines = text.count("\n", 0, offset)
     unread = None
     if offset and not read:
-        unread = Token("fence", "code", 0, map=[-lines, 0], markup="```", content=text[:offset])
+        last = 0 if text.endswith("\n", 0, offset) else 1  # its closing line ends the file
+        unread = Token("fence", "code", 0, map=[-lines, last], markup="```", content=text[:offset])
     return text[offset:], lines, unread
 
 
