@@ -45,13 +45,13 @@ class Paths:
             return absolute
         first, _, rest = os.path.normpath(path).partition(os.sep)
         named = [root for root in self._roots if canonical(os.path.basename(root)) == canonical(first)]
-        for root in named:
-            under = on_disk(os.path.join(root, rest)) if rest else root
+        unders = [on_disk(os.path.join(root, rest)) if rest else root for root in named]
+        for under in unders:
             if os.path.exists(under):
                 return under
         # Under the one root of that name even when nothing is there (a note deleted since, or a
         # typo): the answer then names the path the person meant, not one under the working folder.
-        return on_disk(os.path.join(named[0], rest)) if len(named) == 1 and rest else absolute
+        return unders[0] if len(unders) == 1 and rest else absolute
 
     def shown(self, path: str) -> str:
         """`/home/me/vault/a/b.md` under the root `/home/me/vault` -> `vault/a/b.md`; a path under

@@ -318,13 +318,12 @@ def highlight_block(state: StateBlock, start_line: int, end_line: int, silent: b
         return False
     if (opening := _HIGHLIGHT.fullmatch(state.src, start, end)) is None:
         return False
-    if not _block_to(state, start_line, end_line, silent, "fence", _closes_highlight):
+    if not _block_to(state, start_line, end_line, silent, "fence", _closes_highlight, inner=True):
         return False
     if not silent:
         token = state.tokens[-1]
         token.tag, token.markup = "code", "```"
         token.info = (opening.group(1) or opening.group(2) or "").strip()
-        token.content = state.getLines(start_line + 1, state.line - 1, state.sCount[start_line], True)
     return True
 
 
@@ -333,10 +332,16 @@ def _closes_highlight(line: str) -> bool:
 
 
 def _block_to(
-    state: StateBlock, start_line: int, end_line: int, silent: bool, kind: str, closes: Callable[[str], bool]
+    state: StateBlock,
+    start_line: int,
+    end_line: int,
+    silent: bool,
+    kind: str,
+    closes: Callable[[str], bool],
+    inner: bool = False,
 ) -> bool:
     """One block of type `kind` from `start_line` to the first line after it that `closes`, its
-    lines as written its content.
+    lines as written its content (`inner`: those between its opening and closing lines).
 
     Left open where the note ends it is no block. Left open where only a window of the note ends
     (Blocks reads a long note a window at a time, and says which in env[NOTE_ENDS]) it runs to
@@ -360,6 +365,6 @@ def _block_to(
         token = state.push(kind, "", 0)
         token.map = [start_line, line + 1]
         token.block = True
-        token.content = state.getLines(start_line, line + 1, state.sCount[start_line], True)
+        token.content = state.getLines(start_line + inner, line + 1 - inner, state.sCount[start_line], True)
     state.line = line + 1
     return True

@@ -110,18 +110,22 @@ ATTACHMENT_SUFFIXES = frozenset(
 
 def _names_a_note(target: str) -> bool:
     """A wiki-link's target names a note: no folder, and no attachment's suffix."""
-    if target.endswith(("/", "\\")):
-        return False
-    return PurePosixPath(target.replace("\\", "/")).suffix.lower()[1:] not in ATTACHMENT_SUFFIXES
+    suffix = _suffix(target)
+    return suffix is not None and suffix not in ATTACHMENT_SUFFIXES
 
 
 def _is_note(target: str) -> bool:
     """A markdown link's path to a note: a markdown file, or a name without a suffix (or with
     digits: v1.2); not a folder or another file (a link to script.js is to the script)."""
+    suffix = _suffix(target)
+    return suffix is not None and (not suffix or f".{suffix}" in NOTE_SUFFIXES or not suffix.isalpha())
+
+
+def _suffix(target: str) -> str | None:
+    """The target's suffix, lowered, without its dot ("" for none); None for a folder."""
     if target.endswith(("/", "\\")):
-        return False
-    suffix = PurePosixPath(target.replace("\\", "/")).suffix.lower()
-    return not suffix or suffix in NOTE_SUFFIXES or not suffix[1:].isalpha()
+        return None
+    return PurePosixPath(target.replace("\\", "/")).suffix.lower()[1:]
 
 
 def _link(kind: str, target: str, anchor: str, alias: str, line: int) -> Link:
